@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0
+# tapfence: one non-recursive Makefile, everything built into build/.
+
+BUILD    ?= build
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+CC       ?= gcc
+ARCH     := $(shell uname -m)
+BPF_ARCH := $(subst x86_64,x86,$(subst aarch64,arm64,$(ARCH)))
+VERSION  := 0.1.0
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+WARN      := -Wall -Wextra -Werror
+CFLAGS    ?= -O2 -g
+ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DTF_VERSION='"$(VERSION)"' \
+	      -Iinclude -Iuser -I$(BUILD) -MMD -MP
+LDLIBS    := -lbpf -lelf -lz -lxdp -ljansson -lcap
+BPF_CFLAGS := -O2 -g $(WARN) -Wno-unused-function -target bpf -D__TARGET_ARCH_$(BPF_ARCH) \
+	      -Iinclude -Ibpf -Ivmlinux -include vmlinux/$(ARCH).h -MMD -MP
+
+BPF_SRCS    := $(wildcard bpf/*.bpf.c)
+BPF_OBJS    := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
+SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
+
+COMMON_SRCS := $(wildcard user/common/*.c)
+DAEMON_LIB  := $(filter-out user/daemon/main.c,$(wildcard user/daemon/*.c))
+CTL_SRCS    := $(wildcard user/ctl/*.c)
+UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+COMMON_OBJS := $(call obj,$(COMMON_SRCS))
+DAEMON_OBJS := $(call obj,$(DAEMON_LIB))
+UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.DELETE_ON_ERROR:
+.PHONY: all deps test test-unit test-netns demo clean
+
+all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS)
+
+deps:
+	$(Q)tools/deps.sh
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH).h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
+# Every userspace object may include a skeleton; generate them first.
+$(BUILD)/obj/%.o: %.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/tapfenced: $(BUILD)/obj/user/daemon/main.o $(DAEMON_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tapfence: $(call obj,$(CTL_SRCS)) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+# Unit test binaries link the daemon's library objects (not its main).
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(DAEMON_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+test: deps all
+	$(Q)tests/run.sh
+
+test-unit: deps all
+	$(Q)tests/run.sh unit
+
+test-netns: deps all
+	$(Q)tests/run.sh netns
+
+demo: deps all
+	$(Q)tools/demo.sh
+
+clean:
+	$(call msg,CLEAN,$(BUILD))
+	$(Q)rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

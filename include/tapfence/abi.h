@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * The ABI between the BPF datapath and tapfenced: map keys and values,
+ * events, constants. Included by bpf/*.bpf.c (after vmlinux.h) and by
+ * userspace (after <linux/types.h>). Fixed-width types only, padding
+ * named, layouts pinned with _Static_assert. Never mirror these elsewhere.
+ */
+#ifndef TAPFENCE_ABI_H
+#define TAPFENCE_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#include "reason.h"
+
+#define TF_ABI_VERSION      1
+
+/* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
+#define TF_MAX_SESSIONS     4096
+#define TF_NAME_MAX         256	/* DNS name / SNI carried in an event */
+
+/* Address families as carried in keys and events (not AF_*). */
+#define TF_FAM_IPV4         4
+#define TF_FAM_IPV6         6
+
+/* Protocol bits used by rules (struct tf_rule_val). */
+#define TF_PB_TCP           0x01
+#define TF_PB_UDP           0x02
+#define TF_PB_ICMP          0x04	/* ICMP echo / ICMPv6 echo */
+#define TF_PB_OTHER         0x08	/* any other IP protocol ("any" rules) */
+
+/* Session flags (struct tf_session.flags). */
+#define TF_SF_IPV4          0x0001	/* guest has an IPv4 address */
+#define TF_SF_IPV6          0x0002	/* guest has an IPv6 address */
+#define TF_SF_RESOLVER4     0x0004	/* resolver reachable over IPv4 */
+#define TF_SF_RESOLVER6     0x0008	/* resolver reachable over IPv6 */
+
+/**
+ * struct tf_session - per-session configuration, map tf_sessions
+ * (HASH keyed by the __u32 ifindex the packet arrives on or leaves by).
+ * Replaced whole by the daemon (hash updates swap the element under RCU,
+ * so a program never sees half of an old and half of a new value).
+ * @sid:          session slot, 1..TF_MAX_SESSIONS-1
+ * @policy_ver:   generation of this session's entries in tf_rules/tf_ports
+ * @flags:        TF_SF_*
+ * @resolver_port: resolver's DNS port, network order
+ * @guest_mac, @gw_mac: the guest's and the gateway's (host side) MACs
+ * @guest_ip4, @gw_ip4, @resolver_ip4: network order, 0 if absent
+ * @guest_ip6, @guest_ip6_ll: global and link-local (EUI-64 of guest_mac)
+ * @gw_ip6, @gw_ip6_ll, @resolver_ip6: likewise for the gateway
+ */
+struct tf_session {
+	__u32 sid;
+	__u32 policy_ver;
+	__u16 flags;
+	__be16 resolver_port;
+	__u8 guest_mac[6];
+	__u8 gw_mac[6];
+	__be32 guest_ip4;
+	__be32 gw_ip4;
+	__be32 resolver_ip4;
+	__u8 guest_ip6[16];
+	__u8 guest_ip6_ll[16];
+	__u8 gw_ip6[16];
+	__u8 gw_ip6_ll[16];
+	__u8 resolver_ip6[16];
+};
+_Static_assert(sizeof(struct tf_session) == 116, "tf_session layout");
+
+/**
+ * struct tf_rule_key - LPM key of tf_rules: one session, one policy
+ * generation, one address family, then the prefix. prefixlen counts the
+ * fixed 72 bits (sid, ver, family) plus the prefix bits.
+ * IPv4 addresses sit in addr[0..3].
+ */
+struct tf_rule_key {
+	__u32 prefixlen;
+	__u32 sid;
+	__u32 ver;
+	__u8 family;
+	__u8 addr[16];
+	__u8 pad[3];
+};
+_Static_assert(sizeof(struct tf_rule_key) == 32, "tf_rule_key layout");
+#define TF_RULE_KEY_FIXED_BITS 72
+
+/**
+ * struct tf_rule_val - what the longest matching prefix allows. The daemon
+ * flattens rules at set-up: each prefix carries the union of every rule
+ * whose CIDR contains it, so one LPM lookup answers for all rules.
+ * @cls:       port class in tf_ports (0: no port-limited protocol)
+ * @all_ports: TF_PB_* bits allowed on every port
+ * @protos:    TF_PB_* bits allowed on some port (or at all, for ICMP/OTHER)
+ */
+struct tf_rule_val {
+	__u16 cls;
+	__u8 all_ports;
+	__u8 protos;
+};
+_Static_assert(sizeof(struct tf_rule_val) == 4, "tf_rule_val layout");
+
+/**
+ * struct tf_port_key - one 256-port chunk of a port class, map tf_ports.
+ * @proto: IPPROTO_TCP or IPPROTO_UDP; @hi: port >> 8.
+ * The value is a 256-bit bitmap (struct tf_port_bits) of port & 0xff.
+ */
+struct tf_port_key {
+	__u32 sid;
+	__u32 ver;
+	__u16 cls;
+	__u8 proto;
+	__u8 hi;
+};
+_Static_assert(sizeof(struct tf_port_key) == 12, "tf_port_key layout");
+
+struct tf_port_bits {
+	__u64 w[4];
+};
+
+/* Hard floor actions (struct tf_floor_val.action). */
+#define TF_FLOOR_DENY       1
+#define TF_FLOOR_EXEMPT     2	/* operator exception: the floor does not apply */
+
+/** struct tf_floor_key - LPM key of tf_floor (global). prefixlen = 8 + bits. */
+struct tf_floor_key {
+	__u32 prefixlen;
+	__u8 family;
+	__u8 addr[16];
+	__u8 pad[3];
+};
+_Static_assert(sizeof(struct tf_floor_key) == 24, "tf_floor_key layout");
+#define TF_FLOOR_KEY_FIXED_BITS 8
+
+struct tf_floor_val {
+	__u16 reason;	/* enum tf_reason, for TF_FLOOR_DENY */
+	__u8 action;
+	__u8 pad;
+};
+
+/** struct tf_addr_key - a guest address, map tf_addrs (value: __u32 sid). */
+struct tf_addr_key {
+	__u8 family;
+	__u8 pad[3];
+	__u8 addr[16];
+};
+_Static_assert(sizeof(struct tf_addr_key) == 20, "tf_addr_key layout");
+
+/**
+ * struct tf_flow_key - a flow in a session's flow table (the inner LRU map
+ * at tf_flows[sid]). Seen from the guest: the guest address is fixed per
+ * session, so only the remote end and the guest's port are stored.
+ * @gport: guest's port (ICMP echo: the identifier); @rport: remote port.
+ */
+struct tf_flow_key {
+	__u8 raddr[16];
+	__be16 gport;
+	__be16 rport;
+	__u8 family;
+	__u8 proto;
+	__u8 pad[2];
+};
+_Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
+
+#define TF_FLOW_OPEN        1
+
+struct tf_flow {
+	__u64 created_ns;
+	__u32 policy_ver;
+	__u8 state;
+	__u8 pad[3];
+};
+_Static_assert(sizeof(struct tf_flow) == 16, "tf_flow layout");
+
+/* Directions, seen from the guest. */
+#define TF_DIR_FROM_GUEST   0
+#define TF_DIR_TO_GUEST     1
+
+#define TF_VERDICT_DENY     0
+#define TF_VERDICT_ALLOW    1
+
+/* Global counters (tf_stats, per-CPU array). */
+enum tf_stat {
+	TF_STAT_EVENTS,		/* events written to the ringbuf */
+	TF_STAT_EVENTS_LOST,	/* events the full ringbuf refused */
+	TF_STAT_MAX,
+};
+
+/**
+ * struct tf_event - one boundary decision, through the tf_events ringbuf.
+ * @ts_ns:     bpf_ktime_get_ns() (CLOCK_MONOTONIC); userspace makes it wall time
+ * @sid:       session slot (0: no session)
+ * @ifindex:   interface the packet was judged on
+ * @policy_ver: policy generation that decided it
+ * @reason:    enum tf_reason; @verdict: TF_VERDICT_*; @dir: TF_DIR_*
+ * @family:    TF_FAM_* or 0 for non-IP (then @ethertype says what it was)
+ * @proto:     IP protocol; @sport/@dport: network order (ICMP: type/code)
+ * @name_len:  bytes of @name in use (DNS name or SNI; 0 if none)
+ * @smac:      frame's source MAC
+ */
+struct tf_event {
+	__u64 ts_ns;
+	__u32 sid;
+	__u32 ifindex;
+	__u32 policy_ver;
+	__u16 reason;
+	__u8 verdict;
+	__u8 dir;
+	__u8 family;
+	__u8 proto;
+	__be16 ethertype;
+	__be16 sport;
+	__be16 dport;
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u8 smac[6];
+	__u16 name_len;
+	__u8 name[TF_NAME_MAX];
+};
+_Static_assert(sizeof(struct tf_event) == 328, "tf_event layout");
+
+#endif /* TAPFENCE_ABI_H */

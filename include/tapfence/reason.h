@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Verdict reasons: one append-only list. A retired reason is renamed
+ * UNUSEDn and keeps its number; a number is never reused. The X-macro
+ * generates the enum (BPF and userspace) and the userspace string table,
+ * so the two cannot drift apart.
+ *
+ * Columns: enum suffix, feed name, verdict (ALLOW or DENY).
+ */
+#ifndef TAPFENCE_REASON_H
+#define TAPFENCE_REASON_H
+
+#define TF_REASONS(X)                                                          \
+	X(UNKNOWN,          "unknown",          DENY)  /*  0 */                \
+	X(ALLOW_RULE,       "allow_rule",       ALLOW) /*  1 new flow, CIDR rule */ \
+	X(ALLOW_FLOW,       "allow_flow",       ALLOW) /*  2 tracked flow */     \
+	X(ALLOW_DNS,        "allow_dns",        ALLOW) /*  3 to own resolver */  \
+	X(ALLOW_ARP,        "allow_arp",        ALLOW) /*  4 guest<->gateway */  \
+	X(ALLOW_NDP,        "allow_ndp",        ALLOW) /*  5 guest<->gateway */  \
+	X(ALLOW_ICMP_ERROR, "allow_icmp_error", ALLOW) /*  6 about a flow */     \
+	X(NO_SESSION,       "no_session",       DENY)  /*  7 */                  \
+	X(MALFORMED,        "malformed",        DENY)  /*  8 truncated/invalid */ \
+	X(L2_SRC_MAC,       "l2_src_mac",       DENY)  /*  9 */                  \
+	X(L2_DST_MAC,       "l2_dst_mac",       DENY)  /* 10 */                  \
+	X(L2_ETHERTYPE,     "l2_ethertype",     DENY)  /* 11 */                  \
+	X(L2_VLAN,          "l2_vlan",          DENY)  /* 12 */                  \
+	X(ARP,              "arp",              DENY)  /* 13 not guest<->gw */  \
+	X(NDP,              "ndp",              DENY)  /* 14 not guest<->gw */  \
+	X(SPOOFED_SRC,      "spoofed_src",      DENY)  /* 15 */                  \
+	X(FLOOR_THIS_NET,   "floor_this_net",   DENY)  /* 16 0/8, ::/128 */      \
+	X(FLOOR_PRIVATE,    "floor_private",    DENY)  /* 17 RFC 1918 */         \
+	X(FLOOR_CGNAT,      "floor_cgnat",      DENY)  /* 18 100.64/10 */        \
+	X(FLOOR_LOOPBACK,   "floor_loopback",   DENY)  /* 19 */                  \
+	X(FLOOR_METADATA,   "floor_metadata",   DENY)  /* 20 169.254.169.254 */  \
+	X(FLOOR_LINK_LOCAL, "floor_link_local", DENY)  /* 21 */                  \
+	X(FLOOR_MULTICAST,  "floor_multicast",  DENY)  /* 22 */                  \
+	X(FLOOR_RESERVED,   "floor_reserved",   DENY)  /* 23 240/4, bcast */     \
+	X(FLOOR_V4MAPPED,   "floor_v4mapped",   DENY)  /* 24 ::ffff:0:0/96 */    \
+	X(FLOOR_NAT64,      "floor_nat64",      DENY)  /* 25 64:ff9b::/96 */     \
+	X(FLOOR_ULA,        "floor_ula",        DENY)  /* 26 fc00::/7 */         \
+	X(FLOOR_OPERATOR,   "floor_operator",   DENY)  /* 27 operator range */  \
+	X(OTHER_SESSION,    "other_session",    DENY)  /* 28 */                  \
+	X(NO_RULE,          "no_rule",          DENY)  /* 29 no rule covers dst */ \
+	X(PORT_NOT_ALLOWED, "port_not_allowed", DENY)  /* 30 dst ok, proto/port not */ \
+	X(FRAGMENT,         "fragment",         DENY)  /* 31 */                  \
+	X(IP_OPTIONS,       "ip_options",       DENY)  /* 32 */                  \
+	X(IPV6_EXTHDR,      "ipv6_exthdr",      DENY)  /* 33 */                  \
+	X(L4_PROTO,         "l4_proto",         DENY)  /* 34 */                  \
+	X(ICMP_TYPE,        "icmp_type",        DENY)  /* 35 */                  \
+	X(TCP_NO_FLOW,      "tcp_no_flow",      DENY)  /* 36 non-SYN, no flow */ \
+	X(UNSOLICITED,      "unsolicited",      DENY)  /* 37 to guest, no flow */ \
+	X(DST_NOT_GUEST,    "dst_not_guest",    DENY)  /* 38 */                  \
+	X(FLOW_TABLE_FULL,  "flow_table_full",  DENY)  /* 39 */                  \
+	X(DNS_NOT_RESOLVER, "dns_not_resolver", DENY)  /* 40 */
+
+#define TF_REASON_ENUM_(name, str, verdict) TF_REASON_##name,
+enum tf_reason {
+	TF_REASONS(TF_REASON_ENUM_)
+	TF_REASON_MAX
+};
+#undef TF_REASON_ENUM_
+
+/*
+ * Per-session counter slots: reasons first, then a few non-reason
+ * counters at the top. TF_REASON_MAX must stay below TF_CNT_EVENTS_LOST.
+ */
+#define TF_CNT_SLOTS        64
+#define TF_CNT_EVENTS_LOST  63
+
+#endif /* TAPFENCE_REASON_H */

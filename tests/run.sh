@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Test that every tier passes: runs the unit binaries and the netns scripts, counts the
+# "PASS: ..." / "FAIL: ..." lines they print, and ends with "N passed, N failed".
+# Usage: tests/run.sh [unit|netns]...   (default: all tiers)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+tiers=("$@")
+[ ${#tiers[@]} -eq 0 ] && tiers=(unit netns)
+
+passed=0 failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+run_one() { # name cmd...
+	local name=$1; shift
+	echo "== $name"
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	local p f
+	p=$(grep -c '^PASS: ' "$log")
+	f=$(grep -c '^FAIL: ' "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL: $name exited $rc without naming a failed case"
+		f=1
+	fi
+	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL: $name ran no test"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+for tier in "${tiers[@]}"; do
+	case $tier in
+	unit)
+		for t in "$BUILD"/tests/test_*; do
+			[ -x "$t" ] && run_one "unit/$(basename "$t")" "$t"
+		done ;;
+	netns)
+		for t in tests/netns/test_*.sh; do
+			[ -f "$t" ] && run_one "netns/$(basename "$t")" bash "$t"
+		done ;;
+	*) echo "unknown tier $tier" >&2; exit 2 ;;
+	esac
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

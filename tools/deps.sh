@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Install every Debian package the build, tests and demo need; a quick no-op when they are present.
+set -euo pipefail
+
+PKGS=(
+	make gcc clang llvm pkg-config
+	libbpf-dev bpftool libelf-dev zlib1g-dev libxdp-dev libjansson-dev libcap-dev
+	iproute2 iputils-ping procps psmisc socat curl
+	python3 python3-scapy
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages: ${missing[*]} (run 'make deps' as root)" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

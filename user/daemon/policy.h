@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Policy compiler: a session's rules -> the entries of tf_rules (LPM) and
+ * tf_ports (port-class bitmaps), computed once at set-up so the datapath
+ * does one LPM lookup and at most one hash lookup per new flow, whatever
+ * the number of rules. Pure: no I/O, no maps.
+ *
+ * Flattening: every distinct rule prefix P gets the union of the
+ * permissions of all rules whose CIDR contains P. The longest-prefix match
+ * for an address a is then the union of all rules containing a (any rule
+ * containing a either contains P or is contained in it, and P is longest).
+ * Port sets are interned as classes so equal unions share one class.
+ */
+#ifndef TF_POLICY_H
+#define TF_POLICY_H
+
+#include <tapfence/abi.h>
+#include "spec.h"
+
+struct tf_policy_entry {
+	__u8 family;		/* TF_FAM_* */
+	__u8 prefixlen;		/* address bits, 0..32 / 0..128 */
+	__u8 addr[16];
+	struct tf_rule_val val;
+};
+
+struct tf_policy_chunk {
+	__u16 cls;		/* 1..nclasses */
+	__u8 proto;		/* IPPROTO_TCP / IPPROTO_UDP */
+	__u8 hi;		/* port >> 8 */
+	struct tf_port_bits bits;	/* bit (port & 0xff) set = allowed */
+};
+
+struct tf_policy {
+	unsigned int nentries;
+	struct tf_policy_entry *entries;
+	unsigned int nchunks;		/* only non-empty chunks are listed */
+	struct tf_policy_chunk *chunks;
+	unsigned int nclasses;
+};
+
+/* 0, -ENOMEM, or -E2BIG if more than 65535 port classes would be needed. */
+int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
+	__attribute__((warn_unused_result));
+void tf_policy_free(struct tf_policy *p);	/* NULL-safe */
+
+/*
+ * Reference check used by tests: does the compiled policy allow (family,
+ * addr, proto, port)? Walks entries for the longest match exactly as the
+ * datapath does with its maps. proto is IPPROTO_TCP/UDP/ICMP/ICMPV6/other.
+ */
+int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16],
+		     __u8 proto, __u16 port);
+
+#endif

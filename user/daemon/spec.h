@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Session specs and rules: JSON in, validated structs out. Pure: a buffer
+ * in, a struct or an error naming the field and the bad value out; no I/O,
+ * so it can be fuzzed. Schema: docs/control-protocol.md.
+ */
+#ifndef TF_SPEC_H
+#define TF_SPEC_H
+
+#include <stddef.h>
+#include <net/if.h>
+#include <jansson.h>
+#include "../common/addr.h"
+
+#define TF_ID_MAX          63	/* [A-Za-z0-9_.-], 1..63 chars */
+#define TF_RULE_MAX_RANGES 64	/* port entries per rule */
+#define TF_ERR_MAX         256
+
+struct tf_port_range {
+	__u16 lo;
+	__u16 hi;
+};
+
+enum tf_rule_kind { TF_RULE_CIDR = 1 };	/* TF_RULE_HOST comes with host names */
+
+/**
+ * struct tf_rule - one allowlist entry.
+ * @protos: TF_PB_* bits: "tcp", "udp", "icmp", or "any" (all four bits)
+ * @nranges: 0 means every port (only allowed for "any" or when "ports" is
+ *           omitted); ranges are sorted and merged.
+ */
+struct tf_rule {
+	enum tf_rule_kind kind;
+	struct tf_cidr cidr;
+	__u8 protos;
+	unsigned int nranges;
+	struct tf_port_range ranges[TF_RULE_MAX_RANGES];
+};
+
+struct tf_spec {
+	char id[TF_ID_MAX + 1];
+	char ifname[IF_NAMESIZE];
+	__u8 guest_mac[6];
+	__u8 gw_mac[6];
+	int has_ip4, has_ip6;	/* guest addresses present */
+	struct tf_ip guest_ip4, guest_ip6;
+	struct tf_ip gw_ip4, gw_ip6;	/* family 0 if absent */
+	struct tf_ip resolver;		/* family 0 if absent */
+	__u16 resolver_port;		/* host order, default 53 */
+	unsigned int nrules;
+	struct tf_rule *rules;
+};
+
+/* Limits that the operator config sets; passed in so parsing stays pure. */
+struct tf_spec_limits {
+	unsigned int max_rules;	/* per session */
+};
+
+/*
+ * Parse a session spec object. On error returns -EINVAL and writes to err a
+ * message naming the field and quoting the value, e.g.
+ * "allow[2].cidr: invalid CIDR `10.0.0.0/33'". Unknown fields are errors.
+ */
+int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
+		      struct tf_spec *out, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+/* Same, from a buffer holding JSON text (wraps json_loadb). */
+int tf_spec_parse(const char *buf, size_t len, const struct tf_spec_limits *lim,
+		  struct tf_spec *out, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+/* One rule object; where is the field prefix for messages ("allow[3]"). */
+int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
+		      char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Canonical JSON, the inverse of the parsers (new references). */
+json_t *tf_spec_to_json(const struct tf_spec *s);
+json_t *tf_rule_to_json(const struct tf_rule *r);
+/* 1 if two rules are the same after canonicalisation. */
+int tf_rule_equal(const struct tf_rule *a, const struct tf_rule *b);
+
+/* Append or remove one rule (rule add/del). 0, -EEXIST, -ENOENT, -E2BIG, -ENOMEM. */
+int tf_spec_add_rule(struct tf_spec *s, const struct tf_rule *r, unsigned int max_rules)
+	__attribute__((warn_unused_result));
+int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
+	__attribute__((warn_unused_result));
+/* Deep copy; 0 or -ENOMEM. */
+int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
+	__attribute__((warn_unused_result));
+void tf_spec_free(struct tf_spec *s);	/* frees rules, NULL-safe */
+
+#endif
