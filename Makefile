@@ -41,6 +41,7 @@ DAEMON_OBJS := $(call obj,$(DAEMON_LIB))
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .DELETE_ON_ERROR:
+.SECONDARY: $(BPF_OBJS)
 .PHONY: all deps test test-unit test-netns demo clean
 
 all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS)

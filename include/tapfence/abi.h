@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * The ABI between the BPF datapath and tapfenced: map keys and values,
- * events, constants. Included by bpf/*.bpf.c (after vmlinux.h) and by
+ * events, constants. Included by the BPF objects (after vmlinux.h) and by
  * userspace (after <linux/types.h>). Fixed-width types only, padding
  * named, layouts pinned with _Static_assert. Never mirror these elsewhere.
  */

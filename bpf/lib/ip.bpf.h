@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* IP-level helpers shared by both directions: L4 ports, NDP types, IPv6 extension headers. */
+#ifndef TF_IP_BPF_H
+#define TF_IP_BPF_H
+
+#include "policy.bpf.h"
+
+/* Ports (or ICMP type/code) into j->p; the ICMP echo id stands in for sport. */
+static __always_inline int parse_l4(struct judge *j, struct cursor *c)
+{
+	struct tcphdr *th;
+	struct udphdr *uh;
+	struct icmp_head *ih;
+
+	switch (j->p.proto) {
+	case IPPROTO_TCP:
+		th = cur_pull(c, sizeof(*th));
+		if (!th || th->doff < 5)
+			return -1;
+		j->p.sport = th->source;
+		j->p.dport = th->dest;
+		j->p.tcp_flags = ((__u8 *)th)[13];
+		return 0;
+	case IPPROTO_UDP:
+		uh = cur_pull(c, sizeof(*uh));
+		if (!uh)
+			return -1;
+		j->p.sport = uh->source;
+		j->p.dport = uh->dest;
+		return 0;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		ih = cur_pull(c, sizeof(*ih));
+		if (!ih)
+			return -1;
+		j->p.icmp_type = ih->type;
+		j->p.sport = ih->id;
+		j->p.dport = 0;
+		return 0;
+	}
+	return 0;
+}
+
+static __always_inline int is_ndp_type(__u8 type)
+{
+	return type == NDISC_ROUTER_SOLICITATION || type == NDISC_NEIGHBOUR_SOLICITATION ||
+	       type == NDISC_NEIGHBOUR_ADVERTISEMENT;
+}
+
+/* Extension headers are not walked: any of them denies (documented). */
+static __always_inline __u16 ip6_nexthdr_reason(__u8 nh)
+{
+	switch (nh) {
+	case IPPROTO_FRAGMENT:
+		return TF_REASON_FRAGMENT;
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_AH:
+	case IPPROTO_ESP:
+	case IPPROTO_MH:
+		return TF_REASON_IPV6_EXTHDR;
+	}
+	return 0;
+}
+
+#endif /* TF_IP_BPF_H */

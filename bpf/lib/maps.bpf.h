@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every map of the datapath. Sizes here are defaults: tapfenced sets
+ * max_entries from its config between open and load.
+ */
+#ifndef TF_MAPS_BPF_H
+#define TF_MAPS_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include <tapfence/abi.h>
+
+/*
+ * ifindex -> session. BPF_F_NO_PREALLOC: elements are freed after an RCU
+ * grace period, so a program still holding the old value while the daemon
+ * replaces it reads the old value whole; preallocated elements are
+ * recycled at once and could be overwritten under the reader.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__type(value, struct tf_session);
+} tf_sessions SEC(".maps");
+
+/* (sid, policy generation, family, prefix) -> flattened permission. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 262144);
+	__type(key, struct tf_rule_key);
+	__type(value, struct tf_rule_val);
+} tf_rules SEC(".maps");
+
+/* (sid, generation, class, proto, port >> 8) -> bitmap of port & 0xff. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 262144);
+	__type(key, struct tf_port_key);
+	__type(value, struct tf_port_bits);
+} tf_ports SEC(".maps");
+
+/* The hard floor and the operator's exceptions to it (global). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, struct tf_floor_key);
+	__type(value, struct tf_floor_val);
+} tf_floor SEC(".maps");
+
+/* Every session's guest addresses -> owning sid (cross-session denial). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 2 * TF_MAX_SESSIONS);
+	__type(key, struct tf_addr_key);
+	__type(value, __u32);
+} tf_addrs SEC(".maps");
+
+/*
+ * One flow table per session (slot -> inner LRU map), so one session's
+ * flood only ever evicts its own flows. BPF_F_INNER_MAP lets the daemon
+ * size each inner map from its config.
+ */
+struct tf_flow_map {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(max_entries, 8192);
+	/* Sizes, not __type(): libbpf 1.1 cannot resolve BTF types of an inner map. */
+	__uint(key_size, sizeof(struct tf_flow_key));
+	__uint(value_size, sizeof(struct tf_flow));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__array(values, struct tf_flow_map);
+} tf_flows SEC(".maps");
+
+/* Per-session per-reason packet counters: index sid * TF_CNT_SLOTS + slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TF_MAX_SESSIONS * TF_CNT_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tf_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TF_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} tf_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} tf_events SEC(".maps");
+
+#endif /* TF_MAPS_BPF_H */

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Host -> guest: only ARP/NDP from the gateway, packets of flows the guest
+ * opened (DNS answers included: the query opened the flow), and ICMP
+ * errors about such flows (PMTU discovery). Everything else is unsolicited.
+ */
+#ifndef TF_TO_GUEST_BPF_H
+#define TF_TO_GUEST_BPF_H
+
+#include "ip.bpf.h"
+
+static __always_inline int arp_to_guest(struct judge *j, struct cursor *c, const struct ethhdr *eth)
+{
+	const struct tf_session *s = j->s;
+	struct arp_eth *a = cur_pull(c, sizeof(*a));
+
+	if (!a)
+		return deny(j, TF_REASON_MALFORMED);
+	if (a->htype != bpf_htons(1) || a->ptype != bpf_htons(ETH_P_IP) ||
+	    a->hlen != 6 || a->plen != 4 ||
+	    (a->op != bpf_htons(ARPOP_REQUEST) && a->op != bpf_htons(ARPOP_REPLY)))
+		return deny(j, TF_REASON_ARP);
+	if (!(s->flags & TF_SF_IPV4) || !mac_eq(a->sha, s->gw_mac) ||
+	    *(__be32 *)a->spa != s->gw_ip4 || *(__be32 *)a->tpa != s->guest_ip4)
+		return deny(j, TF_REASON_ARP);
+	if (!mac_is_bcast(eth->h_dest) && !mac_eq(eth->h_dest, s->guest_mac))
+		return deny(j, TF_REASON_L2_DST_MAC);
+	return allow(j, TF_REASON_ALLOW_ARP, 0);
+}
+
+/* Tracked flow lookup for a host->guest packet: remote = source. */
+static __always_inline int flow_known(const struct judge *j, const __u8 *raddr, __u8 family,
+				      __u8 proto, __be16 gport, __be16 rport)
+{
+	struct tf_flow_key k = { .family = family, .proto = proto, .gport = gport, .rport = rport };
+	void *flows = session_flows(j->sid);
+
+	if (!flows)
+		return 0;
+	__builtin_memcpy(k.raddr, raddr, 16);
+	return bpf_map_lookup_elem(flows, &k) != NULL;
+}
+
+/* The inner L4 of an ICMP error: the guest's packet, so guest = source. */
+static __always_inline int inner_flow_known(const struct judge *j, struct cursor *c, __u8 family,
+					    __u8 proto, const __u8 *raddr)
+{
+	__be16 *ports;
+	struct icmp_head *ih;
+
+	switch (proto) {
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+		ports = cur_pull(c, 4);
+		if (!ports)
+			return 0;
+		return flow_known(j, raddr, family, proto, ports[0], ports[1]);
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		ih = cur_pull(c, sizeof(*ih));
+		if (!ih)
+			return 0;
+		return flow_known(j, raddr, family, proto, ih->id, 0);
+	}
+	return 0;
+}
+
+static __always_inline int ip4_icmp_error(struct judge *j, struct cursor *c)
+{
+	struct iphdr *in = cur_pull(c, sizeof(*in));
+	__u8 raddr[16] = {};
+
+	if (!in || in->version != 4 || in->ihl != 5)
+		return deny(j, TF_REASON_MALFORMED);
+	if (in->saddr != j->s->guest_ip4)
+		return deny(j, TF_REASON_UNSOLICITED);
+	ip4_copy(raddr, &in->daddr);
+	if (!inner_flow_known(j, c, TF_FAM_IPV4, in->protocol, raddr))
+		return deny(j, TF_REASON_UNSOLICITED);
+	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 0);
+}
+
+static __always_inline int ip6_icmp_error(struct judge *j, struct cursor *c)
+{
+	struct ipv6hdr *in = cur_pull(c, sizeof(*in));
+	__u8 raddr[16];
+
+	if (!in || in->version != 6)
+		return deny(j, TF_REASON_MALFORMED);
+	if (!ip6_eq(&in->saddr, j->s->guest_ip6))
+		return deny(j, TF_REASON_UNSOLICITED);
+	ip6_copy(raddr, &in->daddr);
+	if (!inner_flow_known(j, c, TF_FAM_IPV6, in->nexthdr, raddr))
+		return deny(j, TF_REASON_UNSOLICITED);
+	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 0);
+}
+
+/* TCP, UDP and ICMP echo replies: the flow the guest opened, seen from its far end. */
+static __always_inline int reply_to_guest(struct judge *j)
+{
+	__be16 gport = j->p.dport, rport = j->p.sport;
+
+	if (j->p.proto == IPPROTO_ICMP || j->p.proto == IPPROTO_ICMPV6) {
+		gport = j->p.sport;	/* echo id */
+		rport = 0;
+	}
+	if (!flow_known(j, j->p.saddr, j->p.family, j->p.proto, gport, rport))
+		return deny(j, TF_REASON_UNSOLICITED);
+	return allow(j, TF_REASON_ALLOW_FLOW, 0);
+}
+
+static __always_inline int ip4_to_guest(struct judge *j, struct cursor *c)
+{
+	const struct tf_session *s = j->s;
+	struct iphdr *iph = cur_pull(c, sizeof(*iph));
+
+	if (!iph || iph->version != 4 || iph->ihl < 5 || bpf_ntohs(iph->tot_len) < iph->ihl * 4)
+		return deny(j, TF_REASON_MALFORMED);
+	j->p.family = TF_FAM_IPV4;
+	j->p.proto = iph->protocol;
+	ip4_copy(j->p.saddr, &iph->saddr);
+	ip4_copy(j->p.daddr, &iph->daddr);
+	if (iph->ihl != 5)
+		return deny(j, TF_REASON_IP_OPTIONS);
+	if (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET))
+		return deny(j, TF_REASON_FRAGMENT);
+	if (!(s->flags & TF_SF_IPV4) || iph->daddr != s->guest_ip4)
+		return deny(j, TF_REASON_DST_NOT_GUEST);
+	if (parse_l4(j, c))
+		return deny(j, TF_REASON_MALFORMED);
+	if (j->p.proto == IPPROTO_ICMP) {
+		switch (j->p.icmp_type) {
+		case ICMP_ECHOREPLY:
+			break;
+		case ICMP_DEST_UNREACH:
+		case ICMP_TIME_EXCEEDED:
+		case ICMP_PARAMETERPROB:
+			return ip4_icmp_error(j, c);
+		default:
+			return deny(j, TF_REASON_ICMP_TYPE);
+		}
+	} else if (j->p.proto != IPPROTO_TCP && j->p.proto != IPPROTO_UDP) {
+		return deny(j, TF_REASON_L4_PROTO);
+	}
+	return reply_to_guest(j);
+}
+
+static __always_inline int ip6_to_guest(struct judge *j, struct cursor *c, const struct ethhdr *eth)
+{
+	const struct tf_session *s = j->s;
+	struct ipv6hdr *ip6 = cur_pull(c, sizeof(*ip6));
+	__u16 reason;
+
+	if (!ip6 || ip6->version != 6)
+		return deny(j, TF_REASON_MALFORMED);
+	j->p.family = TF_FAM_IPV6;
+	j->p.proto = ip6->nexthdr;
+	ip6_copy(j->p.saddr, &ip6->saddr);
+	ip6_copy(j->p.daddr, &ip6->daddr);
+	reason = ip6_nexthdr_reason(ip6->nexthdr);
+	if (reason)
+		return deny(j, reason);
+	if (!(s->flags & TF_SF_IPV6))
+		return deny(j, TF_REASON_DST_NOT_GUEST);
+	if (parse_l4(j, c))
+		return deny(j, TF_REASON_MALFORMED);
+	if (j->p.proto == IPPROTO_ICMPV6 &&
+	    (is_ndp_type(j->p.icmp_type) || j->p.icmp_type == NDISC_ROUTER_ADVERTISEMENT)) {
+		/* NDP from the gateway: its MAC, its addresses, hop limit 255. */
+		if (ip6->hop_limit != 255 ||
+		    (!ip6_eq(&ip6->saddr, s->gw_ip6) && !ip6_eq(&ip6->saddr, s->gw_ip6_ll)))
+			return deny(j, TF_REASON_NDP);
+		if (!mac_is_ip6_mcast(eth->h_dest) && !mac_eq(eth->h_dest, s->guest_mac))
+			return deny(j, TF_REASON_L2_DST_MAC);
+		return allow(j, TF_REASON_ALLOW_NDP, 0);
+	}
+	if (!mac_eq(eth->h_dest, s->guest_mac))
+		return deny(j, TF_REASON_L2_DST_MAC);
+	if (!ip6_eq(&ip6->daddr, s->guest_ip6))
+		return deny(j, TF_REASON_DST_NOT_GUEST);
+	if (j->p.proto == IPPROTO_ICMPV6) {
+		switch (j->p.icmp_type) {
+		case ICMPV6_ECHO_REPLY:
+			break;
+		case ICMPV6_DEST_UNREACH:
+		case ICMPV6_PKT_TOOBIG:
+		case ICMPV6_TIME_EXCEED:
+		case ICMPV6_PARAMPROB:
+			return ip6_icmp_error(j, c);
+		default:
+			return deny(j, TF_REASON_ICMP_TYPE);
+		}
+	} else if (j->p.proto != IPPROTO_TCP && j->p.proto != IPPROTO_UDP) {
+		return deny(j, TF_REASON_L4_PROTO);
+	}
+	return reply_to_guest(j);
+}
+
+static __always_inline int judge_to_guest(struct judge *j, void *data, void *data_end)
+{
+	struct cursor c = { .pos = data, .end = data_end };
+	struct ethhdr *eth;
+	const struct tf_session *s;
+
+	j->dir = TF_DIR_TO_GUEST;
+	s = bpf_map_lookup_elem(&tf_sessions, &j->ifindex);
+	if (!s)
+		return deny(j, TF_REASON_NO_SESSION);
+	j->s = s;
+	j->sid = s->sid;
+	j->ver = s->policy_ver;
+
+	eth = cur_pull(&c, sizeof(*eth));
+	if (!eth)
+		return deny(j, TF_REASON_MALFORMED);
+	__builtin_memcpy(j->p.smac, eth->h_source, 6);
+	j->p.ethertype = eth->h_proto;
+	if (!mac_eq(eth->h_source, s->gw_mac))
+		return deny(j, TF_REASON_L2_SRC_MAC);
+
+	switch (eth->h_proto) {
+	case bpf_htons(ETH_P_ARP):
+		return arp_to_guest(j, &c, eth);
+	case bpf_htons(ETH_P_IP):
+		if (!mac_eq(eth->h_dest, s->guest_mac))
+			return deny(j, TF_REASON_L2_DST_MAC);
+		return ip4_to_guest(j, &c);
+	case bpf_htons(ETH_P_IPV6):
+		return ip6_to_guest(j, &c, eth);
+	case bpf_htons(ETH_P_8021Q):
+	case bpf_htons(ETH_P_8021AD):
+		return deny(j, TF_REASON_L2_VLAN);
+	}
+	return deny(j, TF_REASON_L2_ETHERTYPE);
+}
+
+#endif /* TF_TO_GUEST_BPF_H */

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The judgement of one packet, and how it is recorded: decide first, then
+ * count, then emit. A full ringbuf only costs the event (counted as lost);
+ * it never changes the verdict.
+ */
+#ifndef TF_VERDICT_BPF_H
+#define TF_VERDICT_BPF_H
+
+#include "maps.bpf.h"
+
+/* What the parsers learnt about the packet; also the event's payload. */
+struct pkt {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u8 smac[6];
+	__be16 ethertype;
+	__be16 sport;
+	__be16 dport;
+	__u8 family;
+	__u8 proto;
+	__u8 tcp_flags;
+	__u8 icmp_type;
+};
+
+struct judge {
+	const struct tf_session *s;
+	__u32 ifindex;
+	__u32 sid;
+	__u32 ver;
+	__u16 reason;
+	__u8 dir;
+	__u8 emit;	/* an allow worth an event (a new flow) */
+	struct pkt p;
+};
+
+static __always_inline int deny(struct judge *j, __u16 reason)
+{
+	j->reason = reason;
+	return TF_VERDICT_DENY;
+}
+
+static __always_inline int allow(struct judge *j, __u16 reason, __u8 emit)
+{
+	j->reason = reason;
+	j->emit = emit;
+	return TF_VERDICT_ALLOW;
+}
+
+static __always_inline void count(__u32 sid, __u32 slot)
+{
+	__u32 idx = sid * TF_CNT_SLOTS + slot;
+	__u64 *v = bpf_map_lookup_elem(&tf_counters, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline void stat_inc(__u32 stat)
+{
+	__u64 *v = bpf_map_lookup_elem(&tf_stats, &stat);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline void emit_event(const struct judge *j, int verdict)
+{
+	struct tf_event *e = bpf_ringbuf_reserve(&tf_events, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(TF_STAT_EVENTS_LOST);
+		count(j->sid, TF_CNT_EVENTS_LOST);
+		return;
+	}
+	e->ts_ns = bpf_ktime_get_ns();
+	e->sid = j->sid;
+	e->ifindex = j->ifindex;
+	e->policy_ver = j->ver;
+	e->reason = j->reason;
+	e->verdict = verdict;
+	e->dir = j->dir;
+	e->family = j->p.family;
+	e->proto = j->p.proto;
+	e->ethertype = j->p.ethertype;
+	e->sport = j->p.sport;
+	e->dport = j->p.dport;
+	__builtin_memcpy(e->saddr, j->p.saddr, 16);
+	__builtin_memcpy(e->daddr, j->p.daddr, 16);
+	__builtin_memcpy(e->smac, j->p.smac, 6);
+	e->name_len = 0;
+	bpf_ringbuf_submit(e, 0);
+	stat_inc(TF_STAT_EVENTS);
+}
+
+/* Record a decided packet; returns the verdict unchanged. */
+static __always_inline int record(const struct judge *j, int verdict)
+{
+	count(j->sid, j->reason);
+	if (verdict == TF_VERDICT_DENY || j->emit)
+		emit_event(j, verdict);
+	return verdict;
+}
+
+#endif /* TF_VERDICT_BPF_H */

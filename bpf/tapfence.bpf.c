@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tapfence datapath entry points. Per session device:
+ *   tc_from_guest  TC ingress (tcx): guest -> host, the default mode
+ *   xdp_from_guest XDP: guest -> host, opt-in (early drop), via libxdp
+ *   tc_to_guest    TC egress (tcx): host -> guest
+ * Allow returns "next" (TC_ACT_UNSPEC / XDP_PASS) so other programs on the
+ * hook still run; deny drops.
+ */
+#include <bpf/bpf_helpers.h>
+#include "lib/from_guest.bpf.h"
+#include "lib/to_guest.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Headers the judges read: Ethernet + IPv6 + ICMPv6 + inner IPv6 + 8 bytes. */
+#define TF_PULL_LEN 128
+
+static __always_inline void tc_linearize(struct __sk_buff *skb)
+{
+	__u32 want = skb->len < TF_PULL_LEN ? skb->len : TF_PULL_LEN;
+
+	if ((long)skb->data_end - (long)skb->data < want)
+		bpf_skb_pull_data(skb, want);
+}
+
+SEC("tc")
+int tc_from_guest(struct __sk_buff *skb)
+{
+	struct judge j = { .ifindex = skb->ifindex };
+	int v;
+
+	tc_linearize(skb);
+	v = judge_from_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
+}
+
+SEC("tc")
+int tc_to_guest(struct __sk_buff *skb)
+{
+	struct judge j = { .ifindex = skb->ifindex };
+	int v;
+
+	tc_linearize(skb);
+	v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
+}
+
+SEC("xdp")
+int xdp_from_guest(struct xdp_md *ctx)
+{
+	struct judge j = { .ifindex = ctx->ingress_ifindex };
+	int v;
+
+	v = judge_from_guest(&j, (void *)(long)ctx->data, (void *)(long)ctx->data_end);
+	return record(&j, v) == TF_VERDICT_ALLOW ? XDP_PASS : XDP_DROP;
+}

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Operator configuration: defaults and the --config JSON parser (pure). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <jansson.h>
+#include <tapfence/abi.h>
+
+#include "config.h"
+
+void tf_config_defaults(struct tf_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->control_socket, sizeof(c->control_socket), "/run/tapfence/control.sock");
+	snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/tapfence");
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tapfence");
+	snprintf(c->event_log, sizeof(c->event_log), "/var/log/tapfence/events.jsonl");
+	c->attach_mode = TF_ATTACH_TC;
+	c->nat64_floor = 1;
+	c->max_sessions = 1024;
+	c->max_rules = 1024;
+	c->flows_per_session = 8192;
+	c->rule_entries = 262144;
+	c->port_entries = 65536;
+	c->ringbuf_bytes = 8u << 20;
+	c->max_clients = 64;
+	c->max_subscribers = 16;
+	c->client_timeout_ms = 5000;
+	c->max_request_bytes = 1u << 20;
+}
+
+static int set_path(const json_t *v, const char *field, char *dst, size_t len, char *err,
+		    size_t errlen)
+{
+	const char *s = json_string_value(v);
+
+	if (!s || s[0] != '/' || strlen(s) >= len) {
+		snprintf(err, errlen, "%s: expected an absolute path", field);
+		return -EINVAL;
+	}
+	snprintf(dst, len, "%s", s);
+	return 0;
+}
+
+static int set_uint(const json_t *v, const char *field, unsigned int lo, unsigned int hi,
+		    unsigned int *dst, char *err, size_t errlen)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v)) {
+		snprintf(err, errlen, "%s: expected an integer", field);
+		return -EINVAL;
+	}
+	n = json_integer_value(v);
+	if (n < lo || n > hi) {
+		snprintf(err, errlen, "%s: `%lld' out of range %u-%u", field, (long long)n, lo, hi);
+		return -EINVAL;
+	}
+	*dst = n;
+	return 0;
+}
+
+static int set_cidrs(const json_t *v, const char *field, struct tf_cidr *dst, unsigned int *n,
+		     char *err, size_t errlen)
+{
+	const json_t *e;
+	size_t i;
+
+	if (!json_is_array(v) || json_array_size(v) > TF_CONFIG_MAX_CIDRS) {
+		snprintf(err, errlen, "%s: expected an array of at most %u CIDRs", field,
+			 TF_CONFIG_MAX_CIDRS);
+		return -EINVAL;
+	}
+	json_array_foreach(v, i, e) {
+		const char *s = json_string_value(e);
+
+		if (!s || tf_parse_cidr(s, &dst[i])) {
+			snprintf(err, errlen, "%s[%zu]: invalid CIDR `%s'", field, i, s ? s : "?");
+			return -EINVAL;
+		}
+	}
+	*n = json_array_size(v);
+	return 0;
+}
+
+static int parse_floor(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	int ret;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "floor: expected an object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, key, v) {
+		if (!strcmp(key, "extra_deny"))
+			ret = set_cidrs(v, "floor.extra_deny", c->floor_extra, &c->nfloor_extra, err, errlen);
+		else if (!strcmp(key, "exceptions"))
+			ret = set_cidrs(v, "floor.exceptions", c->floor_exceptions,
+					&c->nfloor_exceptions, err, errlen);
+		else if (!strcmp(key, "nat64")) {
+			if (!json_is_boolean(v)) {
+				snprintf(err, errlen, "floor.nat64: expected true or false");
+				return -EINVAL;
+			}
+			c->nat64_floor = json_is_true(v);
+			ret = 0;
+		} else {
+			snprintf(err, errlen, "floor: unknown field `%s'", key);
+			return -EINVAL;
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+struct limit_field {
+	const char *name;
+	size_t off;
+	unsigned int lo, hi;
+};
+
+#define LIMIT(f, lo, hi) { #f, offsetof(struct tf_config, f), lo, hi }
+static const struct limit_field limit_fields[] = {
+	LIMIT(max_sessions, 1, TF_MAX_SESSIONS - 1),
+	LIMIT(max_rules, 1, 200000),
+	LIMIT(flows_per_session, 64, 1u << 24),
+	LIMIT(rule_entries, 1024, 1u << 26),
+	LIMIT(port_entries, 1024, 1u << 24),
+	LIMIT(ringbuf_bytes, 4096, 1u << 30),
+	LIMIT(max_clients, 1, 4096),
+	LIMIT(max_subscribers, 1, 1024),
+	LIMIT(client_timeout_ms, 100, 600000),
+	LIMIT(max_request_bytes, 4096, 64u << 20),
+};
+
+static int parse_limits(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+{
+	char field[96];
+	const char *key;
+	json_t *v;
+	size_t i;
+	int ret;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "limits: expected an object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, key, v) {
+		for (i = 0; i < sizeof(limit_fields) / sizeof(limit_fields[0]); i++)
+			if (!strcmp(key, limit_fields[i].name))
+				break;
+		if (i == sizeof(limit_fields) / sizeof(limit_fields[0])) {
+			snprintf(err, errlen, "limits: unknown field `%s'", key);
+			return -EINVAL;
+		}
+		snprintf(field, sizeof(field), "limits.%s", key);
+		ret = set_uint(v, field, limit_fields[i].lo, limit_fields[i].hi,
+			       (unsigned int *)((char *)c + limit_fields[i].off), err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (c->ringbuf_bytes & (c->ringbuf_bytes - 1)) {
+		snprintf(err, errlen, "limits.ringbuf_bytes: `%u' is not a power of two",
+			 c->ringbuf_bytes);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root, *v;
+	const char *key, *s;
+	int ret = 0;
+
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		snprintf(err, errlen, "invalid JSON at line %d: %s", jerr.line, jerr.text);
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		snprintf(err, errlen, "expected a JSON object");
+		ret = -EINVAL;
+		goto cleanup;
+	}
+	json_object_foreach(root, key, v) {
+		if (!strcmp(key, "control_socket"))
+			ret = set_path(v, key, c->control_socket, sizeof(c->control_socket), err, errlen);
+		else if (!strcmp(key, "pin_dir"))
+			ret = set_path(v, key, c->pin_dir, sizeof(c->pin_dir), err, errlen);
+		else if (!strcmp(key, "state_dir"))
+			ret = set_path(v, key, c->state_dir, sizeof(c->state_dir), err, errlen);
+		else if (!strcmp(key, "event_log"))
+			ret = set_path(v, key, c->event_log, sizeof(c->event_log), err, errlen);
+		else if (!strcmp(key, "socket_group")) {
+			s = json_string_value(v);
+			if (!s || !*s || strlen(s) >= sizeof(c->socket_group)) {
+				snprintf(err, errlen, "socket_group: expected a group name");
+				ret = -EINVAL;
+			} else {
+				snprintf(c->socket_group, sizeof(c->socket_group), "%s", s);
+			}
+		} else if (!strcmp(key, "attach_mode")) {
+			s = json_string_value(v);
+			if (s && !strcmp(s, "tc")) {
+				c->attach_mode = TF_ATTACH_TC;
+			} else if (s && !strcmp(s, "xdp")) {
+				c->attach_mode = TF_ATTACH_XDP;
+			} else {
+				snprintf(err, errlen, "attach_mode: `%s' is not tc or xdp", s ? s : "?");
+				ret = -EINVAL;
+			}
+		} else if (!strcmp(key, "floor")) {
+			ret = parse_floor(v, c, err, errlen);
+		} else if (!strcmp(key, "limits")) {
+			ret = parse_limits(v, c, err, errlen);
+		} else {
+			snprintf(err, errlen, "unknown field `%s'", key);
+			ret = -EINVAL;
+		}
+		if (ret)
+			break;
+	}
+cleanup:
+	json_decref(root);
+	return ret;
+}

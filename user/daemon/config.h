@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Operator configuration: built-in defaults, overridden by --config FILE
+ * (JSON). Parsing is pure (buffer in, struct or error out). Schema and
+ * defaults: docs/operations.md.
+ */
+#ifndef TF_CONFIG_H
+#define TF_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include "../common/addr.h"
+
+enum tf_attach_mode { TF_ATTACH_TC, TF_ATTACH_XDP };
+
+#define TF_CONFIG_MAX_CIDRS 256
+
+struct tf_config {
+	char control_socket[PATH_MAX];
+	char pin_dir[PATH_MAX];
+	char state_dir[PATH_MAX];
+	char event_log[PATH_MAX];
+	char socket_group[64];		/* "" = root's group */
+	enum tf_attach_mode attach_mode;
+	int nat64_floor;		/* deny 64:ff9b::/96 (default 1) */
+	unsigned int nfloor_extra;	/* operator's extra hard-deny ranges */
+	struct tf_cidr floor_extra[TF_CONFIG_MAX_CIDRS];
+	unsigned int nfloor_exceptions;	/* operator's exceptions to the floor */
+	struct tf_cidr floor_exceptions[TF_CONFIG_MAX_CIDRS];
+	/* limits */
+	unsigned int max_sessions;	/* < TF_MAX_SESSIONS */
+	unsigned int max_rules;		/* per session */
+	unsigned int flows_per_session;
+	unsigned int rule_entries;	/* tf_rules capacity, all sessions, two generations */
+	unsigned int port_entries;	/* tf_ports capacity */
+	unsigned int ringbuf_bytes;	/* power of two */
+	unsigned int max_clients;
+	unsigned int max_subscribers;
+	unsigned int client_timeout_ms;	/* a half-sent request is dropped after this */
+	unsigned int max_request_bytes;
+};
+
+void tf_config_defaults(struct tf_config *c);
+/* Overrides defaults already in c; -EINVAL with a message naming the field. */
+int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+#endif

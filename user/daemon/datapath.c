@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Loading, map writes and attachment of the tapfence datapath. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "tapfence.skel.h"
+#include "common/log.h"
+#include "datapath.h"
+
+/* uapi values newer than Debian 12's headers (include/uapi/linux/bpf.h, 6.6). */
+#define TF_BPF_TCX_INGRESS 46
+#define TF_BPF_TCX_EGRESS  47
+#define TF_BPF_F_BEFORE    (1U << 3)
+
+struct floor_range {
+	const char *cidr;
+	__u16 reason;
+};
+
+/* The hard floor: no session rule can open these. */
+static const struct floor_range floor_builtin[] = {
+	{ "0.0.0.0/8", TF_REASON_FLOOR_THIS_NET },
+	{ "10.0.0.0/8", TF_REASON_FLOOR_PRIVATE },
+	{ "100.64.0.0/10", TF_REASON_FLOOR_CGNAT },
+	{ "127.0.0.0/8", TF_REASON_FLOOR_LOOPBACK },
+	{ "169.254.0.0/16", TF_REASON_FLOOR_LINK_LOCAL },
+	{ "169.254.169.254/32", TF_REASON_FLOOR_METADATA },
+	{ "172.16.0.0/12", TF_REASON_FLOOR_PRIVATE },
+	{ "192.168.0.0/16", TF_REASON_FLOOR_PRIVATE },
+	{ "224.0.0.0/4", TF_REASON_FLOOR_MULTICAST },
+	{ "240.0.0.0/4", TF_REASON_FLOOR_RESERVED },
+	{ "255.255.255.255/32", TF_REASON_FLOOR_RESERVED },
+	{ "::/128", TF_REASON_FLOOR_THIS_NET },
+	{ "::1/128", TF_REASON_FLOOR_LOOPBACK },
+	{ "::ffff:0:0/96", TF_REASON_FLOOR_V4MAPPED },
+	{ "fc00::/7", TF_REASON_FLOOR_ULA },
+	{ "fd00:ec2::254/128", TF_REASON_FLOOR_METADATA },	/* AWS IMDS over IPv6 */
+	{ "fe80::/10", TF_REASON_FLOOR_LINK_LOCAL },
+	{ "ff00::/8", TF_REASON_FLOOR_MULTICAST },
+};
+
+static const char *map_pin_path(const struct tf_dp *dp, const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/maps/%s", dp->cfg->pin_dir, name);
+	return buf;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	char *p;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Reuse every map already pinned; after load, pin the rest. */
+static int maps_reuse(struct tf_dp *dp)
+{
+	struct bpf_map *map;
+	char path[PATH_MAX];
+	int fd, err;
+
+	bpf_object__for_each_map(map, dp->skel->obj) {
+		if (!bpf_map__is_internal(map)) {
+			map_pin_path(dp, bpf_map__name(map), path, sizeof(path));
+			fd = bpf_obj_get(path);
+			if (fd < 0)
+				continue;
+			err = bpf_map__reuse_fd(map, fd);
+			close(fd);
+			if (err) {
+				pr_warn("pinned map `%s' cannot be reused (%s); "
+					"run tapfenced --cleanup to start over\n", path, strerror(-err));
+				return err;
+			}
+		}
+	}
+	return 0;
+}
+
+static int maps_pin(struct tf_dp *dp)
+{
+	struct bpf_map *map;
+	char path[PATH_MAX];
+	int err;
+
+	bpf_object__for_each_map(map, dp->skel->obj) {
+		if (bpf_map__is_internal(map) || bpf_map__is_pinned(map))
+			continue;
+		map_pin_path(dp, bpf_map__name(map), path, sizeof(path));
+		if (access(path, F_OK) == 0)
+			continue;	/* reused */
+		err = bpf_map__pin(map, path);
+		if (err) {
+			pr_warn("cannot pin map at `%s': %s\n", path, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
+{
+	struct tapfence_bpf *skel;
+	char path[PATH_MAX];
+	int err;
+
+	memset(dp, 0, sizeof(*dp));
+	dp->cfg = cfg;
+	dp->pinned = pin;
+	skel = tapfence_bpf__open();
+	if (!skel)
+		return -errno;
+	dp->skel = skel;
+
+	bpf_map__set_max_entries(skel->maps.tf_rules, cfg->rule_entries);
+	bpf_map__set_max_entries(skel->maps.tf_ports, cfg->port_entries);
+	bpf_map__set_max_entries(skel->maps.tf_events, cfg->ringbuf_bytes);
+
+	if (pin) {
+		snprintf(path, sizeof(path), "%s/maps", cfg->pin_dir);
+		err = mkdir_p(path, 0700);
+		if (err) {
+			pr_warn("cannot create `%s': %s\n", path, strerror(-err));
+			goto cleanup;
+		}
+		snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
+		err = mkdir_p(path, 0700);
+		if (err) {
+			pr_warn("cannot create `%s': %s\n", path, strerror(-err));
+			goto cleanup;
+		}
+		err = maps_reuse(dp);
+		if (err)
+			goto cleanup;
+	}
+	err = tapfence_bpf__load(skel);
+	if (err) {
+		pr_warn("cannot load the BPF programs: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (pin) {
+		err = maps_pin(dp);
+		if (err)
+			goto cleanup;
+	}
+	return 0;
+
+cleanup:
+	tf_dp_close(dp);
+	return err;
+}
+
+void tf_dp_close(struct tf_dp *dp)
+{
+	if (!dp)
+		return;
+	tapfence_bpf__destroy(dp->skel);
+	dp->skel = NULL;
+}
+
+static void floor_key(const struct tf_cidr *c, struct tf_floor_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = TF_FLOOR_KEY_FIXED_BITS + c->prefixlen;
+	k->family = c->ip.family;
+	memcpy(k->addr, c->ip.addr, 16);
+}
+
+static int floor_put(int fd, const struct tf_cidr *c, __u8 action, __u16 reason)
+{
+	struct tf_floor_key k;
+	struct tf_floor_val v = { .reason = reason, .action = action };
+
+	floor_key(c, &k);
+	return bpf_map_update_elem(fd, &k, &v, BPF_ANY) ? -errno : 0;
+}
+
+/*
+ * New entries are written before stale ones are removed, so a floor change
+ * never opens a window in which a range is unprotected.
+ */
+int tf_dp_write_floor(struct tf_dp *dp)
+{
+	const struct tf_config *cfg = dp->cfg;
+	int fd = bpf_map__fd(dp->skel->maps.tf_floor);
+	struct tf_floor_key *keep = NULL, k, next;
+	unsigned int nkeep = 0, i, n;
+	struct tf_cidr c;
+	int err = 0, more;
+
+	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) + cfg->nfloor_extra + cfg->nfloor_exceptions;
+	keep = calloc(n, sizeof(*keep));
+	if (!keep)
+		return -ENOMEM;
+	for (i = 0; i < sizeof(floor_builtin) / sizeof(floor_builtin[0]); i++) {
+		err = tf_parse_cidr(floor_builtin[i].cidr, &c);
+		if (err)
+			goto cleanup;
+		err = floor_put(fd, &c, TF_FLOOR_DENY, floor_builtin[i].reason);
+		if (err)
+			goto cleanup;
+		floor_key(&c, &keep[nkeep++]);
+	}
+	if (cfg->nat64_floor) {
+		err = tf_parse_cidr("64:ff9b::/96", &c);
+		if (err)
+			goto cleanup;
+		err = floor_put(fd, &c, TF_FLOOR_DENY, TF_REASON_FLOOR_NAT64);
+		if (err)
+			goto cleanup;
+		floor_key(&c, &keep[nkeep++]);
+	}
+	for (i = 0; i < cfg->nfloor_extra; i++) {
+		err = floor_put(fd, &cfg->floor_extra[i], TF_FLOOR_DENY, TF_REASON_FLOOR_OPERATOR);
+		if (err)
+			goto cleanup;
+		floor_key(&cfg->floor_extra[i], &keep[nkeep++]);
+	}
+	for (i = 0; i < cfg->nfloor_exceptions; i++) {
+		err = floor_put(fd, &cfg->floor_exceptions[i], TF_FLOOR_EXEMPT, 0);
+		if (err)
+			goto cleanup;
+		floor_key(&cfg->floor_exceptions[i], &keep[nkeep++]);
+	}
+	/* Sweep what an earlier run (or config) left. */
+	for (more = !bpf_map_get_next_key(fd, NULL, &next); more;) {
+		k = next;
+		more = !bpf_map_get_next_key(fd, &k, &next);
+		for (i = 0; i < nkeep; i++)
+			if (!memcmp(&keep[i], &k, sizeof(k)))
+				break;
+		if (i == nkeep)
+			bpf_map_delete_elem(fd, &k);
+	}
+cleanup:
+	if (err)
+		pr_warn("cannot write the hard floor: %s\n", strerror(-err));
+	free(keep);
+	return err;
+}
+
+void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->sid = sid;
+	v->policy_ver = ver;
+	memcpy(v->guest_mac, spec->guest_mac, 6);
+	memcpy(v->gw_mac, spec->gw_mac, 6);
+	if (spec->has_ip4) {
+		v->flags |= TF_SF_IPV4;
+		memcpy(&v->guest_ip4, spec->guest_ip4.addr, 4);
+		memcpy(&v->gw_ip4, spec->gw_ip4.addr, 4);
+	}
+	if (spec->has_ip6) {
+		v->flags |= TF_SF_IPV6;
+		memcpy(v->guest_ip6, spec->guest_ip6.addr, 16);
+		tf_ip6_ll_from_mac(spec->guest_mac, v->guest_ip6_ll);
+		if (spec->gw_ip6.family == TF_FAM_IPV6)
+			memcpy(v->gw_ip6, spec->gw_ip6.addr, 16);
+		tf_ip6_ll_from_mac(spec->gw_mac, v->gw_ip6_ll);
+	}
+	v->resolver_port = htons(spec->resolver_port);
+	if (spec->resolver.family == TF_FAM_IPV4) {
+		v->flags |= TF_SF_RESOLVER4;
+		memcpy(&v->resolver_ip4, spec->resolver.addr, 4);
+	} else if (spec->resolver.family == TF_FAM_IPV6) {
+		v->flags |= TF_SF_RESOLVER6;
+		memcpy(v->resolver_ip6, spec->resolver.addr, 16);
+	}
+}
+
+static int counters_zero(struct tf_dp *dp, __u32 sid)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_counters);
+	__u64 *zero;
+	__u32 i, idx;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	zero = calloc(ncpu, sizeof(*zero));
+	if (!zero)
+		return -ENOMEM;
+	for (i = 0; i < TF_CNT_SLOTS && !err; i++) {
+		idx = sid * TF_CNT_SLOTS + i;
+		if (bpf_map_update_elem(fd, &idx, zero, BPF_ANY))
+			err = -errno;
+	}
+	free(zero);
+	return err;
+}
+
+int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+	int outer = bpf_map__fd(dp->skel->maps.tf_flows);
+	char name[BPF_OBJ_NAME_LEN];
+	__u32 inner_id;
+	int fd, err;
+
+	if (sid == 0 || sid >= TF_MAX_SESSIONS)
+		return -EINVAL;
+	if (keep_flows && !bpf_map_lookup_elem(outer, &sid, &inner_id))
+		return 0;
+	err = counters_zero(dp, sid);
+	if (err)
+		return err;
+	snprintf(name, sizeof(name), "tf_flows_%u", sid);
+	fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, name, sizeof(struct tf_flow_key),
+			    sizeof(struct tf_flow), dp->cfg->flows_per_session, &opts);
+	if (fd < 0)
+		return -errno;
+	err = bpf_map_update_elem(outer, &sid, &fd, BPF_ANY) ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+void tf_dp_slot_release(struct tf_dp *dp, __u32 sid)
+{
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.tf_flows), &sid);
+}
+
+static void rule_key(__u32 sid, __u32 ver, const struct tf_policy_entry *e, struct tf_rule_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = TF_RULE_KEY_FIXED_BITS + e->prefixlen;
+	k->sid = sid;
+	k->ver = ver;
+	k->family = e->family;
+	memcpy(k->addr, e->addr, 16);
+}
+
+static void port_key(__u32 sid, __u32 ver, const struct tf_policy_chunk *c, struct tf_port_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->sid = sid;
+	k->ver = ver;
+	k->cls = c->cls;
+	k->proto = c->proto;
+	k->hi = c->hi;
+}
+
+int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
+{
+	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	struct tf_rule_key rk;
+	struct tf_port_key pk;
+	unsigned int i;
+
+	/* Ports first: a rule entry must never point at a class not yet written. */
+	for (i = 0; i < p->nchunks; i++) {
+		port_key(sid, ver, &p->chunks[i], &pk);
+		if (bpf_map_update_elem(pfd, &pk, &p->chunks[i].bits, BPF_ANY))
+			return -errno;
+	}
+	for (i = 0; i < p->nentries; i++) {
+		rule_key(sid, ver, &p->entries[i], &rk);
+		if (bpf_map_update_elem(rfd, &rk, &p->entries[i].val, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+void tf_dp_policy_erase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
+{
+	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	struct tf_rule_key rk;
+	struct tf_port_key pk;
+	unsigned int i;
+
+	for (i = 0; i < p->nentries; i++) {
+		rule_key(sid, ver, &p->entries[i], &rk);
+		bpf_map_delete_elem(rfd, &rk);
+	}
+	for (i = 0; i < p->nchunks; i++) {
+		port_key(sid, ver, &p->chunks[i], &pk);
+		bpf_map_delete_elem(pfd, &pk);
+	}
+}
+
+void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver)
+{
+	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	struct tf_rule_key rk, rnext;
+	struct tf_port_key pk, pnext;
+	int more;
+
+	for (more = !bpf_map_get_next_key(rfd, NULL, &rnext); more;) {
+		rk = rnext;
+		more = !bpf_map_get_next_key(rfd, &rk, &rnext);
+		if (rk.sid == sid && rk.ver != keep_ver)
+			bpf_map_delete_elem(rfd, &rk);
+	}
+	for (more = !bpf_map_get_next_key(pfd, NULL, &pnext); more;) {
+		pk = pnext;
+		more = !bpf_map_get_next_key(pfd, &pk, &pnext);
+		if (pk.sid == sid && pk.ver != keep_ver)
+			bpf_map_delete_elem(pfd, &pk);
+	}
+}
+
+int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_sessions);
+
+	return bpf_map_update_elem(fd, &ifindex, v, BPF_ANY) ? -errno : 0;
+}
+
+int tf_dp_session_get(struct tf_dp *dp, __u32 ifindex, struct tf_session *v)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_sessions);
+
+	return bpf_map_lookup_elem(fd, &ifindex, v) ? -errno : 0;
+}
+
+void tf_dp_session_unset(struct tf_dp *dp, __u32 ifindex)
+{
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.tf_sessions), &ifindex);
+}
+
+static void addr_key(const struct tf_ip *ip, struct tf_addr_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = ip->family;
+	memcpy(k->addr, ip->addr, 16);
+}
+
+int tf_dp_addrs_set(struct tf_dp *dp, const struct tf_spec *spec, __u32 sid)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_addrs);
+	struct tf_addr_key k;
+
+	if (spec->has_ip4) {
+		addr_key(&spec->guest_ip4, &k);
+		if (bpf_map_update_elem(fd, &k, &sid, BPF_ANY))
+			return -errno;
+	}
+	if (spec->has_ip6) {
+		addr_key(&spec->guest_ip6, &k);
+		if (bpf_map_update_elem(fd, &k, &sid, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+void tf_dp_addrs_unset(struct tf_dp *dp, const struct tf_spec *spec)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_addrs);
+	struct tf_addr_key k;
+
+	if (spec->has_ip4) {
+		addr_key(&spec->guest_ip4, &k);
+		bpf_map_delete_elem(fd, &k);
+	}
+	if (spec->has_ip6) {
+		addr_key(&spec->guest_ip6, &k);
+		bpf_map_delete_elem(fd, &k);
+	}
+}
+
+/*
+ * tcx link at the head of the device's chain (BPF_F_BEFORE, no anchor), so
+ * no earlier program can pass a packet past us. Raw syscall: Debian 12's
+ * libbpf 1.1 predates bpf_program__attach_tcx().
+ */
+static int tcx_link_create(int prog_fd, __u32 ifindex, __u32 attach_type)
+{
+	int fd;
+
+	union bpf_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.link_create.prog_fd = prog_fd;
+	attr.link_create.target_ifindex = ifindex;
+	attr.link_create.attach_type = attach_type;
+	attr.link_create.flags = TF_BPF_F_BEFORE;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+/* The device a tcx link is on (0 once the device is gone); info.tcx shares xdp's offset. */
+static __u32 link_ifindex(int fd)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.xdp.ifindex;
+}
+
+static void link_path(const struct tf_dp *dp, const char *name, const char *dir, char *buf,
+		      size_t len)
+{
+	snprintf(buf, len, "%s/links/%s-%s", dp->cfg->pin_dir, name, dir);
+}
+
+/* Returns the link fd or a negative errno. */
+static int link_attach(struct tf_dp *dp, const char *name, const char *dir, int prog_fd,
+		       __u32 ifindex, __u32 attach_type)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	link_path(dp, name, dir, path, sizeof(path));
+	if (dp->pinned) {
+		fd = bpf_obj_get(path);
+		if (fd >= 0 && link_ifindex(fd) == ifindex) {
+			/* Same device, maybe a new program: swap in place, no window. */
+			err = bpf_link_update(fd, prog_fd, NULL);
+			if (!err)
+				return fd;
+			pr_warn("cannot update pinned link `%s': %s\n", path, strerror(-err));
+			close(fd);
+			return err;
+		}
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);	/* a link of a device that is gone */
+		}
+	}
+	fd = tcx_link_create(prog_fd, ifindex, attach_type);
+	if (fd < 0)
+		return fd;
+	if (dp->pinned) {
+		err = bpf_obj_pin(fd, path);
+		if (err) {
+			err = -errno;
+			pr_warn("cannot pin link at `%s': %s\n", path, strerror(-err));
+			close(fd);
+			return err;
+		}
+	}
+	return fd;
+}
+
+static void link_detach(struct tf_dp *dp, const char *name, const char *dir, int *fd)
+{
+	char path[PATH_MAX];
+
+	if (*fd >= 0) {
+		bpf_link_detach(*fd);
+		close(*fd);
+		*fd = -1;
+	}
+	if (dp->pinned) {
+		link_path(dp, name, dir, path, sizeof(path));
+		unlink(path);
+	}
+}
+
+/*
+ * The egress (to guest) link goes first: once ingress is attached the guest
+ * can open flows, and their replies must already be judged.
+ */
+int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
+{
+	int err;
+
+	at->link_in = at->link_out = -1;
+	at->xdp = 0;
+	if (dp->cfg->attach_mode != TF_ATTACH_TC)
+		return -EOPNOTSUPP;
+	err = link_attach(dp, name, "out", bpf_program__fd(dp->skel->progs.tc_to_guest), ifindex,
+			  TF_BPF_TCX_EGRESS);
+	if (err < 0)
+		return err;
+	at->link_out = err;
+	err = link_attach(dp, name, "in", bpf_program__fd(dp->skel->progs.tc_from_guest), ifindex,
+			  TF_BPF_TCX_INGRESS);
+	if (err < 0) {
+		link_detach(dp, name, "out", &at->link_out);
+		return err;
+	}
+	at->link_in = err;
+	return 0;
+}
+
+void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
+{
+	(void)ifindex;
+	link_detach(dp, name, "in", &at->link_in);
+	link_detach(dp, name, "out", &at->link_out);
+}
+
+static int percpu_sum(int fd, __u32 idx, __u64 *values, int ncpu, __u64 *sum)
+{
+	int i;
+
+	if (bpf_map_lookup_elem(fd, &idx, values))
+		return -errno;
+	*sum = 0;
+	for (i = 0; i < ncpu; i++)
+		*sum += values[i];
+	return 0;
+}
+
+int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_counters);
+	__u64 *values;
+	__u32 i;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	values = calloc(ncpu, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	for (i = 0; i < TF_CNT_SLOTS && !err; i++)
+		err = percpu_sum(fd, sid * TF_CNT_SLOTS + i, values, ncpu, &out[i]);
+	free(values);
+	return err;
+}
+
+int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_stats);
+	__u64 *values;
+	__u32 i;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	values = calloc(ncpu, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	for (i = 0; i < TF_STAT_MAX && !err; i++)
+		err = percpu_sum(fd, i, values, ncpu, &out[i]);
+	free(values);
+	return err;
+}
+
+int tf_dp_ringbuf_fd(struct tf_dp *dp)
+{
+	return bpf_map__fd(dp->skel->maps.tf_events);
+}

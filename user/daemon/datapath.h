@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The datapath as the daemon sees it: load the BPF object (reusing pinned
+ * maps), write sessions, policies and the hard floor into the maps, attach
+ * and detach per device. Every write that can fail is done so that a
+ * failure leaves the device denying, never open.
+ */
+#ifndef TF_DATAPATH_H
+#define TF_DATAPATH_H
+
+#include <tapfence/abi.h>
+#include "config.h"
+#include "policy.h"
+#include "spec.h"
+
+struct tapfence_bpf;
+
+struct tf_dp {
+	struct tapfence_bpf *skel;
+	const struct tf_config *cfg;
+	int pinned;		/* maps live in cfg->pin_dir */
+};
+
+/* One attachment of a session; fds are -1 when not attached. */
+struct tf_attach {
+	int link_in;		/* guest -> host: tcx ingress link */
+	int link_out;		/* host -> guest: tcx egress link */
+	int xdp;		/* 1 if guest -> host uses XDP (libxdp) instead of link_in */
+};
+
+/*
+ * Open and load the object. With pin = 1, maps pinned in cfg->pin_dir are
+ * reused (state survives daemon restarts) and missing ones are pinned;
+ * with pin = 0 everything is private to this process (unit tests).
+ */
+int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
+	__attribute__((warn_unused_result));
+void tf_dp_close(struct tf_dp *dp);
+
+/* Write the hard floor from the built-in ranges and the operator's config. */
+int tf_dp_write_floor(struct tf_dp *dp) __attribute__((warn_unused_result));
+
+/* The tf_session value a spec stands for (addresses, MACs, flags). */
+void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *out);
+
+/*
+ * Make slot sid ready: a fresh flow table (unless keep_flows and one is
+ * there) and zeroed counters.
+ */
+int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
+	__attribute__((warn_unused_result));
+void tf_dp_slot_release(struct tf_dp *dp, __u32 sid);
+
+/* Write policy p as generation ver of slot sid. */
+int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
+	__attribute__((warn_unused_result));
+/* Remove generation ver of slot sid (the entries p produced). */
+void tf_dp_policy_erase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p);
+/* Remove every generation of sid except keep_ver (0: all); for restarts. */
+void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver);
+
+/* Switch the device to value v (the atomic step of add and of a policy change). */
+int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
+	__attribute__((warn_unused_result));
+int tf_dp_session_get(struct tf_dp *dp, __u32 ifindex, struct tf_session *v);
+void tf_dp_session_unset(struct tf_dp *dp, __u32 ifindex);
+
+int tf_dp_addrs_set(struct tf_dp *dp, const struct tf_spec *spec, __u32 sid)
+	__attribute__((warn_unused_result));
+void tf_dp_addrs_unset(struct tf_dp *dp, const struct tf_spec *spec);
+
+/*
+ * Attach to ifindex. Links are pinned as <pin_dir>/links/<name>-{in,out}
+ * when the dp is pinned; an existing pinned link is updated in place
+ * (bpf_link_update), never detached and re-attached.
+ */
+int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
+	__attribute__((warn_unused_result));
+void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at);
+
+/* Sum of the per-CPU counters of slot sid, TF_CNT_SLOTS values. */
+int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS]);
+int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX]);
+
+int tf_dp_ringbuf_fd(struct tf_dp *dp);
+
+#endif
