@@ -1,0 +1,437 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+# Test helpers shared by tests/netns/*.sh and tools/demo.sh: namespaces, links, listeners, bpffs,
+# tapfenced, session specs, and a small assertion vocabulary printing "PASS: ..." / "FAIL: ...".
+#
+# Source it from a test script, then:
+#   tf_init                      # $T (scratch dir), $TF_SFX (PID suffix), checks root
+#   trap cleanup EXIT            # cleanup() { tf_cleanup; } — runs every `defer'red command, LIFO
+#   ns_add tf-host-$TF_SFX ...   # namespaces, removed on exit
+#   ...
+#   tf_done                      # prints "N passed, N failed" and returns non-zero on any failure
+#
+# Everything started here is recorded by PID and killed by PID; nothing touches the root namespace's
+# links or routes. Only bash builtins and iproute2, plus /usr/bin/python3 for JSON and packets.
+
+TF_ROOT=${TF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+TF_BUILD=${BUILD:-$TF_ROOT/build}
+TF_NETNS_DIR=$TF_ROOT/tests/netns
+PY=/usr/bin/python3 # Debian's python: the one that has scapy
+TF_CONNECT_TIMEOUT=${TF_CONNECT_TIMEOUT:-2}
+
+tf_passed=0
+tf_failed=0
+tf_deferred=()
+declare -A tf_mark_at=()
+
+# --- plumbing ---------------------------------------------------------------------------------
+
+tf_init() {
+	[ "$(id -u)" -eq 0 ] || { echo "FAIL: $(basename "$0") must run as root"; exit 1; }
+	TF_SFX=$$ # shellcheck disable=SC2034 # for the sourcing script
+	T=$(mktemp -d /tmp/tapfence-netns.XXXXXX)
+	chmod 755 "$T"
+	# A fatal signal would end bash without its EXIT trap: turn it into an exit, so cleanup runs.
+	trap 'exit 130' INT
+	trap 'exit 143' TERM HUP
+}
+
+# defer CMD...: run CMD at cleanup (last deferred runs first). Arguments are kept as words.
+defer() {
+	local q
+	printf -v q '%q ' "$@"
+	tf_deferred+=("$q")
+}
+
+tf_cleanup() {
+	local i
+	set +e
+	for ((i = ${#tf_deferred[@]} - 1; i >= 0; i--)); do
+		eval "${tf_deferred[i]}" >/dev/null 2>&1
+	done
+	tf_deferred=()
+	[ -n "${T:-}" ] && [ -d "$T" ] && [ -z "${TF_KEEP:-}" ] && rm -rf "$T"
+}
+
+# note MSG: a comment line in the output (not counted by tests/run.sh).
+note() { echo "# $*"; }
+
+die() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# n NS CMD...: run CMD inside namespace NS.
+n() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" "$@"
+}
+
+# kill_pid PID: SIGTERM, wait up to 3 s, then SIGKILL; only this PID, only if it is our child.
+kill_pid() {
+	local pid=$1 i
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < 30; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; non-zero on timeout.
+wait_for() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
+
+# --- topology ---------------------------------------------------------------------------------
+
+# ns_add NAME...: create namespaces (lo up), deleted at cleanup. IPv6 DAD is off in them: a
+# link-local address still tentative delays the first neighbour exchange by a second or more.
+ns_add() {
+	local ns
+	for ns in "$@"; do
+		ip netns add "$ns" || return
+		defer ip netns del "$ns"
+		ip -n "$ns" link set lo up || return
+		n "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 || return
+	done
+}
+
+# ns_router NS: make NS forward IPv4 and IPv6, with reverse-path filtering off, so that only
+# tapfence (not the kernel) stands between a spoofed source and the network.
+ns_router() {
+	local ns=$1
+	n "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
+		net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+}
+
+# veth_pair NS1 IF1 NS2 IF2: a veth pair with one end in each namespace (never in the root one).
+veth_pair() {
+	ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
+}
+
+# guest_link GUESTNS GIF GMAC G4/LEN G6/LEN HOSTNS HIF HMAC H4/LEN H6/LEN
+# A guest's interface: veth GIF in GUESTNS (default routes via the host side) and HIF in HOSTNS,
+# which is where tapfence attaches. Addresses without DAD so the test does not wait for it.
+guest_link() {
+	local gns=$1 gif=$2 gmac=$3 g4=$4 g6=$5 hns=$6 hif=$7 hmac=$8 h4=$9 h6=${10}
+	veth_pair "$gns" "$gif" "$hns" "$hif"
+	ip -n "$gns" link set "$gif" address "$gmac"
+	ip -n "$hns" link set "$hif" address "$hmac"
+	ip -n "$gns" addr add "$g4" dev "$gif"
+	ip -n "$gns" addr add "$g6" dev "$gif" nodad
+	ip -n "$hns" addr add "$h4" dev "$hif"
+	ip -n "$hns" addr add "$h6" dev "$hif" nodad
+	ip -n "$gns" link set "$gif" up
+	ip -n "$hns" link set "$hif" up
+	ip -n "$gns" route add default via "${h4%/*}" dev "$gif"
+	ip -n "$gns" -6 route add default via "${h6%/*}" dev "$gif"
+}
+
+# tap_link NS IF MAC H4/LEN H6/LEN GUEST_MAC GUEST4 GUEST6
+# A persistent tap in NS, as a VMM would have it, with static neighbours for the guest so the host
+# needs no ARP/ND to reach it. tapvmm.py attaches to it to play the guest.
+tap_link() {
+	local ns=$1 dev=$2 mac=$3 h4=$4 h6=$5 gmac=$6 g4=$7 g6=$8
+	ip -n "$ns" tuntap add dev "$dev" mode tap
+	ip -n "$ns" link set "$dev" address "$mac"
+	ip -n "$ns" addr add "$h4" dev "$dev"
+	ip -n "$ns" addr add "$h6" dev "$dev" nodad
+	ip -n "$ns" link set "$dev" up
+	ip -n "$ns" neigh replace "$g4" lladdr "$gmac" dev "$dev" nud permanent
+	ip -n "$ns" neigh replace "$g6" lladdr "$gmac" dev "$dev" nud permanent
+}
+
+# --- listeners and clients --------------------------------------------------------------------
+
+# listener_start NS LOG SPEC...: SPEC is tcp:ADDR:PORT or udp:ADDR:PORT (IPv6 as udp:[ADDR]:PORT).
+# Sets LISTENER_PID; the listener is killed at cleanup. LOG collects one line per connection/datagram.
+listener_start() {
+	local ns=$1 log=$2 spec args=()
+	shift 2
+	for spec in "$@"; do
+		args+=("--${spec%%:*}" "${spec#*:}")
+	done
+	local ready=$T/listener.$RANDOM.ready
+	: >"$log"
+	# ip netns exec directly, not through n(): a backgrounded function would be a subshell, and
+	# $! its PID rather than the listener's (ip netns exec execs the command in place).
+	ip netns exec "$ns" "$PY" "$TF_NETNS_DIR/listener.py" serve --log "$log" --ready "$ready" "${args[@]}" \
+		>>"$T/listeners.out" 2>&1 &
+	LISTENER_PID=$!
+	defer kill_pid "$LISTENER_PID"
+	wait_for 5 test -e "$ready" || die "listener in $ns did not start: $(tail -n 3 "$T/listeners.out")"
+	[ "$(cat "$ready")" = "$LISTENER_PID" ] || die "listener in $ns runs as PID $(cat "$ready"), not $LISTENER_PID"
+	tf_watch "$log"
+}
+
+# tcp_get NS [--src ADDR] HOST PORT: an HTTP GET with curl; 0 iff the listener's reply came back.
+# The reply body goes to $T/client.out.
+tcp_get() {
+	local ns=$1 src=() host port url
+	shift
+	[ "$1" = --src ] && { src=(--interface "$2"); shift 2; }
+	host=$1 port=$2
+	case $host in *:*) url="http://[$host]:$port/" ;; *) url="http://$host:$port/" ;; esac
+	n "$ns" timeout 10 curl -gsS --noproxy '*' --connect-timeout "$TF_CONNECT_TIMEOUT" \
+		--max-time $((TF_CONNECT_TIMEOUT + 1)) "${src[@]}" "$url" >"$T/client.out" 2>&1
+	grep -q '^tapfence-listener' "$T/client.out"
+}
+
+# udp_echo NS [--src ADDR] HOST PORT: one datagram; 0 iff its echo came back.
+udp_echo() {
+	local ns=$1 src=()
+	shift
+	[ "$1" = --src ] && { src=(--src "$2"); shift 2; }
+	n "$ns" timeout 10 "$PY" "$TF_NETNS_DIR/listener.py" udp "${src[@]}" \
+		--timeout "$TF_CONNECT_TIMEOUT" "$1" "$2" >"$T/client.out" 2>&1
+}
+
+# tapvmm NS DEV GUEST_MAC GUEST_IP GW_MAC CMD...: play the guest on a tap (see tapvmm.py).
+tapvmm() {
+	local ns=$1 dev=$2 gmac=$3 gip=$4 gwmac=$5
+	shift 5
+	n "$ns" timeout 15 "$PY" "$TF_NETNS_DIR/tapvmm.py" --dev "$dev" --guest-mac "$gmac" \
+		--guest-ip "$gip" --gw-mac "$gwmac" --timeout "$TF_CONNECT_TIMEOUT" "$@" >"$T/client.out" 2>&1
+}
+
+# --- bpffs, tapfenced, CLI, session specs -----------------------------------------------------
+
+# bpffs_mount DIR: a private bpffs for pins, in the root mount namespace (ip netns exec copies it).
+bpffs_mount() {
+	mkdir -p "$1"
+	mount -t bpf bpf "$1"
+	defer umount -l "$1"
+}
+
+# tfd_config FILE [JSON-MEMBERS]: a tapfenced config under $T; extra members are spliced in,
+# e.g. tfd_config $T/tf.json '"attach_mode":"xdp","floor":{"extra_deny":["192.0.2.0/24"]}'
+tfd_config() {
+	local file=$1 extra=${2:-}
+	TFD_CONFIG=$file
+	TF_SOCK=$T/control.sock
+	TF_PIN_DIR=$T/bpffs/tapfence
+	TF_EVENTS=$T/events.jsonl
+	{
+		printf '{"control_socket":"%s","pin_dir":"%s","state_dir":"%s","event_log":"%s"' \
+			"$TF_SOCK" "$TF_PIN_DIR" "$T/state" "$TF_EVENTS"
+		[ -n "$extra" ] && printf ',%s' "$extra"
+		printf '}\n'
+	} >"$file"
+	"$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$file" || die "bad config $file"
+}
+
+# tfd_start NS: start tapfenced with $TFD_CONFIG inside NS, wait up to 10 s for its socket.
+# Sets TFD_PID; output goes to $T/tapfenced.log.
+tfd_start() {
+	local ns=$1
+	[ -x "$TF_BUILD/tapfenced" ] || die "$TF_BUILD/tapfenced is not built (run make)"
+	: >"$TF_EVENTS"
+	tf_watch "$TF_EVENTS"
+	TFD_NS=$ns
+	ip netns exec "$ns" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --foreground -v >>"$T/tapfenced.log" 2>&1 &
+	TFD_PID=$!
+	defer tfd_stop
+	if ! wait_for 10 test -S "$TF_SOCK"; then
+		tfd_log_tail 20
+		die "tapfenced did not open $TF_SOCK within 10 s"
+	fi
+	kill -0 "$TFD_PID" 2>/dev/null || { tfd_log_tail 20; die "tapfenced exited at start"; }
+}
+
+# tfd_stop: kill tapfenced by PID, then `tapfenced --cleanup' with the same config (idempotent).
+tfd_stop() {
+	[ -n "${TFD_PID:-}" ] || return 0
+	kill_pid "$TFD_PID"
+	TFD_PID=
+	n "$TFD_NS" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup >>"$T/tapfenced.log" 2>&1
+}
+
+tfd_log_tail() {
+	[ -f "$T/tapfenced.log" ] && sed 's/^/# tapfenced: /' <(tail -n "${1:-20}" "$T/tapfenced.log")
+	return 0
+}
+
+# tfc ARGS...: the tapfence CLI on our control socket (from the root namespace: it is a unix socket).
+tfc() {
+	"$TF_BUILD/tapfence" --socket "$TF_SOCK" "$@"
+}
+
+# session_spec FILE ID IFNAME GUEST_MAC GUEST4 GUEST6 GW_MAC GW4 GW6 ALLOW_JSON_ARRAY
+# The resolver is the gateway's IPv4, port 53.
+session_spec() {
+	local file=$1
+	shift
+	"$PY" - "$file" "$@" <<-'EOF' || die "cannot write session spec $file"
+		import json, sys
+		file, sid, ifname, gmac, g4, g6, gwmac, gw4, gw6, allow = sys.argv[1:]
+		spec = {"id": sid, "ifname": ifname,
+		        "guest": {"mac": gmac, "ipv4": g4, "ipv6": g6},
+		        "gateway": {"mac": gwmac, "ipv4": gw4, "ipv6": gw6},
+		        "resolver": {"ipv4": gw4, "port": 53},
+		        "allow": json.loads(allow)}
+		with open(file, "w") as f:
+		    json.dump(spec, f, indent=1)
+	EOF
+}
+
+# --- assertions -------------------------------------------------------------------------------
+
+pass() {
+	echo "PASS: $*"
+	tf_passed=$((tf_passed + 1))
+}
+
+fail() {
+	echo "FAIL: $*"
+	tf_failed=$((tf_failed + 1))
+}
+
+# check DESC CMD...: PASS iff CMD succeeds.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then pass "$desc"; else fail "$desc"; fi
+}
+
+# check_not DESC CMD...: PASS iff CMD fails.
+check_not() {
+	local desc=$1
+	shift
+	if "$@"; then fail "$desc"; else pass "$desc"; fi
+}
+
+# tf_watch FILE: FILE takes part in tf_mark; expectations on it only look at what came after.
+tf_watch() {
+	tf_mark_at[$1]=0
+}
+
+# tf_mark: remember the current size of every watched file (call it before each probe).
+tf_mark() {
+	local f
+	for f in "${!tf_mark_at[@]}"; do
+		tf_mark_at[$f]=$(stat -c %s "$f" 2>/dev/null || echo 0)
+	done
+}
+
+# since FILE: what was appended to FILE after the last tf_mark.
+since() {
+	tail -c +$((${tf_mark_at[$1]:-0} + 1)) "$1" 2>/dev/null
+}
+
+# expect_reached LOG TEXT DESC: the listener logged a line containing TEXT (fixed string) since tf_mark.
+expect_reached() {
+	local log=$1 pat=$2 desc=$3
+	if wait_for 2 grep_since "$log" "$pat"; then
+		pass "$desc"
+	else
+		fail "$desc (no \`$pat' in $(basename "$log"))"
+	fi
+}
+
+# expect_not_reached LOG TEXT DESC: no line containing TEXT was logged since tf_mark.
+# Call it after the client has given up (its connect timeout is longer than any in-flight delay),
+# and only for a listener that a baseline probe showed does log this very probe.
+expect_not_reached() {
+	local log=$1 pat=$2 desc=$3
+	sleep 0.3
+	if grep_since "$log" "$pat"; then
+		fail "$desc (listener logged: $(since "$log" | grep -F -- "$pat" | head -n 1))"
+	else
+		pass "$desc"
+	fi
+}
+
+grep_since() {
+	since "$1" | grep -qF -- "$2"
+}
+
+# Events: JSON lines in $TF_EVENTS. A FILTER is KEY=VALUE words, all of which must equal the
+# event's fields (compared as text: dport=80 matches 80).
+tf_event_py='
+import json, sys, time
+path, off, timeout, want_some = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
+filt = dict(a.split("=", 1) for a in sys.argv[5:])
+def scan():
+    try:
+        data = open(path, "rb").read()
+    except OSError:
+        return []
+    if off > 0 and data[off - 1:off] != b"\n":
+        off_nl = data.find(b"\n", off)
+        data = data[off_nl + 1:] if off_nl >= 0 else b""
+    else:
+        data = data[off:]
+    hits = []
+    for line in data.decode(errors="replace").splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if all(str(ev.get(k)) == v for k, v in filt.items()):
+            hits.append(line)
+    return hits
+deadline = time.monotonic() + timeout
+while True:
+    hits = scan()
+    if (hits and want_some) or time.monotonic() >= deadline:
+        break
+    time.sleep(0.1)
+for h in hits:
+    print(h)
+sys.exit(0 if bool(hits) == want_some else 1)
+'
+
+# expect_event FILTER... -- DESC: an event matching FILTER was logged since tf_mark (waits up to 3 s).
+expect_event() {
+	local filt=() desc
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
+	shift
+	desc=$*
+	if "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 3 1 "${filt[@]}" >"$T/event.out"; then
+		pass "$desc"
+	else
+		fail "$desc (no event with ${filt[*]})"
+		events_since_mark
+	fi
+}
+
+# expect_no_event FILTER... -- DESC: no event matching FILTER since tf_mark (looks for 1 s).
+expect_no_event() {
+	local filt=() desc
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
+	shift
+	desc=$*
+	if "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 0 "${filt[@]}" >"$T/event.out"; then
+		pass "$desc"
+	else
+		fail "$desc (unexpected: $(head -n 1 "$T/event.out"))"
+	fi
+}
+
+# events_since_mark: print the events logged since tf_mark as comments (for diagnosing a FAIL).
+events_since_mark() {
+	local ev
+	ev=$(since "$TF_EVENTS" | head -n 8)
+	if [ -n "$ev" ]; then
+		sed 's/^/#   event: /' <<<"$ev"
+	else
+		note "  no events since the probe started"
+	fi
+}
+
+# tf_done: the closing line; non-zero if anything failed or nothing was checked.
+tf_done() {
+	note "$(basename "$0"): $tf_passed passed, $tf_failed failed"
+	[ "$tf_failed" -eq 0 ] && [ "$tf_passed" -gt 0 ]
+}

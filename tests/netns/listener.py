@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Test that a packet reached a real socket: a TCP/UDP listener that logs what it got, plus a UDP client.
+
+serve: listen on every --tcp / --udp ADDR:PORT (IPv6 as [ADDR]:PORT), append one line per accepted
+       TCP connection or received UDP datagram to --log, e.g.
+           tcp 198.51.100.10:80 from 10.10.1.2:40000
+           udp [2001:db8:100::10]:7 from [fd00:a:1::2]:40000 len 12
+       answer TCP with a short HTTP reply naming the listener, echo UDP, exit 0 on SIGTERM.
+udp:   send one datagram (optionally from --src/--sport) and wait --timeout seconds for the echo;
+       print it and exit 0 if it came back, exit 1 if not.
+
+Standard library only; run it as /usr/bin/python3.
+"""
+import argparse
+import os
+import random
+import selectors
+import signal
+import socket
+import sys
+import time
+
+
+def parse_addr(spec):
+    """'1.2.3.4:80' or '[2001:db8::1]:80' -> (family, host, port)."""
+    if spec.startswith("["):
+        host, _, port = spec[1:].partition("]:")
+        return socket.AF_INET6, host, int(port)
+    host, _, port = spec.rpartition(":")
+    return socket.AF_INET, host, int(port)
+
+
+def fmt(family, addr):
+    host, port = addr[0], addr[1]
+    return f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+
+
+def log_line(path, line):
+    # One write per line, opened in append mode, so concurrent readers never see half a line.
+    with open(path, "a", encoding="ascii") as f:
+        f.write(line + "\n")
+
+
+def serve(args):
+    sel = selectors.DefaultSelector()
+    socks = []
+    for kind, specs in (("tcp", args.tcp), ("udp", args.udp)):
+        for spec in specs:
+            family, host, port = parse_addr(spec)
+            stype = socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM
+            s = socket.socket(family, stype)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind((host, port))
+            if kind == "tcp":
+                s.listen(16)
+            s.setblocking(False)
+            sel.register(s, selectors.EVENT_READ, (kind, family, fmt(family, (host, port))))
+            socks.append(s)
+
+    def on_term(_sig, _frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    if args.ready:
+        with open(args.ready + ".tmp", "w", encoding="ascii") as f:
+            f.write(f"{os.getpid()}\n")
+        os.rename(args.ready + ".tmp", args.ready)
+
+    while True:
+        for key, _ in sel.select(timeout=1.0):
+            kind, family, local = key.data
+            s = key.fileobj
+            if kind == "tcp":
+                try:
+                    conn, peer = s.accept()
+                except OSError:
+                    continue
+                log_line(args.log, f"tcp {local} from {fmt(family, peer)}")
+                handle_tcp(conn, local)
+            else:
+                try:
+                    data, peer = s.recvfrom(65535)
+                except OSError:
+                    continue
+                log_line(args.log, f"udp {local} from {fmt(family, peer)} len {len(data)}")
+                try:
+                    s.sendto(data, peer)
+                except OSError:
+                    pass
+
+
+def handle_tcp(conn, local):
+    """Read the request (bounded: 1 s, 4 KiB), then answer and close."""
+    conn.settimeout(1.0)
+    buf = b""
+    try:
+        while b"\r\n\r\n" not in buf and len(buf) < 4096:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            buf += chunk
+    except OSError:
+        pass
+    body = f"tapfence-listener tcp {local}\n".encode()
+    reply = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+    try:
+        conn.sendall(reply + body)
+        conn.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    conn.close()
+
+
+def udp_client(args):
+    family = socket.AF_INET6 if ":" in args.dst else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    src = args.src or ("::" if family == socket.AF_INET6 else "0.0.0.0")
+    sport = args.sport or random.randint(40000, 59999)
+    s.bind((src, sport))
+    payload = (args.payload or f"tapfence-probe-{os.getpid()}").encode()
+    s.sendto(payload, (args.dst, args.port))
+    local = fmt(family, s.getsockname())
+    print(f"sent udp {local} -> {fmt(family, (args.dst, args.port))} len {len(payload)}", file=sys.stderr)
+    deadline = time.monotonic() + args.timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            print("no reply")
+            return 1
+        s.settimeout(left)
+        try:
+            data, peer = s.recvfrom(65535)
+        except socket.timeout:
+            continue
+        except OSError as e:  # e.g. ICMP port unreachable surfaced as ECONNREFUSED
+            print(f"error {e}")
+            return 1
+        if data == payload:
+            print(f"reply udp from {fmt(family, peer)} len {len(data)}")
+            return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sv = sub.add_parser("serve")
+    sv.add_argument("--log", required=True)
+    sv.add_argument("--tcp", action="append", default=[], metavar="ADDR:PORT")
+    sv.add_argument("--udp", action="append", default=[], metavar="ADDR:PORT")
+    sv.add_argument("--ready", help="file written (atomically) once every socket is bound")
+    uc = sub.add_parser("udp")
+    uc.add_argument("dst")
+    uc.add_argument("port", type=int)
+    uc.add_argument("--src")
+    uc.add_argument("--sport", type=int)
+    uc.add_argument("--payload")
+    uc.add_argument("--timeout", type=float, default=2.0)
+    args = p.parse_args()
+    if args.cmd == "serve":
+        return serve(args)
+    return udp_client(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Test that a guest behind a real tap device is filtered: play the VMM's part on a tap.
+
+Attaches to an existing tap (ip tuntap add dev tc mode tap) with TUNSETIFF(IFF_TAP|IFF_NO_PI),
+writes one Ethernet frame built with scapy into the fd, as a guest would, then reads what the host
+sends toward the guest for --timeout seconds. While waiting it answers ARP requests for the address
+it sent from, as a guest kernel would, so a reply to a (possibly spoofed) source can come back.
+
+  tapvmm.py --dev tc --guest-mac M --guest-ip A --gw-mac G udp DST DPORT [--src S] [--payload P]
+      exit 0 and print "reply udp ..." when the echo (same payload, from DST:DPORT) is read back.
+  tapvmm.py --dev tc --guest-mac M --guest-ip A --gw-mac G arp TARGET
+      exit 0 and print "reply arp TARGET is-at MAC" when the host answers.
+Exit 1 when nothing matching came back, 2 on a usage or setup error.
+Needs Debian's scapy: run it as /usr/bin/python3.
+"""
+import argparse
+import fcntl
+import os
+import random
+import select
+import struct
+import sys
+import time
+
+import logging
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+from scapy.layers.inet import IP, UDP  # noqa: E402
+from scapy.layers.l2 import ARP, Ether  # noqa: E402
+
+TUNSETIFF = 0x400454CA
+IFF_TAP = 0x0002
+IFF_NO_PI = 0x1000
+
+
+def tap_open(dev):
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+    ifr = struct.pack("16sH22x", dev.encode(), IFF_TAP | IFF_NO_PI)
+    fcntl.ioctl(fd, TUNSETIFF, ifr)
+    return fd
+
+
+def drain(fd):
+    """Drop frames queued before we send (e.g. IPv6 chatter on carrier up)."""
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            os.read(fd, 65536)
+        except BlockingIOError:
+            return
+
+
+def wait_for(fd, timeout, match, arp_answer):
+    """Read frames for up to timeout seconds; return the first frame match() accepts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if not select.select([fd], [], [], left)[0]:
+            continue
+        try:
+            raw = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        pkt = Ether(raw)
+        if match(pkt):
+            return pkt
+        if arp_answer:
+            arp_answer(fd, pkt)
+        print(f"# other frame: {pkt.summary()}", file=sys.stderr)
+
+
+def cmd_udp(fd, a):
+    src = a.src or a.guest_ip
+    sport = a.sport or random.randint(40000, 59999)
+    payload = (a.payload or f"tapfence-tap-{os.getpid()}").encode()
+    frame = Ether(src=a.guest_mac, dst=a.gw_mac) / IP(src=src, dst=a.dst) / UDP(sport=sport, dport=a.dport) / payload
+    os.write(fd, bytes(frame))
+    print(f"sent udp {src}:{sport} -> {a.dst}:{a.dport} from {a.guest_mac} len {len(payload)}", file=sys.stderr)
+
+    def match(p):
+        return (IP in p and UDP in p and p[IP].src == a.dst and p[IP].dst == src
+                and p[UDP].sport == a.dport and p[UDP].dport == sport and bytes(p[UDP].payload) == payload)
+
+    def arp_answer(fd, p):
+        # Answer "who-has <our source>" like a guest kernel would, only for the address we sent from.
+        if ARP in p and p[ARP].op == 1 and p[ARP].pdst == src:
+            rep = Ether(src=a.guest_mac, dst=p[ARP].hwsrc) / ARP(
+                op=2, hwsrc=a.guest_mac, psrc=src, hwdst=p[ARP].hwsrc, pdst=p[ARP].psrc)
+            os.write(fd, bytes(rep))
+
+    p = wait_for(fd, a.timeout, match, arp_answer)
+    if p is None:
+        print("no reply")
+        return 1
+    print(f"reply udp {p[IP].src}:{p[UDP].sport} -> {p[IP].dst}:{p[UDP].dport} from {p[Ether].src} len {len(payload)}")
+    return 0
+
+
+def cmd_arp(fd, a):
+    frame = Ether(src=a.guest_mac, dst="ff:ff:ff:ff:ff:ff") / ARP(
+        op=1, hwsrc=a.guest_mac, psrc=a.guest_ip, hwdst="00:00:00:00:00:00", pdst=a.target)
+    os.write(fd, bytes(frame))
+    print(f"sent arp who-has {a.target} tell {a.guest_ip} ({a.guest_mac})", file=sys.stderr)
+
+    def match(p):
+        return ARP in p and p[ARP].op == 2 and p[ARP].psrc == a.target and p[ARP].pdst == a.guest_ip
+
+    p = wait_for(fd, a.timeout, match, None)
+    if p is None:
+        print("no reply")
+        return 1
+    print(f"reply arp {a.target} is-at {p[ARP].hwsrc}")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dev", required=True)
+    ap.add_argument("--guest-mac", required=True)
+    ap.add_argument("--guest-ip", required=True)
+    ap.add_argument("--gw-mac", required=True)
+    ap.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for a reply")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    u = sub.add_parser("udp")
+    u.add_argument("dst")
+    u.add_argument("dport", type=int)
+    u.add_argument("--src", help="source address to claim (spoof); default --guest-ip")
+    u.add_argument("--sport", type=int)
+    u.add_argument("--payload")
+    r = sub.add_parser("arp")
+    r.add_argument("target")
+    a = ap.parse_args()
+    try:
+        fd = tap_open(a.dev)
+    except OSError as e:
+        print(f"tapvmm: cannot attach to tap `{a.dev}': {e}", file=sys.stderr)
+        return 2
+    try:
+        # Carrier comes up when we attach; give the host a moment, then drop its link-up chatter.
+        time.sleep(0.1)
+        drain(fd)
+        return cmd_udp(fd, a) if a.cmd == "udp" else cmd_arp(fd, a)
+    finally:
+        os.close(fd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
