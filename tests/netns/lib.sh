@@ -28,7 +28,8 @@ declare -A tf_mark_at=()
 
 tf_init() {
 	[ "$(id -u)" -eq 0 ] || { echo "FAIL: $(basename "$0") must run as root"; exit 1; }
-	TF_SFX=$$ # shellcheck disable=SC2034 # for the sourcing script
+	# shellcheck disable=SC2034 # used by the sourcing script
+	TF_SFX=$$
 	T=$(mktemp -d /tmp/tapfence-netns.XXXXXX)
 	chmod 755 "$T"
 	# A fatal signal would end bash without its EXIT trap: turn it into an exit, so cleanup runs.
