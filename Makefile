@@ -56,7 +56,7 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH).h
 
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
 # Every userspace object may include a skeleton; generate them first.
 $(BUILD)/obj/%.o: %.c | $(SKELS)

@@ -14,12 +14,13 @@
 enum tf_attach_mode { TF_ATTACH_TC, TF_ATTACH_XDP };
 
 #define TF_CONFIG_MAX_CIDRS 256
+#define TF_PATH_MAX 512		/* configured paths; buffers built from them use PATH_MAX */
 
 struct tf_config {
-	char control_socket[PATH_MAX];
-	char pin_dir[PATH_MAX];
-	char state_dir[PATH_MAX];
-	char event_log[PATH_MAX];
+	char control_socket[TF_PATH_MAX];
+	char pin_dir[TF_PATH_MAX];
+	char state_dir[TF_PATH_MAX];
+	char event_log[TF_PATH_MAX];
 	char socket_group[64];		/* "" = root's group */
 	enum tf_attach_mode attach_mode;
 	int nat64_floor;		/* deny 64:ff9b::/96 (default 1) */

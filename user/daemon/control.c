@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The control socket: newline-delimited JSON over a Unix stream socket,
+ * one response per request, plus event subscriptions. Every client socket
+ * is non-blocking with bounded buffers and a deadline for half-sent
+ * requests, so no client can stall the daemon or another client.
+ * Protocol: docs/control-protocol.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/reason.h"
+#include "daemon.h"
+
+/* A subscriber that falls this far behind is disconnected (and told why in the log). */
+#define TF_SUB_OUT_MAX (4u << 20)
+
+struct tf_client {
+	int fd;
+	char *in;
+	size_t in_len;
+	char *out;
+	size_t out_len;
+	size_t out_off;
+	int subscriber;
+	__u32 sub_sid;		/* 0: all sessions */
+	int closing;		/* close once out is flushed */
+	__u64 deadline_ms;	/* a partial request must complete by then */
+	struct tf_client *next;
+};
+
+static __u64 now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int mkdir_parent(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int tf_ctl_open(struct tf_daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->listen_fd };
+	struct group *gr;
+	int fd, err;
+
+	if (strlen(d->cfg.control_socket) >= sizeof(sa.sun_path)) {
+		pr_warn("control socket path `%s' is too long\n", d->cfg.control_socket);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, d->cfg.control_socket);
+	err = mkdir_parent(d->cfg.control_socket);
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
+		err = -errno;
+		pr_warn("cannot listen on `%s': %s\n", sa.sun_path, strerror(-err));
+		close(fd);
+		return err;
+	}
+	/* 0660, root and the operator's group only. */
+	if (d->cfg.socket_group[0]) {
+		gr = getgrnam(d->cfg.socket_group);
+		if (!gr || chown(sa.sun_path, 0, gr->gr_gid)) {
+			pr_warn("socket_group `%s': no such group\n", d->cfg.socket_group);
+			close(fd);
+			unlink(sa.sun_path);
+			return -EINVAL;
+		}
+	}
+	chmod(sa.sun_path, 0660);
+	d->listen_fd = fd;
+	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev))
+		return -errno;
+	return 0;
+}
+
+static void client_free(struct tf_daemon *d, struct tf_client *c)
+{
+	struct tf_client **pp;
+
+	for (pp = &d->clients; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->subscriber)
+		d->nsubscribers--;
+	d->nclients--;
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+static void client_want_write(struct tf_daemon *d, struct tf_client *c, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c };
+
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Returns -1 if the client is gone (freed). */
+static int client_flush(struct tf_daemon *d, struct tf_client *c)
+{
+	ssize_t n;
+
+	while (c->out_off < c->out_len) {
+		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			client_want_write(d, c, 1);
+			return 0;
+		}
+		if (n <= 0) {
+			client_free(d, c);
+			return -1;
+		}
+		c->out_off += n;
+	}
+	c->out_off = c->out_len = 0;
+	client_want_write(d, c, 0);
+	if (c->closing) {
+		client_free(d, c);
+		return -1;
+	}
+	return 0;
+}
+
+static int client_queue(struct tf_client *c, const char *buf, size_t len)
+{
+	char *p;
+
+	if (c->out_off) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	p = realloc(c->out, c->out_len + len + 1);
+	if (!p)
+		return -ENOMEM;
+	c->out = p;
+	memcpy(c->out + c->out_len, buf, len);
+	c->out[c->out_len + len] = '\n';
+	c->out_len += len + 1;
+	return 0;
+}
+
+static void client_reply(struct tf_daemon *d, struct tf_client *c, json_t *resp)
+{
+	char *s = json_dumps(resp, JSON_COMPACT);
+
+	json_decref(resp);
+	if (!s || client_queue(c, s, strlen(s)))
+		c->closing = 1;
+	free(s);
+	(void)d;
+}
+
+static json_t *error_resp(const char *msg)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len)
+{
+	struct tf_client *c, *next;
+
+	for (c = d->clients; c; c = next) {
+		next = c->next;
+		if (!c->subscriber || (c->sub_sid && c->sub_sid != sid))
+			continue;
+		if (c->out_len - c->out_off + len > TF_SUB_OUT_MAX) {
+			pr_warn("subscriber fell %u bytes behind: disconnected\n", TF_SUB_OUT_MAX);
+			client_free(d, c);
+			continue;
+		}
+		if (client_queue(c, line, len)) {
+			client_free(d, c);
+			continue;
+		}
+		client_flush(d, c);
+	}
+}
+
+static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost)
+{
+	__u64 cnt[TF_CNT_SLOTS] = {};
+	json_t *o = json_object();
+	unsigned int r;
+
+	if (!o)
+		return NULL;
+	if (!tf_dp_counters(&d->dp, sid, cnt)) {
+		for (r = 0; r < TF_REASON_MAX; r++)
+			if (cnt[r])
+				json_object_set_new(o, tf_reason_name(r), json_integer(cnt[r]));
+	}
+	*lost = cnt[TF_CNT_EVENTS_LOST];
+	return o;
+}
+
+static json_t *sess_summary(const struct tf_sess *s)
+{
+	return json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id,
+			 "ifname", s->spec.ifname, "ifindex", (json_int_t)s->ifindex,
+			 "slot", (json_int_t)s->sid, "policy_version", (json_int_t)s->ver,
+			 "rules", (json_int_t)s->spec.nrules, "attach", s->at.xdp ? "xdp" : "tcx");
+}
+
+static json_t *op_session_add(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
+	struct tf_spec spec = {};
+	struct tf_sess *s;
+	json_t *resp = NULL;
+
+	if (tf_spec_from_json(json_object_get(req, "spec"), &lim, &spec, err, errlen))
+		goto cleanup;
+	if (tf_sess_add(d, &spec, 0, err, errlen))
+		goto cleanup;
+	s = tf_sess_find(d, spec.id);
+	resp = json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id,
+			 "ifindex", (json_int_t)s->ifindex, "slot", (json_int_t)s->sid,
+			 "policy_version", (json_int_t)s->ver);
+cleanup:
+	tf_spec_free(&spec);
+	return resp;
+}
+
+static const char *req_id(json_t *req, char *err, size_t errlen)
+{
+	const char *id = json_string_value(json_object_get(req, "id"));
+
+	if (!id)
+		snprintf(err, errlen, "id: expected a session id string");
+	return id;
+}
+
+static json_t *op_session_del(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	const char *id = req_id(req, err, errlen);
+
+	if (!id || tf_sess_del(d, id, err, errlen))
+		return NULL;
+	return json_pack("{s:b, s:s}", "ok", 1, "id", id);
+}
+
+static json_t *op_session_list(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	json_t *arr = json_array();
+	struct tf_sess *s;
+
+	(void)req, (void)err, (void)errlen;
+	for (s = d->sessions; s; s = s->next)
+		json_array_append_new(arr, sess_summary(s));
+	return json_pack("{s:b, s:o}", "ok", 1, "sessions", arr);
+}
+
+static json_t *op_session_show(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	const char *id = req_id(req, err, errlen);
+	struct tf_sess *s;
+	json_t *o;
+	__u64 lost = 0;
+
+	if (!id)
+		return NULL;
+	s = tf_sess_find(d, id);
+	if (!s) {
+		snprintf(err, errlen, "id: no session `%s'", id);
+		return NULL;
+	}
+	o = sess_summary(s);
+	json_object_set_new(o, "spec", tf_spec_to_json(&s->spec));
+	json_object_set_new(o, "counters", counters_json(d, s->sid, &lost));
+	json_object_set_new(o, "events_lost", json_integer(lost));
+	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
+}
+
+static json_t *op_rule(struct tf_daemon *d, json_t *req, char *err, size_t errlen, int add)
+{
+	const char *id = req_id(req, err, errlen);
+	struct tf_rule r;
+
+	if (!id)
+		return NULL;
+	if (tf_rule_from_json(json_object_get(req, "rule"), "rule", &r, err, errlen))
+		return NULL;
+	if (tf_sess_rule(d, id, &r, add, err, errlen))
+		return NULL;
+	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", id, "policy_version",
+			 (json_int_t)tf_sess_find(d, id)->ver);
+}
+
+static json_t *op_rule_add(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	return op_rule(d, req, err, errlen, 1);
+}
+
+static json_t *op_rule_del(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	return op_rule(d, req, err, errlen, 0);
+}
+
+static json_t *op_stats(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	__u64 st[TF_STAT_MAX] = {}, cnt[TF_CNT_SLOTS], tot[TF_REASON_MAX] = {};
+	json_t *counters = json_object();
+	struct tf_sess *s;
+	unsigned int r;
+
+	(void)req, (void)err, (void)errlen;
+	tf_dp_stats(&d->dp, st);
+	/* Slot 0 holds packets on devices with no session (a session just deleted). */
+	for (r = 0; r < TF_CNT_SLOTS; r++)
+		cnt[r] = 0;
+	if (!tf_dp_counters(&d->dp, 0, cnt))
+		for (r = 0; r < TF_REASON_MAX; r++)
+			tot[r] += cnt[r];
+	for (s = d->sessions; s; s = s->next)
+		if (!tf_dp_counters(&d->dp, s->sid, cnt))
+			for (r = 0; r < TF_REASON_MAX; r++)
+				tot[r] += cnt[r];
+	for (r = 0; r < TF_REASON_MAX; r++)
+		if (tot[r])
+			json_object_set_new(counters, tf_reason_name(r), json_integer(tot[r]));
+	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:o}}", "ok", 1, "stats",
+			 "sessions", (json_int_t)d->nsessions,
+			 "uptime_s", (json_int_t)(time(NULL) - d->started),
+			 "events", "emitted", (json_int_t)st[TF_STAT_EVENTS],
+			 "lost", (json_int_t)st[TF_STAT_EVENTS_LOST],
+			 "written", (json_int_t)d->events_written,
+			 "counters", counters);
+}
+
+static json_t *op_version(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+{
+	(void)d, (void)req, (void)err, (void)errlen;
+	return json_pack("{s:b, s:s, s:i}", "ok", 1, "version", TF_VERSION, "abi", TF_ABI_VERSION);
+}
+
+static json_t *op_subscribe(struct tf_daemon *d, struct tf_client *c, json_t *req, char *err,
+			    size_t errlen)
+{
+	json_t *jsid = json_object_get(req, "session");
+	struct tf_sess *s;
+
+	if (c->subscriber) {
+		snprintf(err, errlen, "already subscribed");
+		return NULL;
+	}
+	if (d->nsubscribers >= d->cfg.max_subscribers) {
+		snprintf(err, errlen, "too many subscribers (limit %u)", d->cfg.max_subscribers);
+		return NULL;
+	}
+	if (jsid) {
+		s = json_is_string(jsid) ? tf_sess_find(d, json_string_value(jsid)) : NULL;
+		if (!s) {
+			snprintf(err, errlen, "session: no session `%s'",
+				 json_is_string(jsid) ? json_string_value(jsid) : "?");
+			return NULL;
+		}
+		c->sub_sid = s->sid;
+	}
+	c->subscriber = 1;
+	d->nsubscribers++;
+	return json_pack("{s:b, s:b}", "ok", 1, "subscribed", 1);
+}
+
+struct op {
+	const char *name;
+	json_t *(*fn)(struct tf_daemon *d, json_t *req, char *err, size_t errlen);
+	const char *const *fields;	/* allowed request fields besides "op" */
+};
+
+static const char *const f_none[] = { NULL };
+static const char *const f_spec[] = { "spec", NULL };
+static const char *const f_id[] = { "id", NULL };
+static const char *const f_rule[] = { "id", "rule", NULL };
+static const char *const f_sub[] = { "session", NULL };
+
+static const struct op ops[] = {
+	{ "version", op_version, f_none },
+	{ "stats", op_stats, f_none },
+	{ "session.add", op_session_add, f_spec },
+	{ "session.del", op_session_del, f_id },
+	{ "session.list", op_session_list, f_none },
+	{ "session.show", op_session_show, f_id },
+	{ "rule.add", op_rule_add, f_rule },
+	{ "rule.del", op_rule_del, f_rule },
+	{ "events.subscribe", NULL, f_sub },
+};
+
+static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach(req, key, v) {
+		if (!strcmp(key, "op"))
+			continue;
+		for (i = 0; fields[i] && strcmp(fields[i], key); i++)
+			;
+		if (!fields[i]) {
+			snprintf(err, errlen, "unknown field `%s'", key);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void handle_line(struct tf_daemon *d, struct tf_client *c, const char *line, size_t len)
+{
+	char err[TF_ERR_MAX] = "";
+	json_error_t jerr;
+	json_t *req, *resp = NULL;
+	const char *opname;
+	size_t i;
+
+	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!req) {
+		snprintf(err, sizeof(err), "invalid JSON: %s", jerr.text);
+		goto reply;
+	}
+	opname = json_string_value(json_object_get(req, "op"));
+	if (!json_is_object(req) || !opname) {
+		snprintf(err, sizeof(err), "op: expected a request object with an \"op\" string");
+		goto reply;
+	}
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(ops[i].name, opname))
+			break;
+	if (i == sizeof(ops) / sizeof(ops[0])) {
+		snprintf(err, sizeof(err), "op: unknown operation `%s'", opname);
+		goto reply;
+	}
+	if (check_fields(req, ops[i].fields, err, sizeof(err)))
+		goto reply;
+	resp = ops[i].fn ? ops[i].fn(d, req, err, sizeof(err)) :
+			   op_subscribe(d, c, req, err, sizeof(err));
+	if (!resp && !err[0])
+		snprintf(err, sizeof(err), "out of memory");
+reply:
+	json_decref(req);
+	client_reply(d, c, resp ? resp : error_resp(err));
+}
+
+/* Returns -1 if the client is gone. */
+static int client_read(struct tf_daemon *d, struct tf_client *c)
+{
+	size_t max = d->cfg.max_request_bytes;
+	char *nl, *p;
+	ssize_t n;
+
+	if (!c->in) {
+		c->in = malloc(max + 1);
+		if (!c->in) {
+			client_free(d, c);
+			return -1;
+		}
+	}
+	for (;;) {
+		n = recv(c->fd, c->in + c->in_len, max + 1 - c->in_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			client_free(d, c);
+			return -1;
+		}
+		c->in_len += n;
+		while (!c->closing && (nl = memchr(c->in, '\n', c->in_len))) {
+			handle_line(d, c, c->in, nl - c->in);
+			p = nl + 1;
+			c->in_len -= p - c->in;
+			memmove(c->in, p, c->in_len);
+		}
+		if (c->in_len > max) {
+			client_reply(d, c, error_resp("request too large"));
+			c->closing = 1;
+		}
+		if (c->closing)
+			break;
+	}
+	c->deadline_ms = now_ms() + d->cfg.client_timeout_ms;
+	return client_flush(d, c);
+}
+
+static void client_accept(struct tf_daemon *d)
+{
+	struct tf_client *c;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd;
+
+	for (;;) {
+		fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (d->nclients >= d->cfg.max_clients) {
+			static const char busy[] = "{\"ok\":false,\"error\":\"too many clients\"}\n";
+
+			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				pr_debug("refused client: %s\n", strerror(errno));
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			return;
+		}
+		c->fd = fd;
+		c->deadline_ms = now_ms() + d->cfg.client_timeout_ms;
+		ev.data.ptr = c;
+		if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = d->clients;
+		d->clients = c;
+		d->nclients++;
+	}
+}
+
+void tf_ctl_event(struct tf_daemon *d, int unused, void *ptr, __u32 events)
+{
+	struct tf_client *c = ptr;
+
+	(void)unused;
+	if (ptr == &d->listen_fd) {
+		client_accept(d);
+		return;
+	}
+	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
+		client_free(d, c);
+		return;
+	}
+	if (events & EPOLLOUT && client_flush(d, c))
+		return;
+	if (events & EPOLLIN)
+		client_read(d, c);
+}
+
+/*
+ * Drop clients that stalled: a half-sent request gets an error, an idle
+ * connection is closed; subscribers may idle.
+ */
+void tf_ctl_tick(struct tf_daemon *d)
+{
+	struct tf_client *c, *next;
+	__u64 now = now_ms();
+
+	for (c = d->clients; c; c = next) {
+		next = c->next;
+		if (c->subscriber || now < c->deadline_ms)
+			continue;
+		if (c->in_len) {
+			client_reply(d, c, error_resp("request incomplete: timed out"));
+			c->closing = 1;
+			client_flush(d, c);
+		} else if (!c->out_len) {
+			client_free(d, c);
+		}
+	}
+}
+
+void tf_ctl_close(struct tf_daemon *d)
+{
+	while (d->clients)
+		client_free(d, d->clients);
+	if (d->listen_fd >= 0) {
+		close(d->listen_fd);
+		unlink(d->cfg.control_socket);
+		d->listen_fd = -1;
+	}
+}

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The event feed: drain the tf_events ringbuf into JSON lines, appended to
+ * the event log and streamed to control-socket subscribers. Schema:
+ * docs/events.md. Events the kernel could not queue are counted in
+ * tf_stats; the next line carries how many were lost since the last one.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <netinet/in.h>
+#include <bpf/libbpf.h>
+#include <jansson.h>
+
+#include "common/addr.h"
+#include "common/log.h"
+#include "common/reason.h"
+#include "daemon.h"
+
+static __s64 mono_to_real_offset(void)
+{
+	struct timespec rt, mono;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((__s64)rt.tv_sec - mono.tv_sec) * 1000000000LL + (rt.tv_nsec - mono.tv_nsec);
+}
+
+/* RFC 3339 with nanoseconds, UTC. */
+static void fmt_time(__u64 ns, char *buf, size_t len)
+{
+	time_t sec = ns / 1000000000ULL;
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&sec, &tm);
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%09lluZ", (unsigned long long)(ns % 1000000000ULL));
+}
+
+static const char *proto_name(__u8 proto, char *buf, size_t len)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		return "tcp";
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmpv6";
+	}
+	snprintf(buf, len, "%u", proto);
+	return buf;
+}
+
+static json_t *event_json(struct tf_daemon *d, const struct tf_event *e, __u64 lost)
+{
+	struct tf_sess *s = e->sid < TF_MAX_SESSIONS ? d->by_sid[e->sid] : NULL;
+	char tbuf[64], abuf[TF_ADDRSTRLEN], pbuf[8], ifname[IF_NAMESIZE] = "";
+	int has_ports;
+	json_t *o;
+
+	fmt_time(e->ts_ns + mono_to_real_offset(), tbuf, sizeof(tbuf));
+	if (!if_indextoname(e->ifindex, ifname))
+		snprintf(ifname, sizeof(ifname), "%u", e->ifindex);
+	o = json_pack("{s:s, s:s?, s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:I}",
+		      "time", tbuf,
+		      "session", s ? s->spec.id : NULL,
+		      "ifname", ifname,
+		      "ifindex", (json_int_t)e->ifindex,
+		      "direction", e->dir == TF_DIR_FROM_GUEST ? "from_guest" : "to_guest",
+		      "verdict", e->verdict == TF_VERDICT_ALLOW ? "allow" : "deny",
+		      "reason", tf_reason_name(e->reason),
+		      "policy_version", (json_int_t)e->policy_ver,
+		      "suppressed", (json_int_t)0,
+		      "lost", (json_int_t)lost);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "mac", json_string(tf_fmt_mac(e->smac, abuf)));
+	if (e->family == TF_FAM_IPV4 || e->family == TF_FAM_IPV6) {
+		json_object_set_new(o, "family", json_string(e->family == TF_FAM_IPV4 ? "ipv4" : "ipv6"));
+		json_object_set_new(o, "proto", json_string(proto_name(e->proto, pbuf, sizeof(pbuf))));
+		json_object_set_new(o, "src", json_string(tf_fmt_ip(e->family, e->saddr, abuf)));
+		json_object_set_new(o, "dst", json_string(tf_fmt_ip(e->family, e->daddr, abuf)));
+		has_ports = e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP;
+		if (has_ports) {
+			json_object_set_new(o, "sport", json_integer(ntohs(e->sport)));
+			json_object_set_new(o, "dport", json_integer(ntohs(e->dport)));
+		}
+	} else {
+		snprintf(pbuf, sizeof(pbuf), "%04x", ntohs(e->ethertype));
+		json_object_set_new(o, "ethertype", json_string(pbuf));
+	}
+	if (e->name_len && e->name_len <= TF_NAME_MAX)
+		json_object_set_new(o, "name", json_stringn((const char *)e->name, e->name_len));
+	return o;
+}
+
+static __u64 lost_total(struct tf_daemon *d)
+{
+	__u64 st[TF_STAT_MAX] = {};
+
+	if (tf_dp_stats(&d->dp, st))
+		return d->lost_reported;
+	return st[TF_STAT_EVENTS_LOST];
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct tf_daemon *d = ctx;
+	const struct tf_event *e = data;
+	char *line;
+	json_t *o;
+
+	if (len < sizeof(*e))
+		return 0;
+	o = event_json(d, e, d->lost_pending);
+	if (!o)
+		return 0;
+	line = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!line)
+		return 0;
+	d->lost_pending = 0;
+	if (d->event_log) {
+		fputs(line, d->event_log);
+		fputc('\n', d->event_log);
+	}
+	if (d->foreground)
+		printf("%s\n", line);
+	tf_ctl_broadcast(d, e->sid, line, strlen(line));
+	d->events_written++;
+	free(line);
+	return 0;
+}
+
+int tf_events_open(struct tf_daemon *d)
+{
+	char dir[PATH_MAX], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		mkdir(dir, 0750);
+	}
+	d->event_log = fopen(d->cfg.event_log, "ae");
+	if (!d->event_log) {
+		pr_warn("cannot open event log `%s': %s\n", d->cfg.event_log, strerror(errno));
+		return -errno;
+	}
+	chmod(d->cfg.event_log, 0640);
+	/* Events queued while no daemon ran are drained now; the lost count carries over. */
+	d->lost_reported = 0;
+	d->lost_pending = 0;
+	d->rb = ring_buffer__new(tf_dp_ringbuf_fd(&d->dp), on_event, d, NULL);
+	if (!d->rb) {
+		pr_warn("cannot open the event ringbuf: %s\n", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* One read of the lost counter per drain, not per event. */
+int tf_events_drain(struct tf_daemon *d)
+{
+	__u64 total = lost_total(d);
+	int n;
+
+	if (total > d->lost_reported) {
+		d->lost_pending += total - d->lost_reported;
+		d->lost_reported = total;
+	}
+	n = ring_buffer__consume(d->rb);
+
+	if (d->event_log)
+		fflush(d->event_log);
+	if (d->foreground)
+		fflush(stdout);
+	return n < 0 ? n : 0;
+}
+
+void tf_events_close(struct tf_daemon *d)
+{
+	if (d->rb) {
+		ring_buffer__consume(d->rb);
+		ring_buffer__free(d->rb);
+		d->rb = NULL;
+	}
+	if (d->event_log) {
+		fclose(d->event_log);
+		d->event_log = NULL;
+	}
+}

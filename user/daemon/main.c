@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tapfenced: loads the datapath, re-adopts saved sessions, serves the
+ * control socket and drains the event ringbuf. On SIGTERM/SIGINT it exits
+ * and leaves enforcement pinned; only `tapfence session del' and
+ * `tapfenced --cleanup' remove it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "common/log.h"
+#include "daemon.h"
+
+#define BPF_FS_MAGIC 0xcafe4a11
+
+static const char usage[] =
+	"Usage: tapfenced [--config FILE] [--foreground] [--verbose] [--cleanup]\n"
+	"  --config FILE   operator settings (JSON); defaults are built in\n"
+	"  --foreground    also print events to stdout\n"
+	"  --verbose       debug logging (libbpf included)\n"
+	"  --cleanup       remove every session, pin and attachment, then exit\n";
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	long n;
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		err = -EIO;
+		goto cleanup;
+	}
+	*buf = malloc(n + 1);
+	if (!*buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	*len = fread(*buf, 1, n, f);
+	(*buf)[*len] = 0;
+cleanup:
+	fclose(f);
+	return err;
+}
+
+static int load_config(const char *path, struct tf_config *cfg)
+{
+	char err[TF_ERR_MAX] = "", *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	tf_config_defaults(cfg);
+	if (!path)
+		return 0;
+	ret = read_file(path, &buf, &len);
+	if (ret) {
+		pr_warn("cannot read config `%s': %s\n", path, strerror(-ret));
+		return ret;
+	}
+	ret = tf_config_parse(buf, len, cfg, err, sizeof(err));
+	if (ret)
+		pr_warn("config `%s': %s\n", path, err);
+	free(buf);
+	return ret;
+}
+
+/* The pin dir must be on a bpffs; /sys/fs/bpf is mounted if it is not yet. */
+static int ensure_bpffs(const char *pin_dir)
+{
+	char dir[PATH_MAX], *slash;
+	struct statfs st;
+
+	snprintf(dir, sizeof(dir), "%s", pin_dir);
+	while (statfs(dir, &st)) {
+		slash = strrchr(dir, '/');
+		if (!slash || slash == dir)
+			return -ENOENT;
+		*slash = 0;
+	}
+	if (st.f_type == BPF_FS_MAGIC)
+		return 0;
+	if (!strncmp(pin_dir, "/sys/fs/bpf/", 12) && !strcmp(dir, "/sys/fs/bpf")) {
+		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
+			pr_warn("cannot mount bpffs on /sys/fs/bpf: %s\n", strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	pr_warn("pin_dir `%s' is not on a bpffs (mount one, or use /sys/fs/bpf/...)\n", pin_dir);
+	return -ENOTSUP;
+}
+
+static int mkdirs(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX], *p;
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(tmp, 0755) && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	}
+	if (mkdir(tmp, mode) && errno != EEXIST)
+		return -errno;
+	return chmod(tmp, mode) ? -errno : 0;
+}
+
+static void rm_dir_entries(const char *dir, int detach_links)
+{
+	char path[PATH_MAX * 2];
+	struct dirent *de;
+	DIR *dp = opendir(dir);
+	int fd;
+
+	if (!dp)
+		return;
+	while ((de = readdir(dp))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (detach_links) {
+			fd = bpf_obj_get(path);
+			if (fd >= 0) {
+				bpf_link_detach(fd);
+				close(fd);
+			}
+		}
+		unlink(path);
+	}
+	closedir(dp);
+	rmdir(dir);
+}
+
+/* Detach every pinned link, drop every pinned map, forget every session. */
+static int cleanup_all(const struct tf_config *cfg)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
+	rm_dir_entries(path, 1);
+	snprintf(path, sizeof(path), "%s/maps", cfg->pin_dir);
+	rm_dir_entries(path, 0);
+	rmdir(cfg->pin_dir);
+	snprintf(path, sizeof(path), "%s/sessions", cfg->state_dir);
+	rm_dir_entries(path, 0);
+	pr_info("removed all enforcement under %s\n", cfg->pin_dir);
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return tf_log_libbpf(level, fmt, ap);
+}
+
+static int signal_fd(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL))
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static int run(struct tf_daemon *d)
+{
+	static char sig_tag, rb_tag;
+	struct epoll_event ev, evs[32];
+	int sfd, n, i, stop = 0;
+
+	sfd = signal_fd();
+	if (sfd < 0)
+		return sfd;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &sig_tag;
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.ptr = &rb_tag;
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(d->rb), &ev);
+
+	pr_info("ready: %u sessions, control socket %s\n", d->nsessions, d->cfg.control_socket);
+	while (!stop) {
+		n = epoll_wait(d->epoll_fd, evs, 32, 250);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &sig_tag)
+				stop = 1;
+			else if (evs[i].data.ptr != &rb_tag)
+				tf_ctl_event(d, 0, evs[i].data.ptr, evs[i].events);
+		}
+		tf_events_drain(d);
+		tf_ctl_tick(d);
+	}
+	pr_info("stopping; enforcement stays in place (pinned under %s)\n", d->cfg.pin_dir);
+	close(sfd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "cleanup", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	static struct tf_daemon d;
+	const char *config = NULL;
+	char path[PATH_MAX + 16];
+	int opt, cleanup = 0, ret = 1;
+
+	while ((opt = getopt_long(argc, argv, "c:fvCh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'f':
+			d.foreground = 1;
+			break;
+		case 'v':
+			tf_log_set_level(TF_LOG_DEBUG);
+			break;
+		case 'C':
+			cleanup = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 64;
+		}
+	}
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return 64;
+	}
+	libbpf_set_print(libbpf_print);
+	if (load_config(config, &d.cfg))
+		return 1;
+	if (cleanup)
+		return cleanup_all(&d.cfg) ? 1 : 0;
+
+	d.listen_fd = -1;
+	d.started = time(NULL);
+	if (ensure_bpffs(d.cfg.pin_dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/sessions", d.cfg.state_dir);
+	if (mkdirs(path, 0700)) {
+		pr_warn("cannot create state dir `%s': %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (mkdirs(d.cfg.pin_dir, 0700)) {
+		pr_warn("cannot create pin dir `%s': %s\n", d.cfg.pin_dir, strerror(errno));
+		return 1;
+	}
+	d.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (d.epoll_fd < 0)
+		return 1;
+	if (tf_dp_open(&d.dp, &d.cfg, 1))
+		goto cleanup;
+	if (tf_dp_write_floor(&d.dp))
+		goto cleanup;
+	if (tf_events_open(&d))
+		goto cleanup;
+	tf_sess_restore(&d);
+	if (tf_ctl_open(&d))
+		goto cleanup;
+	ret = run(&d) ? 1 : 0;
+cleanup:
+	tf_ctl_close(&d);
+	tf_events_close(&d);
+	tf_sess_forget_all(&d);
+	tf_dp_close(&d.dp);
+	close(d.epoll_fd);
+	return ret;
+}

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sessions: add, delete, live rule changes, persistence in state_dir.
+ *
+ * Order of an add, chosen so that every intermediate state denies:
+ * attach first (no tf_sessions entry yet: every packet drops as
+ * no_session), then the flow table, policy and addresses, and last the
+ * tf_sessions entry that switches the device on. A rule change writes the
+ * new generation beside the old one, switches the session's policy_ver in
+ * one map update, then erases the old generation.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <net/if.h>
+
+#include "common/log.h"
+#include "daemon.h"
+
+static void sess_path(const struct tf_daemon *d, const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/sessions/%s.json", d->cfg.state_dir, id);
+}
+
+/* Written to a temporary file and renamed: a crash leaves the old or the new. */
+static int sess_save(struct tf_daemon *d, const struct tf_sess *s)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	json_t *o;
+	int err = 0;
+
+	sess_path(d, s->spec.id, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	o = json_pack("{s:i, s:o}", "slot", (json_int_t)s->sid, "spec", tf_spec_to_json(&s->spec));
+	if (!o)
+		return -ENOMEM;
+	if (json_dump_file(o, tmp, JSON_COMPACT) || chmod(tmp, 0600) || rename(tmp, path)) {
+		err = -errno ? -errno : -EIO;
+		pr_warn("cannot save session `%s' to `%s': %s\n", s->spec.id, path, strerror(-err));
+		unlink(tmp);
+	}
+	json_decref(o);
+	return err;
+}
+
+struct tf_sess *tf_sess_find(struct tf_daemon *d, const char *id)
+{
+	struct tf_sess *s;
+
+	for (s = d->sessions; s; s = s->next)
+		if (!strcmp(s->spec.id, id))
+			return s;
+	return NULL;
+}
+
+static __u32 free_sid(struct tf_daemon *d)
+{
+	__u32 sid;
+
+	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
+		if (!d->by_sid[sid])
+			return sid;
+	return 0;
+}
+
+static void sess_free(struct tf_sess *s)
+{
+	if (!s)
+		return;
+	tf_spec_free(&s->spec);
+	tf_policy_free(&s->policy);
+	free(s);
+}
+
+static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, char *err, size_t errlen)
+{
+	char buf[TF_ADDRSTRLEN];
+	struct tf_sess *o;
+
+	for (o = d->sessions; o; o = o->next) {
+		if (spec->has_ip4 && o->spec.has_ip4 &&
+		    !memcmp(spec->guest_ip4.addr, o->spec.guest_ip4.addr, 4)) {
+			snprintf(err, errlen, "guest.ipv4: `%s' is already session `%s''s address",
+				 tf_fmt_ip(TF_FAM_IPV4, spec->guest_ip4.addr, buf), o->spec.id);
+			return -EEXIST;
+		}
+		if (spec->has_ip6 && o->spec.has_ip6 &&
+		    !memcmp(spec->guest_ip6.addr, o->spec.guest_ip6.addr, 16)) {
+			snprintf(err, errlen, "guest.ipv6: `%s' is already session `%s''s address",
+				 tf_fmt_ip(TF_FAM_IPV6, spec->guest_ip6.addr, buf), o->spec.id);
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
+/*
+ * want_sid != 0 re-adopts a session saved by an earlier run in that slot,
+ * keeping its flow table (established flows survive a restart).
+ */
+int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, char *err,
+		size_t errlen)
+{
+	struct tf_session val, old;
+	struct tf_sess *s, *o;
+	int ret, had_old;
+
+	if (tf_sess_find(d, spec->id)) {
+		snprintf(err, errlen, "id: session `%s' already exists", spec->id);
+		return -EEXIST;
+	}
+	if (d->nsessions >= d->cfg.max_sessions) {
+		snprintf(err, errlen, "too many sessions (limit %u)", d->cfg.max_sessions);
+		return -ENOSPC;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->at.link_in = s->at.link_out = -1;
+	s->ifindex = if_nametoindex(spec->ifname);
+	if (!s->ifindex) {
+		snprintf(err, errlen, "ifname: no such interface `%s'", spec->ifname);
+		ret = -ENODEV;
+		goto cleanup;
+	}
+	for (o = d->sessions; o; o = o->next) {
+		if (o->ifindex == s->ifindex) {
+			snprintf(err, errlen, "ifname: interface `%s' already has session `%s'",
+				 spec->ifname, o->spec.id);
+			ret = -EEXIST;
+			goto cleanup;
+		}
+	}
+	ret = addr_conflict(d, spec, err, errlen);
+	if (ret)
+		goto cleanup;
+	s->sid = (want_sid && want_sid < TF_MAX_SESSIONS && !d->by_sid[want_sid]) ? want_sid
+										: free_sid(d);
+	if (!s->sid) {
+		snprintf(err, errlen, "no free session slot");
+		ret = -ENOSPC;
+		goto cleanup;
+	}
+	ret = tf_spec_copy(&s->spec, spec);
+	if (ret)
+		goto cleanup;
+	ret = tf_policy_compile(spec->rules, spec->nrules, &s->policy);
+	if (ret) {
+		snprintf(err, errlen, "allow: cannot compile the rules: %s", strerror(-ret));
+		goto cleanup;
+	}
+	/* A restart keeps the generation counter moving forward. */
+	had_old = !tf_dp_session_get(&d->dp, s->ifindex, &old) && old.sid == s->sid;
+	s->ver = had_old ? old.policy_ver + 1 : 1;
+
+	ret = tf_dp_attach(&d->dp, spec->id, s->ifindex, &s->at);
+	if (ret) {
+		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname, strerror(-ret));
+		goto cleanup;
+	}
+	ret = tf_dp_slot_init(&d->dp, s->sid, want_sid == s->sid);
+	if (!ret)
+		ret = tf_dp_policy_write(&d->dp, s->sid, s->ver, &s->policy);
+	if (!ret)
+		ret = tf_dp_addrs_set(&d->dp, spec, s->sid);
+	if (!ret) {
+		tf_dp_session_value(spec, s->sid, s->ver, &val);
+		ret = tf_dp_session_set(&d->dp, s->ifindex, &val);
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot write session maps: %s", strerror(-ret));
+		goto undo;
+	}
+	tf_dp_policy_sweep(&d->dp, s->sid, s->ver);
+	s->next = d->sessions;
+	d->sessions = s;
+	d->by_sid[s->sid] = s;
+	d->nsessions++;
+	if (sess_save(d, s))
+		pr_warn("session `%s' enforces but will not survive a restart\n", spec->id);
+	pr_info("session %s: %s (ifindex %u) slot %u policy %u, %u rules\n", spec->id,
+		spec->ifname, s->ifindex, s->sid, s->ver, spec->nrules);
+	return 0;
+
+undo:
+	/* Detach last: until then the device keeps denying. */
+	tf_dp_session_unset(&d->dp, s->ifindex);
+	tf_dp_addrs_unset(&d->dp, spec);
+	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	tf_dp_slot_release(&d->dp, s->sid);
+	tf_dp_detach(&d->dp, spec->id, s->ifindex, &s->at);
+cleanup:
+	sess_free(s);
+	return ret;
+}
+
+int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
+{
+	struct tf_sess **pp, *s;
+	char path[PATH_MAX];
+
+	for (pp = &d->sessions; *pp && strcmp((*pp)->spec.id, id); pp = &(*pp)->next)
+		;
+	s = *pp;
+	if (!s) {
+		snprintf(err, errlen, "id: no session `%s'", id);
+		return -ENOENT;
+	}
+	tf_dp_detach(&d->dp, id, s->ifindex, &s->at);
+	tf_dp_session_unset(&d->dp, s->ifindex);
+	tf_dp_addrs_unset(&d->dp, &s->spec);
+	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	tf_dp_slot_release(&d->dp, s->sid);
+	sess_path(d, id, path, sizeof(path));
+	unlink(path);
+	*pp = s->next;
+	d->by_sid[s->sid] = NULL;
+	d->nsessions--;
+	pr_info("session %s: deleted\n", id);
+	sess_free(s);
+	return 0;
+}
+
+int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add, char *err,
+		 size_t errlen)
+{
+	struct tf_sess *s = tf_sess_find(d, id);
+	struct tf_spec next = {};
+	struct tf_policy pol = {};
+	struct tf_session val;
+	__u32 ver;
+	int ret;
+
+	if (!s) {
+		snprintf(err, errlen, "id: no session `%s'", id);
+		return -ENOENT;
+	}
+	ret = tf_spec_copy(&next, &s->spec);
+	if (ret)
+		return ret;
+	ret = add ? tf_spec_add_rule(&next, r, d->cfg.max_rules) : tf_spec_del_rule(&next, r);
+	if (ret) {
+		if (ret == -EEXIST)
+			snprintf(err, errlen, "rule: session `%s' already has this rule", id);
+		else if (ret == -ENOENT)
+			snprintf(err, errlen, "rule: session `%s' has no such rule", id);
+		else if (ret == -E2BIG)
+			snprintf(err, errlen, "rule: too many rules (limit %u)", d->cfg.max_rules);
+		else
+			snprintf(err, errlen, "rule: %s", strerror(-ret));
+		goto cleanup;
+	}
+	ret = tf_policy_compile(next.rules, next.nrules, &pol);
+	if (ret) {
+		snprintf(err, errlen, "rule: cannot compile the rules: %s", strerror(-ret));
+		goto cleanup;
+	}
+	ver = s->ver + 1;
+	ret = tf_dp_policy_write(&d->dp, s->sid, ver, &pol);
+	if (!ret) {
+		tf_dp_session_value(&next, s->sid, ver, &val);
+		ret = tf_dp_session_set(&d->dp, s->ifindex, &val);
+	}
+	if (ret) {
+		/* The old generation is still in force: nothing changed for packets. */
+		tf_dp_policy_erase(&d->dp, s->sid, ver, &pol);
+		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
+		goto cleanup;
+	}
+	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	tf_policy_free(&s->policy);
+	s->policy = pol;
+	memset(&pol, 0, sizeof(pol));
+	tf_spec_free(&s->spec);
+	s->spec = next;
+	memset(&next, 0, sizeof(next));
+	s->ver = ver;
+	if (sess_save(d, s))
+		pr_warn("session `%s': rule change enforces but is not saved\n", id);
+cleanup:
+	tf_policy_free(&pol);
+	tf_spec_free(&next);
+	return ret;
+}
+
+static int restore_one(struct tf_daemon *d, const char *path)
+{
+	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
+	char err[TF_ERR_MAX] = "";
+	struct tf_spec spec = {};
+	json_error_t jerr;
+	json_t *o;
+	json_int_t slot;
+	int ret;
+
+	o = json_load_file(path, 0, &jerr);
+	if (!o) {
+		pr_warn("state file `%s': %s\n", path, jerr.text);
+		return -EINVAL;
+	}
+	slot = json_integer_value(json_object_get(o, "slot"));
+	ret = tf_spec_from_json(json_object_get(o, "spec"), &lim, &spec, err, sizeof(err));
+	if (!ret)
+		ret = tf_sess_add(d, &spec, (__u32)slot, err, sizeof(err));
+	if (ret)
+		pr_warn("cannot restore session from `%s': %s\n", path, err);
+	tf_spec_free(&spec);
+	json_decref(o);
+	return ret;
+}
+
+int tf_sess_restore(struct tf_daemon *d)
+{
+	char dir[PATH_MAX], path[PATH_MAX * 2];
+	struct dirent *de;
+	size_t n;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/sessions", d->cfg.state_dir);
+	dp = opendir(dir);
+	if (!dp)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(dp))) {
+		n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/* A session that cannot be restored keeps its pinned (denying) state. */
+		(void)restore_one(d, path);
+	}
+	closedir(dp);
+	return 0;
+}
+
+void tf_sess_forget_all(struct tf_daemon *d)
+{
+	struct tf_sess *s;
+
+	while ((s = d->sessions)) {
+		d->sessions = s->next;
+		d->by_sid[s->sid] = NULL;
+		if (s->at.link_in >= 0)
+			close(s->at.link_in);
+		if (s->at.link_out >= 0)
+			close(s->at.link_out);
+		sess_free(s);
+	}
+	d->nsessions = 0;
+}
