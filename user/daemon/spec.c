@@ -1,0 +1,822 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Session specs and rules: strict JSON in, validated canonical structs out,
+ * and back. Every error names the field path and quotes the bad value;
+ * quoted values are truncated and control bytes replaced, since messages
+ * end up in logs and on the control socket.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tapfence/abi.h>
+#include "spec.h"
+
+#define QUOTE_BUF 72	/* a quoted value: 68 bytes, "..." if cut, NUL */
+#define PATH_BUF  128	/* a field path: "allow[12].ports[3]" */
+
+#define TF_PB_ALL (TF_PB_TCP | TF_PB_UDP | TF_PB_ICMP | TF_PB_OTHER)
+
+static const struct {
+	const char *name;
+	__u8 protos;
+} tf_protos[] = {
+	{ "tcp", TF_PB_TCP },
+	{ "udp", TF_PB_UDP },
+	{ "icmp", TF_PB_ICMP },
+	{ "any", TF_PB_ALL },
+};
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static int fail_nomem(char *err, size_t errlen)
+{
+	fail(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+static const char *quote_str(const char *s, char *q)
+{
+	size_t i, n = strlen(s), max = QUOTE_BUF - 4;
+	int cut = n > max;
+
+	if (cut)	/* back up to a UTF-8 character boundary */
+		for (n = max; n && ((unsigned char)s[n] & 0xc0) == 0x80; n--)
+			;
+	for (i = 0; i < n; i++)
+		q[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	strcpy(q + i, cut ? "..." : "");
+	return q;
+}
+
+/* A JSON value as messages quote it: strings raw, anything else as compact JSON. */
+static const char *quote(const json_t *v, char *q)
+{
+	char *text;
+
+	if (json_is_string(v))
+		return quote_str(json_string_value(v), q);
+	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	quote_str(text ? text : "?", q);
+	free(text);
+	return q;
+}
+
+static const char *join(char *path, const char *where, const char *key)
+{
+	snprintf(path, PATH_BUF, "%s%s%s", where, *where ? "." : "", key);
+	return path;
+}
+
+static const char *type_name(json_type t)
+{
+	switch (t) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	default:
+		return "an integer";
+	}
+}
+
+/* Unknown fields are errors: a misspelt "proto" must not silently mean "any". */
+static int check_keys(const json_t *obj, const char *where, const char *const *keys,
+		      char *err, size_t errlen)
+{
+	const char *const *k;
+	const char *key;
+	char q[QUOTE_BUF];
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v) {
+		for (k = keys; *k && strcmp(*k, key); k++)
+			;
+		if (!*k)
+			return fail(err, errlen, "%s%sunknown field `%s'", where,
+				    *where ? ": " : "", quote_str(key, q));
+	}
+	return 0;
+}
+
+/*
+ * obj[key] checked to be of type t; *out is NULL if the field is absent or
+ * null, which is an error only if required. Strings must not hold a NUL.
+ */
+static int get(const json_t *obj, const char *where, const char *key, json_type t,
+	       int required, json_t **out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	char path[PATH_BUF], q[QUOTE_BUF];
+
+	*out = NULL;
+	if (json_is_null(v))
+		v = NULL;
+	if (!v && !required)
+		return 0;
+	join(path, where, key);
+	if (!v)
+		return fail(err, errlen, "%s: missing", path);
+	if (json_typeof(v) != t)
+		return fail(err, errlen, "%s: expected %s, not `%s'", path, type_name(t),
+			    quote(v, q));
+	if (t == JSON_STRING && strlen(json_string_value(v)) != json_string_length(v))
+		return fail(err, errlen, "%s: `%s' contains a NUL byte", path, quote(v, q));
+	*out = v;
+	return 0;
+}
+
+static int get_str(const json_t *obj, const char *where, const char *key, int required,
+		   const char **out, char *err, size_t errlen)
+{
+	json_t *v;
+	int ret = get(obj, where, key, JSON_STRING, required, &v, err, errlen);
+
+	*out = v ? json_string_value(v) : NULL;
+	return ret;
+}
+
+static int valid_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	/* "." and ".." are refused too: ids may end up in paths. */
+	return n >= 1 && n <= TF_ID_MAX && strcmp(s, ".") && strcmp(s, "..") &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+/* The kernel's dev_valid_name(). */
+static int valid_ifname(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n >= IF_NAMESIZE || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (; *s; s++)
+		if (*s == '/' || *s == ':' || isspace((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* Why ip cannot be a host's address, or NULL if it can. */
+static const char *not_host_addr(const struct tf_ip *ip)
+{
+	const __u8 *a = ip->addr;
+	static const __u8 loop6[16] = { [15] = 1 }, zero[16];
+
+	if (ip->family == TF_FAM_IPV4) {
+		if (a[0] == 0)
+			return "this-network";
+		if (a[0] == 127)
+			return "loopback";
+		if ((a[0] & 0xf0) == 0xe0)
+			return "multicast";
+		if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
+			return "broadcast";
+		return NULL;
+	}
+	if (!memcmp(a, zero, 16))
+		return "unspecified";
+	if (!memcmp(a, loop6, 16))
+		return "loopback";
+	if (a[0] == 0xff)
+		return "multicast";
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return "link-local";
+	return NULL;
+}
+
+/* An optional address of one family; ip->family stays 0 if absent. */
+static int parse_addr(const json_t *obj, const char *where, const char *key, __u8 family,
+		      int host, struct tf_ip *ip, char *err, size_t errlen)
+{
+	char path[PATH_BUF], q[QUOTE_BUF];
+	const char *s, *why;
+	int ret;
+
+	memset(ip, 0, sizeof(*ip));
+	ret = get_str(obj, where, key, 0, &s, err, errlen);
+	if (ret || !s)
+		return ret;
+	join(path, where, key);
+	if (tf_parse_ip(s, ip) || ip->family != family) {
+		memset(ip, 0, sizeof(*ip));
+		return fail(err, errlen, "%s: invalid IPv%u address `%s'", path, family,
+			    quote_str(s, q));
+	}
+	why = host ? not_host_addr(ip) : NULL;
+	if (why)
+		return fail(err, errlen, "%s: %s address `%s' not allowed", path, why,
+			    quote_str(s, q));
+	return 0;
+}
+
+static int parse_mac(const json_t *obj, const char *where, __u8 mac[6], char *err, size_t errlen)
+{
+	static const __u8 zero[6];
+	char path[PATH_BUF], q[QUOTE_BUF];
+	const char *s;
+	int ret;
+
+	ret = get_str(obj, where, "mac", 1, &s, err, errlen);
+	if (ret)
+		return ret;
+	join(path, where, "mac");
+	if (tf_parse_mac(s, mac))
+		return fail(err, errlen, "%s: invalid MAC `%s'", path, quote_str(s, q));
+	if (mac[0] & 1)
+		return fail(err, errlen, "%s: multicast MAC `%s' not allowed", path,
+			    quote_str(s, q));
+	if (!memcmp(mac, zero, 6))
+		return fail(err, errlen, "%s: all-zero MAC `%s' not allowed", path,
+			    quote_str(s, q));
+	return 0;
+}
+
+/* "guest" or "gateway": {"mac", "ipv4", "ipv6"}. */
+static int parse_end(const json_t *j, const char *key, __u8 mac[6], struct tf_ip *ip4,
+		     struct tf_ip *ip6, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "mac", "ipv4", "ipv6", NULL };
+	json_t *o;
+	int ret;
+
+	ret = get(j, "", key, JSON_OBJECT, 1, &o, err, errlen);
+	if (!ret)
+		ret = check_keys(o, key, keys, err, errlen);
+	if (!ret)
+		ret = parse_mac(o, key, mac, err, errlen);
+	if (!ret)
+		ret = parse_addr(o, key, "ipv4", TF_FAM_IPV4, 1, ip4, err, errlen);
+	if (!ret)
+		ret = parse_addr(o, key, "ipv6", TF_FAM_IPV6, 1, ip6, err, errlen);
+	return ret;
+}
+
+static int ip_equal(const struct tf_ip *a, const struct tf_ip *b)
+{
+	return a->family == b->family && !memcmp(a->addr, b->addr, 16);
+}
+
+/* The guest and the gateway: addresses present in pairs, none shared. */
+static int parse_ends(const json_t *j, struct tf_spec *s, char *err, size_t errlen)
+{
+	char buf[TF_ADDRSTRLEN];
+	int ret;
+
+	ret = parse_end(j, "guest", s->guest_mac, &s->guest_ip4, &s->guest_ip6, err, errlen);
+	if (!ret)
+		ret = parse_end(j, "gateway", s->gw_mac, &s->gw_ip4, &s->gw_ip6, err, errlen);
+	if (ret)
+		return ret;
+	s->has_ip4 = s->guest_ip4.family != 0;
+	s->has_ip6 = s->guest_ip6.family != 0;
+	if (!s->has_ip4 && !s->has_ip6)
+		return fail(err, errlen, "guest: needs an ipv4 or an ipv6 address");
+	if (s->has_ip4 && !s->gw_ip4.family)
+		return fail(err, errlen, "gateway.ipv4: missing (guest.ipv4 is set)");
+	if (!s->has_ip4 && s->gw_ip4.family)
+		return fail(err, errlen, "gateway.ipv4: `%s' set but guest.ipv4 is not",
+			    tf_fmt_ip(s->gw_ip4.family, s->gw_ip4.addr, buf));
+	if (!s->has_ip6 && s->gw_ip6.family)
+		return fail(err, errlen, "gateway.ipv6: `%s' set but guest.ipv6 is not",
+			    tf_fmt_ip(s->gw_ip6.family, s->gw_ip6.addr, buf));
+	if (!memcmp(s->guest_mac, s->gw_mac, 6))
+		return fail(err, errlen, "gateway.mac: `%s' is the guest's MAC",
+			    tf_fmt_mac(s->gw_mac, buf));
+	if (s->has_ip4 && ip_equal(&s->guest_ip4, &s->gw_ip4))
+		return fail(err, errlen, "gateway.ipv4: `%s' is the guest's address",
+			    tf_fmt_ip(s->gw_ip4.family, s->gw_ip4.addr, buf));
+	if (s->has_ip6 && ip_equal(&s->guest_ip6, &s->gw_ip6))
+		return fail(err, errlen, "gateway.ipv6: `%s' is the guest's address",
+			    tf_fmt_ip(s->gw_ip6.family, s->gw_ip6.addr, buf));
+	return 0;
+}
+
+/*
+ * The session's resolver lives at its gateway: one address, the gateway's
+ * of that family (for IPv6, its global address or the link-local one
+ * derived from its MAC), on a port that defaults to 53.
+ */
+static int parse_resolver(const json_t *j, struct tf_spec *s, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "ipv4", "ipv6", "port", NULL };
+	char buf[TF_ADDRSTRLEN], llbuf[TF_ADDRSTRLEN], q[QUOTE_BUF];
+	struct tf_ip ll = { .family = TF_FAM_IPV6 };
+	const char *a4, *a6, *path;
+	json_t *r, *port;
+	int ret, v4;
+
+	s->resolver_port = 53;
+	ret = get(j, "", "resolver", JSON_OBJECT, 0, &r, err, errlen);
+	if (ret || !r)
+		return ret;
+	ret = check_keys(r, "resolver", keys, err, errlen);
+	if (!ret)
+		ret = get_str(r, "resolver", "ipv4", 0, &a4, err, errlen);
+	if (!ret)
+		ret = get_str(r, "resolver", "ipv6", 0, &a6, err, errlen);
+	if (ret)
+		return ret;
+	if (!a4 == !a6)
+		return fail(err, errlen, "resolver: needs exactly one of ipv4 and ipv6");
+	v4 = a4 != NULL;
+	path = v4 ? "resolver.ipv4" : "resolver.ipv6";
+	ret = parse_addr(r, "resolver", v4 ? "ipv4" : "ipv6", v4 ? TF_FAM_IPV4 : TF_FAM_IPV6,
+			 0, &s->resolver, err, errlen);
+	if (ret)
+		return ret;
+	if (!(v4 ? s->has_ip4 : s->has_ip6))
+		return fail(err, errlen, "%s: `%s' but the guest has no IPv%d address", path,
+			    quote_str(v4 ? a4 : a6, q), v4 ? 4 : 6);
+	tf_ip6_ll_from_mac(s->gw_mac, ll.addr);
+	if (v4 && !ip_equal(&s->resolver, &s->gw_ip4))
+		return fail(err, errlen,
+			    "%s: `%s' is not the gateway's address %s (the resolver lives at the gateway)",
+			    path, quote_str(a4, q), tf_fmt_ip(TF_FAM_IPV4, s->gw_ip4.addr, buf));
+	if (!v4 && !ip_equal(&s->resolver, &s->gw_ip6) && !ip_equal(&s->resolver, &ll))
+		return fail(err, errlen,
+			    "%s: `%s' is not the gateway's address %s or %s (the resolver lives at the gateway)",
+			    path, quote_str(a6, q),
+			    s->gw_ip6.family ? tf_fmt_ip(TF_FAM_IPV6, s->gw_ip6.addr, buf) : "(none)",
+			    tf_fmt_ip(TF_FAM_IPV6, ll.addr, llbuf));
+	ret = get(r, "resolver", "port", JSON_INTEGER, 0, &port, err, errlen);
+	if (ret || !port)
+		return ret;
+	if (json_integer_value(port) < 1 || json_integer_value(port) > 65535)
+		return fail(err, errlen, "resolver.port: port `%s' out of range 1-65535",
+			    quote(port, q));
+	s->resolver_port = (__u16)json_integer_value(port);
+	return 0;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct tf_port_range *x = a, *y = b;
+
+	return x->lo != y->lo ? x->lo - y->lo : x->hi - y->hi;
+}
+
+/* Sort and merge overlapping or adjacent ranges; returns the new count. */
+static unsigned int merge_ranges(struct tf_port_range *r, unsigned int n)
+{
+	unsigned int i, m = 0;
+
+	qsort(r, n, sizeof(*r), range_cmp);
+	for (i = 0; i < n; i++) {
+		if (m && r[i].lo <= r[m - 1].hi + 1u) {
+			if (r[i].hi > r[m - 1].hi)
+				r[m - 1].hi = r[i].hi;
+		} else {
+			r[m++] = r[i];
+		}
+	}
+	memset(r + m, 0, (n - m) * sizeof(*r));
+	return m;
+}
+
+/* "lo-hi": decimal digits only, no sign or space. */
+static int parse_range(const char *s, long long *lo, long long *hi)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	*lo = strtoll(s, &end, 10);
+	if (end[0] != '-' || !isdigit((unsigned char)end[1]))
+		return -EINVAL;
+	*hi = strtoll(end + 1, &end, 10);
+	return *end ? -EINVAL : 0;
+}
+
+static int parse_ports(const json_t *ports, const char *where, struct tf_rule *r,
+		       char *err, size_t errlen)
+{
+	char path[PATH_BUF], q[QUOTE_BUF];
+	size_t i, n = json_array_size(ports);
+	long long lo, hi;
+	json_t *v;
+
+	if (!n)
+		return fail(err, errlen, "%s.ports: empty list (omit \"ports\" for every port)",
+			    where);
+	if (n > TF_RULE_MAX_RANGES)
+		return fail(err, errlen, "%s.ports: %zu entries, more than the limit of %d",
+			    where, n, TF_RULE_MAX_RANGES);
+	json_array_foreach(ports, i, v) {
+		snprintf(path, sizeof(path), "%s.ports[%zu]", where, i);
+		if (json_is_integer(v)) {
+			lo = hi = json_integer_value(v);
+			if (lo < 1 || lo > 65535)
+				return fail(err, errlen, "%s: port `%s' out of range 1-65535",
+					    path, quote(v, q));
+		} else if (json_is_string(v)) {
+			if (parse_range(json_string_value(v), &lo, &hi))
+				return fail(err, errlen, "%s: invalid port range `%s' (want \"lo-hi\")",
+					    path, quote(v, q));
+			if (lo < 1 || lo > 65535 || hi < 1 || hi > 65535)
+				return fail(err, errlen, "%s: port range `%s' out of range 1-65535",
+					    path, quote(v, q));
+			if (lo > hi)
+				return fail(err, errlen, "%s: port range `%s' is reversed",
+					    path, quote(v, q));
+		} else {
+			return fail(err, errlen, "%s: invalid port `%s' (want a number or \"lo-hi\")",
+				    path, quote(v, q));
+		}
+		r->ranges[i].lo = (__u16)lo;
+		r->ranges[i].hi = (__u16)hi;
+	}
+	r->nranges = merge_ranges(r->ranges, (unsigned int)n);
+	return 0;
+}
+
+int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
+		      char *err, size_t errlen)
+{
+	static const char *const keys[] = { "cidr", "proto", "ports", NULL };
+	char path[PATH_BUF], q[QUOTE_BUF];
+	const char *cidr, *proto;
+	json_t *ports;
+	size_t i;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!j)
+		return fail(err, errlen, "%s: missing", where);
+	if (!json_is_object(j))
+		return fail(err, errlen, "%s: expected an object, not `%s'", where, quote(j, q));
+	if (json_object_get(j, "host"))
+		return fail(err, errlen, "%s.host: host-name rules are not supported by this version",
+			    where);
+	ret = check_keys(j, where, keys, err, errlen);
+	if (!ret)
+		ret = get_str(j, where, "cidr", 1, &cidr, err, errlen);
+	if (!ret)
+		ret = get_str(j, where, "proto", 0, &proto, err, errlen);
+	if (!ret)
+		ret = get(j, where, "ports", JSON_ARRAY, 0, &ports, err, errlen);
+	if (ret)
+		goto cleanup;
+	if (tf_parse_cidr(cidr, &out->cidr)) {
+		ret = fail(err, errlen, "%s: invalid CIDR `%s'", join(path, where, "cidr"),
+			   quote_str(cidr, q));
+		goto cleanup;
+	}
+	out->protos = TF_PB_ALL;
+	for (i = 0; proto && i < sizeof(tf_protos) / sizeof(tf_protos[0]); i++)
+		if (!strcmp(proto, tf_protos[i].name))
+			break;
+	if (proto && i == sizeof(tf_protos) / sizeof(tf_protos[0])) {
+		ret = fail(err, errlen, "%s: unknown protocol `%s' (want tcp, udp, icmp or any)",
+			   join(path, where, "proto"), quote_str(proto, q));
+		goto cleanup;
+	}
+	if (proto)
+		out->protos = tf_protos[i].protos;
+	if (ports && out->protos == TF_PB_ICMP) {
+		ret = fail(err, errlen, "%s.ports: ports given for proto `icmp'", where);
+		goto cleanup;
+	}
+	if (ports) {
+		ret = parse_ports(ports, where, out, err, errlen);
+		if (ret)
+			goto cleanup;
+		out->protos &= TF_PB_TCP | TF_PB_UDP;	/* "any" with ports: TCP and UDP */
+	}
+	out->kind = TF_RULE_CIDR;
+cleanup:
+	if (ret)
+		memset(out, 0, sizeof(*out));
+	return ret;
+}
+
+static int cmp_u(unsigned int a, unsigned int b)
+{
+	return (a > b) - (a < b);
+}
+
+/* A total order on canonical rules, 0 for equal ones. */
+static int rule_cmp(const struct tf_rule *a, const struct tf_rule *b)
+{
+	int d = cmp_u(a->kind, b->kind);
+
+	if (!d)
+		d = cmp_u(a->cidr.ip.family, b->cidr.ip.family);
+	if (!d)
+		d = memcmp(a->cidr.ip.addr, b->cidr.ip.addr, sizeof(a->cidr.ip.addr));
+	if (!d)
+		d = cmp_u(a->cidr.prefixlen, b->cidr.prefixlen);
+	if (!d)
+		d = cmp_u(a->protos, b->protos);
+	if (!d)
+		d = cmp_u(a->nranges, b->nranges);
+	if (!d)
+		d = memcmp(a->ranges, b->ranges, a->nranges * sizeof(a->ranges[0]));
+	return d;
+}
+
+int tf_rule_equal(const struct tf_rule *a, const struct tf_rule *b)
+{
+	return !rule_cmp(a, b);
+}
+
+/* Sort indices by rule, ties by index, so equal rules end up adjacent. */
+static int rule_idx_cmp(const void *a, const void *b, void *rules)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+	int d = rule_cmp((struct tf_rule *)rules + x, (struct tf_rule *)rules + y);
+
+	return d ? d : cmp_u(x, y);
+}
+
+/* O(n log n), so a spec near max_rules is checked quickly; reports the earliest duplicate. */
+static int check_duplicates(const struct tf_spec *s, char *err, size_t errlen)
+{
+	unsigned int *idx, i, first = 0, dup = 0;
+	char q[QUOTE_BUF];
+	json_t *rule;
+
+	if (s->nrules < 2)
+		return 0;
+	idx = malloc(s->nrules * sizeof(*idx));
+	if (!idx)
+		return fail_nomem(err, errlen);
+	for (i = 0; i < s->nrules; i++)
+		idx[i] = i;
+	qsort_r(idx, s->nrules, sizeof(*idx), rule_idx_cmp, s->rules);
+	for (i = 1; i < s->nrules; i++) {
+		if (tf_rule_equal(&s->rules[idx[i - 1]], &s->rules[idx[i]]) &&
+		    (!dup || idx[i] < dup)) {
+			first = idx[i - 1];
+			dup = idx[i];
+		}
+	}
+	free(idx);
+	if (!dup)
+		return 0;
+	rule = tf_rule_to_json(&s->rules[dup]);
+	fail(err, errlen, "allow[%u]: duplicate of allow[%u] `%s'", dup, first,
+	     rule ? quote(rule, q) : "?");
+	json_decref(rule);
+	return -EINVAL;
+}
+
+static int parse_allow(const json_t *j, const struct tf_spec_limits *lim, struct tf_spec *s,
+		       char *err, size_t errlen)
+{
+	char where[PATH_BUF];
+	json_t *allow, *v;
+	size_t i, n;
+	int ret;
+
+	ret = get(j, "", "allow", JSON_ARRAY, 0, &allow, err, errlen);
+	n = json_array_size(allow);
+	if (ret || !n)
+		return ret;
+	if (n > lim->max_rules)
+		return fail(err, errlen, "allow: %zu rules, more than the limit of %u",
+			    n, lim->max_rules);
+	s->rules = calloc(n, sizeof(*s->rules));
+	if (!s->rules)
+		return fail_nomem(err, errlen);
+	json_array_foreach(allow, i, v) {
+		snprintf(where, sizeof(where), "allow[%zu]", i);
+		ret = tf_rule_from_json(v, where, &s->rules[i], err, errlen);
+		if (ret)
+			return ret;
+		s->nrules++;
+	}
+	return check_duplicates(s, err, errlen);
+}
+
+int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
+		      struct tf_spec *out, char *err, size_t errlen)
+{
+	static const char *const keys[] = {
+		"id", "ifname", "guest", "gateway", "resolver", "allow", NULL
+	};
+	struct tf_spec s = {};
+	const char *id, *ifname;
+	char q[QUOTE_BUF];
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!j)
+		return fail(err, errlen, "session spec: missing");
+	if (!json_is_object(j))
+		return fail(err, errlen, "session spec: expected an object, not `%s'", quote(j, q));
+	ret = check_keys(j, "", keys, err, errlen);
+	if (!ret)
+		ret = get_str(j, "", "id", 1, &id, err, errlen);
+	if (!ret)
+		ret = get_str(j, "", "ifname", 1, &ifname, err, errlen);
+	if (ret)
+		goto cleanup;
+	if (!valid_id(id)) {
+		ret = fail(err, errlen, "id: invalid session id `%s' (want 1-%d of A-Z a-z 0-9 _ . -)",
+			   quote_str(id, q), TF_ID_MAX);
+		goto cleanup;
+	}
+	if (!valid_ifname(ifname)) {
+		ret = fail(err, errlen, "ifname: invalid interface name `%s'", quote_str(ifname, q));
+		goto cleanup;
+	}
+	strcpy(s.id, id);
+	strcpy(s.ifname, ifname);
+	ret = parse_ends(j, &s, err, errlen);
+	if (!ret)
+		ret = parse_resolver(j, &s, err, errlen);
+	if (!ret)
+		ret = parse_allow(j, lim, &s, err, errlen);
+	if (!ret)
+		*out = s;
+cleanup:
+	if (ret)
+		tf_spec_free(&s);
+	return ret;
+}
+
+int tf_spec_parse(const char *buf, size_t len, const struct tf_spec_limits *lim,
+		  struct tf_spec *out, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *j;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!j)
+		return fail(err, errlen, "invalid JSON at line %d column %d: %s",
+			    jerr.line, jerr.column, jerr.text);
+	ret = tf_spec_from_json(j, lim, out, err, errlen);
+	json_decref(j);
+	return ret;
+}
+
+static const char *proto_name(const struct tf_rule *r)
+{
+	size_t i;
+
+	if (r->nranges && r->protos == (TF_PB_TCP | TF_PB_UDP))
+		return "any";
+	for (i = 0; i < sizeof(tf_protos) / sizeof(tf_protos[0]); i++)
+		if (r->protos == tf_protos[i].protos)
+			return tf_protos[i].name;
+	return NULL;
+}
+
+static json_t *ports_to_json(const struct tf_rule *r)
+{
+	json_t *a = json_array();
+	unsigned int i;
+	char buf[16];
+
+	for (i = 0; a && i < r->nranges; i++) {
+		const struct tf_port_range *p = &r->ranges[i];
+		json_t *v;
+
+		if (p->lo == p->hi) {
+			v = json_integer(p->lo);
+		} else {
+			snprintf(buf, sizeof(buf), "%u-%u", p->lo, p->hi);
+			v = json_string(buf);
+		}
+		if (json_array_append_new(a, v)) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+json_t *tf_rule_to_json(const struct tf_rule *r)
+{
+	const char *proto = proto_name(r);
+	char buf[TF_ADDRSTRLEN];
+	json_t *ports = NULL;
+
+	if (r->kind != TF_RULE_CIDR || !proto)
+		return NULL;
+	if (r->nranges) {
+		ports = ports_to_json(r);
+		if (!ports)
+			return NULL;
+	}
+	/* json_pack() steals ports even when it fails (jansson >= 2.11). */
+	return json_pack("{s:s, s:s, s:o*}", "cidr", tf_fmt_cidr(&r->cidr, buf),
+			 "proto", proto, "ports", ports);
+}
+
+static json_t *end_to_json(const __u8 mac[6], const struct tf_ip *ip4, const struct tf_ip *ip6)
+{
+	char m[TF_ADDRSTRLEN], a4[TF_ADDRSTRLEN], a6[TF_ADDRSTRLEN];
+
+	return json_pack("{s:s, s:s?, s:s?}", "mac", tf_fmt_mac(mac, m),
+			 "ipv4", ip4->family ? tf_fmt_ip(ip4->family, ip4->addr, a4) : NULL,
+			 "ipv6", ip6->family ? tf_fmt_ip(ip6->family, ip6->addr, a6) : NULL);
+}
+
+json_t *tf_spec_to_json(const struct tf_spec *s)
+{
+	json_t *guest, *gw, *resolver = NULL, *allow;
+	char buf[TF_ADDRSTRLEN];
+	unsigned int i;
+
+	guest = end_to_json(s->guest_mac, &s->guest_ip4, &s->guest_ip6);
+	gw = end_to_json(s->gw_mac, &s->gw_ip4, &s->gw_ip6);
+	allow = json_array();
+	for (i = 0; allow && i < s->nrules; i++) {
+		if (json_array_append_new(allow, tf_rule_to_json(&s->rules[i]))) {
+			json_decref(allow);
+			allow = NULL;
+		}
+	}
+	if (s->resolver.family) {
+		resolver = json_pack("{s:s, s:i}",
+				     s->resolver.family == TF_FAM_IPV4 ? "ipv4" : "ipv6",
+				     tf_fmt_ip(s->resolver.family, s->resolver.addr, buf),
+				     "port", s->resolver_port);
+		if (!resolver) {
+			json_decref(guest);
+			json_decref(gw);
+			json_decref(allow);
+			return NULL;
+		}
+	}
+	/* NULL members make json_pack() fail; it releases the others. */
+	return json_pack("{s:s, s:s, s:o, s:o, s:o*, s:o}", "id", s->id, "ifname", s->ifname,
+			 "guest", guest, "gateway", gw, "resolver", resolver, "allow", allow);
+}
+
+int tf_spec_add_rule(struct tf_spec *s, const struct tf_rule *r, unsigned int max_rules)
+{
+	struct tf_rule *rules;
+	unsigned int i;
+
+	for (i = 0; i < s->nrules; i++)
+		if (tf_rule_equal(&s->rules[i], r))
+			return -EEXIST;
+	if (s->nrules >= max_rules)
+		return -E2BIG;
+	rules = realloc(s->rules, (s->nrules + 1) * sizeof(*rules));
+	if (!rules)
+		return -ENOMEM;
+	rules[s->nrules++] = *r;
+	s->rules = rules;
+	return 0;
+}
+
+int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nrules; i++) {
+		if (tf_rule_equal(&s->rules[i], r)) {
+			memmove(&s->rules[i], &s->rules[i + 1],
+				(s->nrules - i - 1) * sizeof(*r));
+			s->nrules--;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
+{
+	*dst = *src;
+	dst->rules = NULL;
+	if (!src->nrules)
+		return 0;
+	dst->rules = malloc(src->nrules * sizeof(*dst->rules));
+	if (!dst->rules) {
+		dst->nrules = 0;
+		return -ENOMEM;
+	}
+	memcpy(dst->rules, src->rules, src->nrules * sizeof(*dst->rules));
+	return 0;
+}
+
+void tf_spec_free(struct tf_spec *s)
+{
+	if (!s)
+		return;
+	free(s->rules);
+	s->rules = NULL;
+	s->nrules = 0;
+}
