@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Test that compiled policies allow exactly the union of the rules containing an address, share port classes, and scale. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include "daemon/policy.h"
+#include "check.h"
+
+#define MAX_CASE_RULES 8
+#define IPPROTO_GRE_ 47	/* an "other" protocol */
+
+/* Fixtures are written with ' for ", to stay readable. */
+static int parse_rule(const char *s, struct tf_rule *r)
+{
+	char buf[1024], err[TF_ERR_MAX];
+	json_t *j;
+	size_t i;
+	int ret;
+
+	for (i = 0; s[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = s[i] == '\'' ? '"' : s[i];
+	buf[i] = '\0';
+	j = json_loads(buf, 0, NULL);
+	ret = tf_rule_from_json(j, "rule", r, err, sizeof(err));
+	json_decref(j);
+	return ret;
+}
+
+/* Compile rule fixtures; rules must hold MAX_CASE_RULES. Returns the rule count or -1. */
+static int compile_fixture(const char *const *json, struct tf_rule *rules, struct tf_policy *p)
+{
+	int n;
+
+	for (n = 0; n < MAX_CASE_RULES && json[n]; n++)
+		if (parse_rule(json[n], &rules[n]))
+			return -1;
+	return tf_policy_compile(rules, (unsigned int)n, p) ? -1 : n;
+}
+
+static __u8 proto_bit(__u8 family, __u8 proto)
+{
+	if (proto == IPPROTO_TCP)
+		return TF_PB_TCP;
+	if (proto == IPPROTO_UDP)
+		return TF_PB_UDP;
+	if (proto == (family == TF_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6))
+		return TF_PB_ICMP;
+	return TF_PB_OTHER;
+}
+
+/* The oracle, straight from the rules: does any rule containing ip allow (proto, port)? */
+static int rules_allow(const struct tf_rule *rules, unsigned int n, const struct tf_ip *ip,
+		       __u8 proto, __u16 port)
+{
+	__u8 bit = proto_bit(ip->family, proto);
+	unsigned int i, k;
+
+	for (i = 0; i < n; i++) {
+		const struct tf_rule *r = &rules[i];
+
+		if (!tf_cidr_contains(&r->cidr, ip) || !(r->protos & bit))
+			continue;
+		if (!r->nranges || (bit & (TF_PB_ICMP | TF_PB_OTHER)))
+			return 1;
+		for (k = 0; k < r->nranges; k++)
+			if (port >= r->ranges[k].lo && port <= r->ranges[k].hi)
+				return 1;
+	}
+	return 0;
+}
+
+/* Structural promises of policy.h and abi.h, checked on any compiled policy. */
+static int policy_consistent(const struct tf_policy *p)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < p->nentries; i++) {
+		const struct tf_rule_val *v = &p->entries[i].val;
+
+		if (v->all_ports & ~(TF_PB_TCP | TF_PB_UDP) || (v->all_ports & ~v->protos) ||
+		    v->cls > p->nclasses)
+			return 0;
+		/* a port-limited TCP/UDP permission needs a class, and only it */
+		if (!!v->cls != !!(v->protos & ~v->all_ports & (TF_PB_TCP | TF_PB_UDP)))
+			return 0;
+		for (j = 0; j < p->nchunks; j++)
+			if (p->chunks[j].cls == v->cls &&
+			    (v->all_ports & (p->chunks[j].proto == IPPROTO_TCP ? TF_PB_TCP : TF_PB_UDP)))
+				return 0;
+	}
+	for (i = 0; i < p->nchunks; i++) {
+		const struct tf_policy_chunk *c = &p->chunks[i];
+
+		if (!c->cls || c->cls > p->nclasses ||
+		    (c->proto != IPPROTO_TCP && c->proto != IPPROTO_UDP) ||
+		    !(c->bits.w[0] | c->bits.w[1] | c->bits.w[2] | c->bits.w[3]))
+			return 0;
+		for (j = 0; j < i; j++)
+			if (p->chunks[j].cls == c->cls && p->chunks[j].proto == c->proto &&
+			    p->chunks[j].hi == c->hi)
+				return 0;
+	}
+	return 1;
+}
+
+struct probe {
+	const char *addr;
+	__u8 proto;
+	__u16 port;
+	int want;
+};
+
+struct policy_case {
+	const char *desc;
+	const char *rules[MAX_CASE_RULES + 1];
+	struct probe probes[16];
+};
+
+static const struct policy_case policy_cases[] = {
+	{ "no rules deny everything", { NULL }, {
+		{ "10.0.0.1", IPPROTO_TCP, 80, 0 },
+		{ "2001:db8::1", IPPROTO_ICMPV6, 0, 0 },
+	} },
+	{ "nested /16 tcp 80 and /24 udp 53", {
+		"{'cidr':'10.1.0.0/16','proto':'tcp','ports':[80]}",
+		"{'cidr':'10.1.2.0/24','proto':'udp','ports':[53]}", NULL }, {
+		{ "10.1.2.3", IPPROTO_TCP, 80, 1 },
+		{ "10.1.2.3", IPPROTO_UDP, 53, 1 },
+		{ "10.1.2.3", IPPROTO_TCP, 53, 0 },
+		{ "10.1.2.3", IPPROTO_UDP, 80, 0 },
+		{ "10.1.2.3", IPPROTO_TCP, 81, 0 },
+		{ "10.1.2.3", IPPROTO_ICMP, 0, 0 },
+		{ "10.1.3.3", IPPROTO_TCP, 80, 1 },
+		{ "10.1.3.3", IPPROTO_UDP, 53, 0 },
+		{ "10.2.0.1", IPPROTO_TCP, 80, 0 },
+	} },
+	{ "ranges crossing 256-port chunks", {
+		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['250-260','65530-65535',1]}", NULL }, {
+		{ "10.9.9.9", IPPROTO_TCP, 249, 0 },
+		{ "10.9.9.9", IPPROTO_TCP, 250, 1 },
+		{ "10.9.9.9", IPPROTO_TCP, 255, 1 },
+		{ "10.9.9.9", IPPROTO_TCP, 256, 1 },
+		{ "10.9.9.9", IPPROTO_TCP, 260, 1 },
+		{ "10.9.9.9", IPPROTO_TCP, 261, 0 },
+		{ "10.9.9.9", IPPROTO_TCP, 65529, 0 },
+		{ "10.9.9.9", IPPROTO_TCP, 65535, 1 },
+		{ "10.9.9.9", IPPROTO_TCP, 1, 1 },
+		{ "10.9.9.9", IPPROTO_TCP, 0, 0 },
+		{ "10.9.9.9", IPPROTO_UDP, 250, 0 },
+	} },
+	{ "any without ports allows every protocol", {
+		"{'cidr':'192.0.2.0/24','proto':'any'}", NULL }, {
+		{ "192.0.2.7", IPPROTO_TCP, 0, 1 },
+		{ "192.0.2.7", IPPROTO_TCP, 65535, 1 },
+		{ "192.0.2.7", IPPROTO_UDP, 12345, 1 },
+		{ "192.0.2.7", IPPROTO_ICMP, 0, 1 },
+		{ "192.0.2.7", IPPROTO_GRE_, 0, 1 },
+		{ "192.0.3.7", IPPROTO_TCP, 80, 0 },
+	} },
+	{ "any with ports is TCP and UDP on those ports", {
+		"{'cidr':'192.0.2.0/24','proto':'any','ports':[443]}", NULL }, {
+		{ "192.0.2.7", IPPROTO_TCP, 443, 1 },
+		{ "192.0.2.7", IPPROTO_UDP, 443, 1 },
+		{ "192.0.2.7", IPPROTO_TCP, 80, 0 },
+		{ "192.0.2.7", IPPROTO_ICMP, 0, 0 },
+		{ "192.0.2.7", IPPROTO_GRE_, 0, 0 },
+	} },
+	{ "icmp per family", {
+		"{'cidr':'198.51.100.0/24','proto':'icmp'}",
+		"{'cidr':'2001:db8::/32','proto':'icmp'}", NULL }, {
+		{ "198.51.100.1", IPPROTO_ICMP, 0, 1 },
+		{ "198.51.100.1", IPPROTO_ICMPV6, 0, 0 },
+		{ "198.51.100.1", IPPROTO_TCP, 80, 0 },
+		{ "2001:db8::1", IPPROTO_ICMPV6, 0, 1 },
+		{ "2001:db8::1", IPPROTO_ICMP, 0, 0 },
+		{ "2001:db9::1", IPPROTO_ICMPV6, 0, 0 },
+	} },
+	{ "IPv6 nesting", {
+		"{'cidr':'2001:db8::/32','proto':'tcp','ports':[443]}",
+		"{'cidr':'2001:db8:1::/48','proto':'udp','ports':[53]}",
+		"{'cidr':'2001:db8:1::53','proto':'tcp'}",
+		"{'cidr':'::/0','proto':'icmp'}", NULL }, {
+		{ "2001:db8:1::1", IPPROTO_TCP, 443, 1 },
+		{ "2001:db8:1::1", IPPROTO_UDP, 53, 1 },
+		{ "2001:db8:1::1", IPPROTO_TCP, 22, 0 },
+		{ "2001:db8:1::53", IPPROTO_TCP, 22, 1 },
+		{ "2001:db8:1::53", IPPROTO_UDP, 53, 1 },
+		{ "2001:db8:2::1", IPPROTO_UDP, 53, 0 },
+		{ "2001:db8:2::1", IPPROTO_TCP, 443, 1 },
+		{ "fd00::1", IPPROTO_ICMPV6, 0, 1 },
+		{ "fd00::1", IPPROTO_TCP, 443, 0 },
+		{ "10.0.0.1", IPPROTO_ICMP, 0, 0 },
+	} },
+	{ "overlapping rules on one prefix", {
+		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['80-90']}",
+		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['85-100']}",
+		"{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}",
+		"{'cidr':'10.0.0.0/8','proto':'udp'}", NULL }, {
+		{ "10.0.0.1", IPPROTO_TCP, 79, 0 },
+		{ "10.0.0.1", IPPROTO_TCP, 80, 1 },
+		{ "10.0.0.1", IPPROTO_TCP, 95, 1 },
+		{ "10.0.0.1", IPPROTO_TCP, 100, 1 },
+		{ "10.0.0.1", IPPROTO_TCP, 101, 0 },
+		{ "10.0.0.1", IPPROTO_UDP, 9999, 1 },
+	} },
+	{ "all ports on a parent absorb a child's ports", {
+		"{'cidr':'0.0.0.0/0','proto':'tcp'}",
+		"{'cidr':'10.0.0.1','proto':'tcp','ports':[22]}",
+		"{'cidr':'10.0.0.1','proto':'udp','ports':[53]}", NULL }, {
+		{ "10.0.0.1", IPPROTO_TCP, 23, 1 },
+		{ "10.0.0.1", IPPROTO_UDP, 53, 1 },
+		{ "10.0.0.1", IPPROTO_UDP, 54, 0 },
+		{ "8.8.8.8", IPPROTO_TCP, 1, 1 },
+		{ "8.8.8.8", IPPROTO_UDP, 53, 0 },
+	} },
+};
+
+static void test_policy_cases(void)
+{
+	struct tf_rule rules[MAX_CASE_RULES];
+	char what[256];
+	struct tf_policy p;
+	struct tf_ip ip;
+	size_t i, k;
+	int n;
+
+	for (i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
+		const struct policy_case *c = &policy_cases[i];
+
+		n = compile_fixture(c->rules, rules, &p);
+		snprintf(what, sizeof(what), "%s: compiles", c->desc);
+		CHECK_EQ(what, n >= 0, 1);
+		if (n < 0)
+			continue;
+		snprintf(what, sizeof(what), "%s: consistent", c->desc);
+		CHECK_EQ(what, policy_consistent(&p), 1);
+		for (k = 0; k < sizeof(c->probes) / sizeof(c->probes[0]) && c->probes[k].addr; k++) {
+			const struct probe *pr = &c->probes[k];
+
+			snprintf(what, sizeof(what), "%s: %s proto %u port %u %s", c->desc, pr->addr,
+				 pr->proto, pr->port, pr->want ? "allowed" : "denied");
+			if (tf_parse_ip(pr->addr, &ip)) {
+				CHECK_STR(what, "unparsable fixture address", pr->addr);
+				continue;
+			}
+			CHECK_EQ(what, tf_policy_allows(&p, ip.family, ip.addr, pr->proto, pr->port),
+				 pr->want);
+			snprintf(what, sizeof(what), "%s: %s proto %u port %u: oracle agrees", c->desc,
+				 pr->addr, pr->proto, pr->port);
+			CHECK_EQ(what, rules_allow(rules, (unsigned int)n, &ip, pr->proto, pr->port),
+				 pr->want);
+		}
+		tf_policy_free(&p);
+	}
+}
+
+static const struct tf_policy_entry *entry_for(const struct tf_policy *p, const char *cidr)
+{
+	struct tf_cidr c;
+	unsigned int i;
+
+	if (tf_parse_cidr(cidr, &c))
+		return NULL;
+	for (i = 0; i < p->nentries; i++)
+		if (p->entries[i].family == c.ip.family && p->entries[i].prefixlen == c.prefixlen &&
+		    !memcmp(p->entries[i].addr, c.ip.addr, 16))
+			return &p->entries[i];
+	return NULL;
+}
+
+static void test_layout(void)
+{
+	static const char *const shared[] = {
+		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':[80]}",
+		"{'cidr':'11.0.0.0/8','proto':'tcp','ports':[80]}",
+		"{'cidr':'10.1.0.0/16','proto':'tcp','ports':[80]}",
+		"{'cidr':'10.2.0.0/16','proto':'udp'}",
+		"{'cidr':'2001:db8::/32','proto':'tcp','ports':[80]}",
+		NULL
+	};
+	static const char *const chunks[] = {
+		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['250-260']}",
+		"{'cidr':'10.0.0.0/16','proto':'tcp'}",
+		"{'cidr':'10.0.0.0/24','proto':'any'}",
+		"{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}",
+		NULL
+	};
+	struct tf_rule rules[MAX_CASE_RULES];
+	const struct tf_policy_entry *e, *e16, *e24;
+	struct tf_policy p;
+
+	CHECK_EQ("shared: compiles", compile_fixture(shared, rules, &p), 5);
+	CHECK_EQ("shared: one entry per distinct prefix", p.nentries, 5);
+	CHECK_EQ("shared: equal unions share one class", p.nclasses, 1);
+	CHECK_EQ("shared: one chunk", p.nchunks, 1);
+	CHECK_EQ("shared: chunk is TCP", p.chunks[0].proto, IPPROTO_TCP);
+	CHECK_EQ("shared: chunk is ports 0-255", p.chunks[0].hi, 0);
+	CHECK_EQ("shared: chunk holds port 80 only", p.chunks[0].bits.w[1] == 1ULL << 16 &&
+		 !p.chunks[0].bits.w[0] && !p.chunks[0].bits.w[2] && !p.chunks[0].bits.w[3], 1);
+	e = entry_for(&p, "10.2.0.0/16");
+	CHECK_EQ("shared: /16 udp entry present", e != NULL, 1);
+	CHECK_EQ("shared: /16 udp inherits the tcp class", e ? e->val.cls : 0, 1);
+	CHECK_EQ("shared: /16 udp all ports", e ? e->val.all_ports : 0, TF_PB_UDP);
+	CHECK_EQ("shared: /16 protos", e ? e->val.protos : 0, TF_PB_TCP | TF_PB_UDP);
+	tf_policy_free(&p);
+
+	CHECK_EQ("chunks: compiles", compile_fixture(chunks, rules, &p), 4);
+	CHECK_EQ("chunks: three entries", p.nentries, 3);
+	CHECK_EQ("chunks: two classes", p.nclasses, 2);
+	/* class 1: tcp 250-260 + udp 53 (3 chunks); class 2: udp 53 only (1 chunk) */
+	CHECK_EQ("chunks: only non-empty chunks", p.nchunks, 4);
+	e = entry_for(&p, "10.0.0.0/8");
+	e16 = entry_for(&p, "10.0.0.0/16");
+	e24 = entry_for(&p, "10.0.0.0/24");
+	CHECK_EQ("chunks: entries present", e && e16 && e24, 1);
+	if (e && e16 && e24) {
+		CHECK_EQ("chunks: /8 all_ports", e->val.all_ports, 0);
+		CHECK_EQ("chunks: /8 protos", e->val.protos, TF_PB_TCP | TF_PB_UDP);
+		CHECK_EQ("chunks: /16 tcp on all ports", e16->val.all_ports, TF_PB_TCP);
+		CHECK_EQ("chunks: /16 needs a class for udp 53", e16->val.cls != 0 &&
+			 e16->val.cls != e->val.cls, 1);
+		CHECK_EQ("chunks: /24 any: all_ports", e24->val.all_ports, TF_PB_TCP | TF_PB_UDP);
+		CHECK_EQ("chunks: /24 any: protos", e24->val.protos,
+			 TF_PB_TCP | TF_PB_UDP | TF_PB_ICMP | TF_PB_OTHER);
+		CHECK_EQ("chunks: /24 any: no class", e24->val.cls, 0);
+	}
+	CHECK_EQ("chunks: consistent", policy_consistent(&p), 1);
+	tf_policy_free(&p);
+	tf_policy_free(&p);
+	tf_policy_free(NULL);
+	CHECK_EQ("free is idempotent", p.nentries == 0 && !p.entries && !p.chunks, 1);
+}
+
+/* xorshift64*: the same sequence on every libc. */
+static __u64 rng_state = 0x9e3779b97f4a7c15ULL;
+
+static unsigned int rnd(unsigned int n)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (unsigned int)((rng_state * 0x2545f4914f6cdd1dULL) >> 32) % n;
+}
+
+/* Addresses from a small pool, so random prefixes nest and overlap. */
+static void random_ip(struct tf_ip *ip)
+{
+	memset(ip, 0, sizeof(*ip));
+	if (rnd(5) < 3) {
+		ip->family = TF_FAM_IPV4;
+		ip->addr[0] = rnd(8) ? 10 : (__u8)rnd(256);
+		ip->addr[1] = (__u8)rnd(2);
+		ip->addr[2] = (__u8)rnd(4);
+		ip->addr[3] = (__u8)rnd(256);
+	} else {
+		ip->family = TF_FAM_IPV6;
+		ip->addr[0] = 0x20;
+		ip->addr[1] = 0x01;
+		ip->addr[2] = 0x0d;
+		ip->addr[3] = rnd(8) ? 0xb8 : (__u8)rnd(256);
+		ip->addr[7] = (__u8)rnd(2);
+		ip->addr[14] = (__u8)rnd(4);
+		ip->addr[15] = (__u8)rnd(256);
+	}
+}
+
+static __u16 random_port(void)
+{
+	static const __u16 edges[] = { 0, 1, 255, 256, 257, 511, 512, 65279, 65280, 65534, 65535 };
+
+	if (!rnd(4))
+		return edges[rnd(sizeof(edges) / sizeof(edges[0]))];
+	return rnd(2) ? (__u16)rnd(700) : (__u16)(65535 - rnd(400));
+}
+
+static void random_rule_json(char *buf, size_t size)
+{
+	static const char *const protos[] = { "tcp", "udp", "icmp", "any", NULL };
+	const char *proto = protos[rnd(5)];
+	char cidr[TF_ADDRSTRLEN];
+	unsigned int bits, max, i, nports;
+	struct tf_cidr c;
+	size_t n;
+
+	random_ip(&c.ip);
+	max = c.ip.family == TF_FAM_IPV4 ? 32 : 128;
+	bits = rnd(10) ? max - rnd(max == 32 ? 17 : 25) : rnd(max + 1);
+	for (i = bits; i < max; i++)
+		c.ip.addr[i / 8] &= (__u8)~(0x80 >> (i % 8));
+	c.prefixlen = (__u8)bits;
+	n = (size_t)snprintf(buf, size, "{'cidr':'%s'", tf_fmt_cidr(&c, cidr));
+	if (proto)
+		n += (size_t)snprintf(buf + n, size - n, ",'proto':'%s'", proto);
+	nports = proto && strcmp(proto, "icmp") && rnd(2) ? 1 + rnd(5) : 0;
+	for (i = 0; i < nports; i++) {
+		unsigned int lo = random_port(), hi;
+
+		lo = lo ? lo : 1;
+		hi = rnd(3) ? lo : lo + rnd(300);
+		hi = hi > 65535 ? 65535 : hi;
+		if (lo == hi)
+			n += (size_t)snprintf(buf + n, size - n, "%s%u", i ? "," : ",'ports':[", lo);
+		else
+			n += (size_t)snprintf(buf + n, size - n, "%s'%u-%u'", i ? "," : ",'ports':[",
+					      lo, hi);
+	}
+	snprintf(buf + n, size - n, "%s}", nports ? "]" : "");
+}
+
+static void test_random(void)
+{
+	static const __u8 probe_protos[] = {
+		IPPROTO_TCP, IPPROTO_UDP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP, IPPROTO_ICMPV6,
+		IPPROTO_GRE_,
+	};
+	struct tf_rule rules[48];
+	char json[1024], what[128];
+	unsigned int round, nrules, i, bad, consistent = 1;
+	struct tf_policy p;
+	struct tf_ip ip;
+
+	for (round = 0; round < 60; round++) {
+		nrules = 1 + rnd(48);
+		for (i = 0, bad = 0; i < nrules; i++) {
+			random_rule_json(json, sizeof(json));
+			if (parse_rule(json, &rules[i])) {
+				printf("FAIL: random round %u: fixture `%s' does not parse\n", round, json);
+				bad++;
+			}
+		}
+		snprintf(what, sizeof(what), "random round %u: %u rules compile", round, nrules);
+		CHECK_EQ(what, !bad && !tf_policy_compile(rules, nrules, &p), 1);
+		if (bad)
+			continue;
+		consistent &= policy_consistent(&p);
+		for (i = 0, bad = 0; i < 2000; i++) {
+			__u8 proto = probe_protos[rnd(sizeof(probe_protos))];
+			__u16 port = random_port();
+			int got, want;
+
+			random_ip(&ip);
+			got = tf_policy_allows(&p, ip.family, ip.addr, proto, port);
+			want = rules_allow(rules, nrules, &ip, proto, port);
+			if (got != want && !bad++) {
+				char a[TF_ADDRSTRLEN];
+
+				printf("# first mismatch: %s proto %u port %u: got %d, want %d\n",
+				       tf_fmt_ip(ip.family, ip.addr, a), proto, port, got, want);
+			}
+		}
+		snprintf(what, sizeof(what), "random round %u: 2000 probes agree with the oracle", round);
+		CHECK_EQ(what, bad, 0);
+		tf_policy_free(&p);
+	}
+	CHECK_EQ("random: every policy consistent", consistent, 1);
+}
+
+static void host_rule(struct tf_rule *r, __u8 family, unsigned int i, __u8 protos, __u16 port)
+{
+	memset(r, 0, sizeof(*r));
+	r->kind = TF_RULE_CIDR;
+	r->cidr.ip.family = family;
+	r->cidr.prefixlen = family == TF_FAM_IPV4 ? 32 : 128;
+	r->cidr.ip.addr[0] = family == TF_FAM_IPV4 ? 10 : 0x20;
+	r->cidr.ip.addr[family == TF_FAM_IPV4 ? 1 : 13] = (__u8)(i >> 16);
+	r->cidr.ip.addr[family == TF_FAM_IPV4 ? 2 : 14] = (__u8)(i >> 8);
+	r->cidr.ip.addr[family == TF_FAM_IPV4 ? 3 : 15] = (__u8)i;
+	r->protos = protos;
+	r->nranges = 1;
+	r->ranges[0].lo = r->ranges[0].hi = port;
+}
+
+static void test_scale(void)
+{
+	const unsigned int n = 100000;
+	struct tf_rule *rules = calloc(n + 1, sizeof(*rules));
+	struct tf_policy p;
+	unsigned int i;
+
+	if (!rules) {
+		CHECK_EQ("scale: allocate rules", 0, 1);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		host_rule(&rules[i], TF_FAM_IPV4, i, TF_PB_TCP, (__u16)(i % 1000 + 1));
+	CHECK_EQ("scale: 100k /32 rules compile", tf_policy_compile(rules, n, &p), 0);
+	CHECK_EQ("scale: 100k entries", p.nentries, n);
+	CHECK_EQ("scale: 1000 classes", p.nclasses, 1000);
+	CHECK_EQ("scale: one chunk per class", p.nchunks, 1000);
+	CHECK_EQ("scale: rule 4242 allows its port",
+		 tf_policy_allows(&p, TF_FAM_IPV4, rules[4242].cidr.ip.addr, IPPROTO_TCP, 243), 1);
+	CHECK_EQ("scale: rule 4242 denies another",
+		 tf_policy_allows(&p, TF_FAM_IPV4, rules[4242].cidr.ip.addr, IPPROTO_TCP, 244), 0);
+	tf_policy_free(&p);
+
+	for (i = 0; i < n; i++)
+		host_rule(&rules[i], TF_FAM_IPV6, i, TF_PB_UDP, (__u16)(i % 1000 + 1));
+	CHECK_EQ("scale: 100k /128 rules compile", tf_policy_compile(rules, n, &p), 0);
+	CHECK_EQ("scale: 100k IPv6 entries", p.nentries, n);
+	tf_policy_free(&p);
+
+	/* Port sets 1..65535 on TCP: exactly the class limit; one more is too many. */
+	for (i = 0; i < 65535; i++)
+		host_rule(&rules[i], TF_FAM_IPV4, i, TF_PB_TCP, (__u16)(i + 1));
+	CHECK_EQ("classes: 65535 compile", tf_policy_compile(rules, 65535, &p), 0);
+	CHECK_EQ("classes: 65535 classes", p.nclasses, 65535);
+	tf_policy_free(&p);
+	host_rule(&rules[65535], TF_FAM_IPV4, 65535, TF_PB_UDP, 1);
+	CHECK_EQ("classes: 65536 is E2BIG", tf_policy_compile(rules, 65536, &p), -E2BIG);
+	CHECK_EQ("classes: failed compile leaves an empty policy", p.nentries == 0 && !p.entries, 1);
+	free(rules);
+}
+
+int main(void)
+{
+	test_policy_cases();
+	test_layout();
+	test_random();
+	test_scale();
+	return CHECK_EXIT();
+}

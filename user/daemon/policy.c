@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Policy compiler. Sorted by (family, address, length), the distinct rule
+ * prefixes come out in the depth-first order of the binary trie they form:
+ * each prefix after every prefix that contains it, and those containing the
+ * current one are exactly the chain kept on a stack. One pass that carries
+ * each ancestor's accumulated permission on the stack thus flattens the
+ * rules in O(n log n) without materialising the trie, whose /128 paths
+ * would cost 128 nodes per IPv6 host rule.
+ *
+ * A permission is: protocols allowed on every port (all_ports, TCP/UDP
+ * only), protocols allowed at all (protos, ICMP and OTHER are plain bits),
+ * and the TCP and UDP ports allowed beyond all_ports, as sorted merged
+ * range lists interned as numbered classes, so equal unions share one.
+ * Rules are expected canonical, as tf_rule_from_json() makes them.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include "policy.h"
+
+#define MAX_CLASSES 65535	/* tf_rule_val.cls is a __u16; 0 means none */
+#define STACK_MAX   129		/* strictly nested prefixes: lengths 0..128 */
+
+static const __u8 tf_pbit[2] = { TF_PB_TCP, TF_PB_UDP };
+static const __u8 tf_ipproto[2] = { IPPROTO_TCP, IPPROTO_UDP };
+
+struct pset {
+	unsigned int n;
+	struct tf_port_range *r;	/* sorted, merged */
+};
+
+struct pclass {
+	struct pset set[2];		/* [0] TCP, [1] UDP */
+	__u32 hash;
+};
+
+struct perm {
+	__u8 all_ports;
+	__u8 protos;
+	unsigned int cls;
+};
+
+struct compiler {
+	const struct tf_rule *rules;
+	unsigned int *order;		/* rule indices sorted by prefix */
+	struct pclass *classes;		/* [0]: the empty class */
+	unsigned int nclasses, cap_classes;
+	unsigned int *slots;		/* open-addressing table of class ids, 0 = free */
+	unsigned int nslots;
+	struct tf_port_range *scratch[2];	/* the permission being built */
+	unsigned int nscratch[2], cap_scratch[2];
+	unsigned int cap_chunks;
+};
+
+static int cmp_u(unsigned int a, unsigned int b)
+{
+	return (a > b) - (a < b);
+}
+
+static int prefix_cmp(const struct tf_cidr *a, const struct tf_cidr *b)
+{
+	int d = cmp_u(a->ip.family, b->ip.family);
+
+	if (!d)
+		d = memcmp(a->ip.addr, b->ip.addr, sizeof(a->ip.addr));
+	return d ? d : cmp_u(a->prefixlen, b->prefixlen);
+}
+
+static int order_cmp(const void *a, const void *b, void *rules)
+{
+	const struct tf_rule *r = rules;
+
+	return prefix_cmp(&r[*(const unsigned int *)a].cidr, &r[*(const unsigned int *)b].cidr);
+}
+
+static int prefix_contains(const struct tf_cidr *outer, const struct tf_cidr *inner)
+{
+	return outer->prefixlen <= inner->prefixlen && tf_cidr_contains(outer, &inner->ip);
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct tf_port_range *x = a, *y = b;
+
+	return x->lo != y->lo ? x->lo - y->lo : x->hi - y->hi;
+}
+
+static unsigned int merge_ranges(struct tf_port_range *r, unsigned int n)
+{
+	unsigned int i, m = 0;
+
+	qsort(r, n, sizeof(*r), range_cmp);
+	for (i = 0; i < n; i++) {
+		if (m && r[i].lo <= r[m - 1].hi + 1u) {
+			if (r[i].hi > r[m - 1].hi)
+				r[m - 1].hi = r[i].hi;
+		} else {
+			r[m++] = r[i];
+		}
+	}
+	return m;
+}
+
+static int append(struct compiler *cc, unsigned int k, const struct tf_port_range *r,
+		  unsigned int n)
+{
+	unsigned int need = cc->nscratch[k] + n, cap = cc->cap_scratch[k];
+	struct tf_port_range *p;
+
+	if (!n)
+		return 0;
+	if (need > cap) {
+		cap = need > 2 * cap ? need : 2 * cap;
+		p = realloc(cc->scratch[k], cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		cc->scratch[k] = p;
+		cc->cap_scratch[k] = cap;
+	}
+	memcpy(cc->scratch[k] + cc->nscratch[k], r, n * sizeof(*r));
+	cc->nscratch[k] = need;
+	return 0;
+}
+
+/* FNV-1a over both scratch sets. */
+static __u32 scratch_hash(const struct compiler *cc)
+{
+	__u32 h = 2166136261u;
+	unsigned int k;
+	size_t i;
+
+	for (k = 0; k < 2; k++) {
+		const unsigned char *b = (const unsigned char *)cc->scratch[k];
+
+		h = (h ^ cc->nscratch[k]) * 16777619u;
+		for (i = 0; i < cc->nscratch[k] * sizeof(*cc->scratch[k]); i++)
+			h = (h ^ b[i]) * 16777619u;
+	}
+	return h;
+}
+
+static int scratch_equal(const struct compiler *cc, const struct pclass *c)
+{
+	unsigned int k;
+
+	for (k = 0; k < 2; k++)
+		if (c->set[k].n != cc->nscratch[k] ||
+		    (c->set[k].n && memcmp(c->set[k].r, cc->scratch[k],
+					   c->set[k].n * sizeof(*c->set[k].r))))
+			return 0;
+	return 1;
+}
+
+static int grow_slots(struct compiler *cc)
+{
+	unsigned int i, s, n = cc->nslots ? 2 * cc->nslots : 64, mask = n - 1;
+	unsigned int *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 1; i <= cc->nclasses; i++) {
+		for (s = cc->classes[i].hash & mask; slots[s]; s = (s + 1) & mask)
+			;
+		slots[s] = i;
+	}
+	free(cc->slots);
+	cc->slots = slots;
+	cc->nslots = n;
+	return 0;
+}
+
+/* The class id of the scratch sets, made if new: 1..MAX_CLASSES or -errno. */
+static int intern(struct compiler *cc)
+{
+	unsigned int s, id, mask = cc->nslots - 1, n0 = cc->nscratch[0], n1 = cc->nscratch[1];
+	__u32 h = scratch_hash(cc);
+	struct pclass *c;
+
+	for (s = h & mask; (id = cc->slots[s]); s = (s + 1) & mask)
+		if (cc->classes[id].hash == h && scratch_equal(cc, &cc->classes[id]))
+			return (int)id;
+	if (cc->nclasses == MAX_CLASSES)
+		return -E2BIG;
+	if (cc->nclasses + 1 == cc->cap_classes) {
+		c = realloc(cc->classes, 2 * cc->cap_classes * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		cc->classes = c;
+		cc->cap_classes *= 2;
+	}
+	c = &cc->classes[cc->nclasses + 1];
+	c->set[0].r = malloc((n0 + n1) * sizeof(*c->set[0].r));
+	if (!c->set[0].r)
+		return -ENOMEM;
+	c->set[1].r = c->set[0].r + n0;
+	if (n0)
+		memcpy(c->set[0].r, cc->scratch[0], n0 * sizeof(*c->set[0].r));
+	if (n1)
+		memcpy(c->set[1].r, cc->scratch[1], n1 * sizeof(*c->set[1].r));
+	c->set[0].n = n0;
+	c->set[1].n = n1;
+	c->hash = h;
+	id = ++cc->nclasses;
+	cc->slots[s] = id;
+	if (2 * cc->nclasses > cc->nslots && grow_slots(cc))
+		return -ENOMEM;
+	return (int)id;
+}
+
+/* The permission of the prefix of rules order[from..to): its parent's and its own rules'. */
+static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
+		      const struct perm *parent, struct perm *out)
+{
+	const struct pclass *pc = &cc->classes[parent->cls];
+	const struct tf_rule *r;
+	unsigned int i, k;
+	int ret, added;
+
+	out->all_ports = parent->all_ports;
+	out->protos = parent->protos;
+	for (i = from; i < to; i++) {
+		r = &cc->rules[cc->order[i]];
+		out->protos |= r->protos;
+		if (!r->nranges)
+			out->all_ports |= r->protos & (TF_PB_TCP | TF_PB_UDP);
+	}
+	for (k = 0; k < 2; k++) {
+		cc->nscratch[k] = 0;
+		if (out->all_ports & tf_pbit[k])
+			continue;	/* every port: no set, no chunks */
+		ret = append(cc, k, pc->set[k].r, pc->set[k].n);
+		for (i = from, added = 0; !ret && i < to; i++) {
+			r = &cc->rules[cc->order[i]];
+			if ((r->protos & tf_pbit[k]) && r->nranges) {
+				ret = append(cc, k, r->ranges, r->nranges);
+				added = 1;
+			}
+		}
+		if (ret)
+			return ret;
+		if (added)
+			cc->nscratch[k] = merge_ranges(cc->scratch[k], cc->nscratch[k]);
+	}
+	out->cls = 0;
+	if (!cc->nscratch[0] && !cc->nscratch[1])
+		return 0;
+	ret = intern(cc);
+	if (ret < 0)
+		return ret;
+	out->cls = (unsigned int)ret;
+	return 0;
+}
+
+/* Bits lo..hi (0..255) of a chunk; bit i is bit i % 64 of w[i / 64]. */
+static void set_bits(struct tf_port_bits *b, unsigned int lo, unsigned int hi)
+{
+	unsigned int w, from, to;
+
+	for (w = lo / 64; w <= hi / 64; w++) {
+		from = w == lo / 64 ? lo % 64 : 0;
+		to = w == hi / 64 ? hi % 64 : 63;
+		b->w[w] |= (~0ULL >> (63 - to)) & (~0ULL << from);
+	}
+}
+
+static struct tf_policy_chunk *new_chunk(struct compiler *cc, struct tf_policy *p)
+{
+	struct tf_policy_chunk *c;
+
+	unsigned int cap = cc->cap_chunks ? 2 * cc->cap_chunks : 16;
+
+	if (p->nchunks == cc->cap_chunks) {
+		c = realloc(p->chunks, cap * sizeof(*c));
+		if (!c)
+			return NULL;
+		p->chunks = c;
+		cc->cap_chunks = cap;
+	}
+	c = &p->chunks[p->nchunks++];
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+/* The non-empty 256-port chunks of one set, in port order. */
+static int emit_chunks(struct compiler *cc, struct tf_policy *p, unsigned int cls,
+		       unsigned int k)
+{
+	const struct pset *s = &cc->classes[cls].set[k];
+	struct tf_policy_chunk *c = NULL;
+	unsigned int i, port, end;
+
+	for (i = 0; i < s->n; i++) {
+		for (port = s->r[i].lo; port <= s->r[i].hi; port = end + 1) {
+			end = (port | 0xff) < s->r[i].hi ? (port | 0xff) : s->r[i].hi;
+			if (!c || c->hi != port >> 8) {
+				c = new_chunk(cc, p);
+				if (!c)
+					return -ENOMEM;
+				c->cls = (__u16)cls;
+				c->proto = tf_ipproto[k];
+				c->hi = (__u8)(port >> 8);
+			}
+			set_bits(&c->bits, port & 0xff, end & 0xff);
+		}
+	}
+	return 0;
+}
+
+int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
+{
+	struct compiler cc = { .rules = rules, .cap_classes = 64 };
+	struct {
+		struct tf_cidr cidr;
+		struct perm perm;
+	} stack[STACK_MAX];
+	static const struct perm none;
+	struct tf_policy_entry *e;
+	unsigned int depth = 0, i, j, k;
+	struct perm perm;
+	int ret = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	cc.classes = calloc(cc.cap_classes, sizeof(*cc.classes));
+	cc.order = malloc((nrules ? nrules : 1) * sizeof(*cc.order));
+	out->entries = calloc(nrules ? nrules : 1, sizeof(*out->entries));
+	if (!cc.classes || !cc.order || !out->entries || grow_slots(&cc))
+		goto cleanup;
+	for (i = 0; i < nrules; i++)
+		cc.order[i] = i;
+	qsort_r(cc.order, nrules, sizeof(*cc.order), order_cmp, (void *)rules);
+
+	for (i = 0; i < nrules; i = j) {
+		const struct tf_cidr *c = &rules[cc.order[i]].cidr;
+
+		for (j = i + 1; j < nrules && !prefix_cmp(c, &rules[cc.order[j]].cidr); j++)
+			;
+		while (depth && !prefix_contains(&stack[depth - 1].cidr, c))
+			depth--;
+		ret = group_perm(&cc, i, j, depth ? &stack[depth - 1].perm : &none, &perm);
+		if (ret)
+			goto cleanup;
+		e = &out->entries[out->nentries++];
+		e->family = c->ip.family;
+		e->prefixlen = c->prefixlen;
+		memcpy(e->addr, c->ip.addr, sizeof(e->addr));
+		e->val.cls = (__u16)perm.cls;
+		e->val.all_ports = perm.all_ports;
+		e->val.protos = perm.protos;
+		stack[depth].cidr = *c;
+		stack[depth++].perm = perm;
+	}
+
+	for (i = 1; i <= cc.nclasses; i++) {
+		for (k = 0; k < 2; k++) {
+			ret = emit_chunks(&cc, out, i, k);
+			if (ret)
+				goto cleanup;
+		}
+	}
+	out->nclasses = cc.nclasses;
+	ret = 0;
+cleanup:
+	for (i = 1; cc.classes && i <= cc.nclasses; i++)
+		free(cc.classes[i].set[0].r);
+	free(cc.classes);
+	free(cc.slots);
+	free(cc.scratch[0]);
+	free(cc.scratch[1]);
+	free(cc.order);
+	if (ret)
+		tf_policy_free(out);
+	return ret;
+}
+
+void tf_policy_free(struct tf_policy *p)
+{
+	if (!p)
+		return;
+	free(p->entries);
+	free(p->chunks);
+	memset(p, 0, sizeof(*p));
+}
+
+int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16],
+		     __u8 proto, __u16 port)
+{
+	const struct tf_policy_entry *best = NULL, *e;
+	const struct tf_policy_chunk *c;
+	struct tf_ip ip = { .family = family };
+	struct tf_cidr pfx;
+	unsigned int i;
+	__u8 bit;
+
+	memcpy(ip.addr, addr, sizeof(ip.addr));
+	for (i = 0; i < p->nentries; i++) {
+		e = &p->entries[i];
+		pfx.ip.family = e->family;
+		memcpy(pfx.ip.addr, e->addr, sizeof(pfx.ip.addr));
+		pfx.prefixlen = e->prefixlen;
+		if (tf_cidr_contains(&pfx, &ip) && (!best || e->prefixlen > best->prefixlen))
+			best = e;
+	}
+	if (!best)
+		return 0;
+	if (proto == IPPROTO_TCP)
+		bit = TF_PB_TCP;
+	else if (proto == IPPROTO_UDP)
+		bit = TF_PB_UDP;
+	else if (proto == (family == TF_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6))
+		bit = TF_PB_ICMP;
+	else
+		bit = TF_PB_OTHER;
+	if (!(best->val.protos & bit))
+		return 0;
+	if (bit & (TF_PB_ICMP | TF_PB_OTHER) || best->val.all_ports & bit)
+		return 1;
+	for (i = 0; i < p->nchunks; i++) {
+		c = &p->chunks[i];
+		if (c->cls == best->val.cls && c->proto == proto && c->hi == port >> 8)
+			return (int)(c->bits.w[(port & 0xff) / 64] >> (port % 64) & 1);
+	}
+	return 0;
+}
