@@ -325,6 +325,11 @@ tf_mark() {
 	done
 }
 
+# tf_unmark FILE: expectations on FILE look at all of it again, until the next tf_mark.
+tf_unmark() {
+	tf_mark_at[$1]=0
+}
+
 # since FILE: what was appended to FILE after the last tf_mark.
 since() {
 	tail -c +$((${tf_mark_at[$1]:-0} + 1)) "$1" 2>/dev/null
@@ -418,6 +423,25 @@ expect_no_event() {
 	else
 		fail "$desc (unexpected: $(head -n 1 "$T/event.out"))"
 	fi
+}
+
+# expect_event_schema DESC: every line since tf_mark is a JSON object with the feed's common keys.
+expect_event_schema() {
+	local bad
+	bad=$(since "$TF_EVENTS" | "$PY" -c '
+import json, sys
+keys = ("time", "ifname", "direction", "verdict", "reason", "policy_version", "suppressed", "lost")
+for line in sys.stdin:
+    try:
+        ev = json.loads(line)
+        missing = [k for k in keys if k not in ev]
+    except ValueError:
+        missing = ["(not JSON)"]
+    if missing:
+        print(" ".join(missing) + ": " + line.strip()[:200])
+        break
+')
+	if [ -z "$bad" ]; then pass "$*"; else fail "$* (missing $bad)"; fi
 }
 
 # events_since_mark: print the events logged since tf_mark as comments (for diagnosing a FAIL).

@@ -295,6 +295,11 @@ check "guest A listener still running" kill -0 "$PID_A"
 check "guest B listener still running" kill -0 "$PID_B"
 check "tapfenced still running" kill -0 "$TFD_PID"
 
+# The whole feed: well-formed, and no event for packets of an established flow.
+tf_unmark "$TF_EVENTS"
+expect_event_schema "event log: every line is JSON with the common keys"
+expect_no_event reason=allow_flow -- "event log: no allow_flow events"
+
 # --- phase 4: stop and --cleanup --------------------------------------------------------------
 
 note "phase 4: stop, --cleanup"
