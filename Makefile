@@ -52,7 +52,7 @@ deps:
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH).h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && mv $@.tmp $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $@.tmp && mv $@.tmp $@
 
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)

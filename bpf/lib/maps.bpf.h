@@ -61,12 +61,12 @@ struct {
 
 /*
  * One flow table per session (slot -> inner LRU map), so one session's
- * flood only ever evicts its own flows. BPF_F_INNER_MAP lets the daemon
- * size each inner map from its config.
+ * flood only ever evicts its own flows. Hash maps refuse BPF_F_INNER_MAP,
+ * so every inner map has the template's size, which the daemon sets from
+ * its config before load.
  */
 struct tf_flow_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(map_flags, BPF_F_INNER_MAP);
 	__uint(max_entries, 8192);
 	/* Sizes, not __type(): libbpf 1.1 cannot resolve BTF types of an inner map. */
 	__uint(key_size, sizeof(struct tf_flow_key));

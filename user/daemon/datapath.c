@@ -124,7 +124,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 {
 	struct tapfence_bpf *skel;
 	char path[PATH_MAX];
-	int err;
+	int err, inner = -1;
 
 	memset(dp, 0, sizeof(*dp));
 	dp->cfg = cfg;
@@ -137,6 +137,16 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 	bpf_map__set_max_entries(skel->maps.tf_rules, cfg->rule_entries);
 	bpf_map__set_max_entries(skel->maps.tf_ports, cfg->port_entries);
 	bpf_map__set_max_entries(skel->maps.tf_events, cfg->ringbuf_bytes);
+	/* The inner-map template, sized from the config (every flow table has this size). */
+	inner = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "tf_flows_tmpl", sizeof(struct tf_flow_key),
+			       sizeof(struct tf_flow), cfg->flows_per_session, NULL);
+	if (inner < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = bpf_map__set_inner_map_fd(skel->maps.tf_flows, inner);
+	if (err)
+		goto cleanup;
 
 	if (pin) {
 		snprintf(path, sizeof(path), "%s/maps", cfg->pin_dir);
@@ -165,9 +175,12 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		if (err)
 			goto cleanup;
 	}
+	close(inner);
 	return 0;
 
 cleanup:
+	if (inner >= 0)
+		close(inner);
 	tf_dp_close(dp);
 	return err;
 }
@@ -210,7 +223,7 @@ int tf_dp_write_floor(struct tf_dp *dp)
 	struct tf_cidr c;
 	int err = 0, more;
 
-	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) + cfg->nfloor_extra + cfg->nfloor_exceptions;
+	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) + 1 + cfg->nfloor_extra + cfg->nfloor_exceptions;
 	keep = calloc(n, sizeof(*keep));
 	if (!keep)
 		return -ENOMEM;
@@ -314,7 +327,6 @@ static int counters_zero(struct tf_dp *dp, __u32 sid)
 
 int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
 	int outer = bpf_map__fd(dp->skel->maps.tf_flows);
 	char name[BPF_OBJ_NAME_LEN];
 	__u32 inner_id;
@@ -329,7 +341,7 @@ int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
 		return err;
 	snprintf(name, sizeof(name), "tf_flows_%u", sid);
 	fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, name, sizeof(struct tf_flow_key),
-			    sizeof(struct tf_flow), dp->cfg->flows_per_session, &opts);
+			    sizeof(struct tf_flow), dp->cfg->flows_per_session, NULL);
 	if (fd < 0)
 		return -errno;
 	err = bpf_map_update_elem(outer, &sid, &fd, BPF_ANY) ? -errno : 0;
