@@ -30,6 +30,7 @@
 # Phase 2: tapfenced with sessions a, b, c; each probe reaches or not per the allowlists, and the
 # event log names the reason. Then live rule changes, the hard floor, and --cleanup.
 # TF_BASELINE_ONLY=1 stops after phase 1 (needs no daemon). TF_KEEP=1 keeps $T for inspection.
+# TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode (default: the daemon's own).
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -238,7 +239,7 @@ fi
 
 note "phase 2: tapfenced with sessions a, b, c"
 bpffs_mount "$T/bpffs"
-tfd_config "$T/tapfenced.json"
+tfd_config "$T/tapfenced.json" "${TF_ATTACH_MODE:+\"attach_mode\":\"$TF_ATTACH_MODE\"}"
 tfd_start "$host"
 
 session_spec "$T/a.json" a ha $A_MAC 10.10.1.2 fd00:a:1::2 $A_GW_MAC 10.10.1.1 fd00:a:1::1 '[
@@ -250,14 +251,18 @@ session_spec "$T/b.json" b hb $B_MAC 10.10.2.2 fd00:a:2::2 $B_GW_MAC 10.10.2.1 f
 	{"cidr":"203.0.113.0/24","proto":"udp","ports":[7]}]'
 session_spec "$T/c.json" c tc $C_MAC 10.10.3.2 fd00:a:3::2 $C_GW_MAC 10.10.3.1 fd00:a:3::1 '[
 	{"cidr":"198.51.100.0/24","proto":"udp","ports":[7]}]'
+sessions_added=0
 for s in a b c; do
 	if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
 		pass "session add $s"
+		sessions_added=$((sessions_added + 1))
 	else
 		fail "session add $s: $(head -n 2 "$T/cli.out")"
 	fi
 done
 tfc session list 2>&1 | sed 's/^/#   session list: /'
+# Without its sessions every probe below would fail for one reason, already reported.
+[ "$sessions_added" -eq 3 ] || { tf_done; exit 1; }
 
 for p in "${probes[@]}"; do run_probe "$p" enforced; done
 
