@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tapfence session add|del|list|show */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* A spec file may be pretty-printed; the compact request must still fit CTL_REQUEST_MAX. */
+#define SPEC_FILE_MAX (16u << 20)
+
+static int read_all(const char *path, char **bufp, size_t *lenp)
+{
+	const char *name = strcmp(path, "-") ? path : "standard input";
+	size_t len = 0, cap = 0;
+	char *buf = NULL, *nbuf;
+	int fd, err = 0;
+	ssize_t n;
+
+	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (fd < 0) {
+		err = errno;
+		ctl_err("cannot open `%s': %s", path, strerror(err));
+		return ctl_syserr(err);
+	}
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? 2 * cap : 65536;
+			nbuf = realloc(buf, cap);
+			if (!nbuf) {
+				ctl_err("out of memory");
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			ctl_err("cannot read `%s': %s", name, strerror(err));
+			err = ctl_syserr(err);
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
+		if (len > SPEC_FILE_MAX) {
+			ctl_err("`%s' is larger than %u bytes", name, SPEC_FILE_MAX);
+			err = -EFBIG;
+			goto cleanup;
+		}
+	}
+	*bufp = buf;
+	*lenp = len;
+	buf = NULL;
+cleanup:
+	if (fd != STDIN_FILENO)
+		close(fd);
+	free(buf);
+	return err;
+}
+
+static int session_add(const struct ctl_opts *o, const struct ctl_cmd *self,
+		       int argc, char *argv[])
+{
+	const char *path = argv[1];
+	json_t *spec = NULL, *req = NULL, *resp = NULL;
+	size_t len = 0;
+	char *buf = NULL;
+	int err;
+
+	(void)self;
+	(void)argc;
+	err = read_all(path, &buf, &len);
+	if (err)
+		return err;
+	/* Only the shape is checked here; validating the spec is the daemon's job. */
+	err = ctl_parse_object(buf, len, strcmp(path, "-") ? path : "standard input", &spec);
+	if (err)
+		goto cleanup;
+	req = ctl_req("session.add");
+	if (!req) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = json_object_set_new(req, "spec", spec);	/* steals spec, even on failure */
+	spec = NULL;
+	if (err) {
+		ctl_err("out of memory");
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = ctl_request(o, req, &resp);
+	if (err)
+		goto cleanup;
+	if (o->json) {
+		err = ctl_print_json(resp);
+		goto cleanup;
+	}
+	fputs("session ", stdout);
+	ctl_print_value(stdout, json_object_get(resp, "id"));
+	fputs(" added: ifindex ", stdout);
+	ctl_print_value(stdout, json_object_get(resp, "ifindex"));
+	fputs(", slot ", stdout);
+	ctl_print_value(stdout, json_object_get(resp, "slot"));
+	fputs(", policy version ", stdout);
+	ctl_print_value(stdout, json_object_get(resp, "policy_version"));
+	fputc('\n', stdout);
+cleanup:
+	json_decref(spec);
+	json_decref(req);
+	json_decref(resp);
+	free(buf);
+	return err;
+}
+
+/* {"op":op,"id":id} and its response. */
+static int id_request(const struct ctl_opts *o, const char *op, const char *id, json_t **resp)
+{
+	json_t *req;
+	int err;
+
+	req = ctl_req(op);
+	if (!req)
+		return -ENOMEM;
+	if (json_object_set_new(req, "id", json_string(id))) {
+		ctl_err("session ID is not valid UTF-8");
+		json_decref(req);
+		return -EBADMSG;
+	}
+	err = ctl_request(o, req, resp);
+	json_decref(req);
+	return err;
+}
+
+static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self,
+		       int argc, char *argv[])
+{
+	json_t *resp;
+	int err;
+
+	(void)self;
+	(void)argc;
+	err = id_request(o, "session.del", argv[1], &resp);
+	if (err)
+		return err;
+	if (o->json) {
+		err = ctl_print_json(resp);
+	} else {
+		fputs("session ", stdout);
+		ctl_print_value(stdout, json_object_get(resp, "id"));
+		fputs(" deleted\n", stdout);
+	}
+	json_decref(resp);
+	return err;
+}
+
+static const struct {
+	const char *head, *key;
+} list_cols[] = {
+	{ "ID", "id" }, { "IFNAME", "ifname" }, { "IFINDEX", "ifindex" }, { "SLOT", "slot" },
+	{ "POLICY", "policy_version" }, { "RULES", "rules" }, { "ATTACH", "attach" },
+};
+#define NCOLS (sizeof(list_cols) / sizeof(list_cols[0]))
+
+static int print_list(const json_t *sessions)
+{
+	size_t w[NCOLS], i, k, vw;
+	json_t *s, *v;
+
+	if (!json_is_array(sessions)) {
+		ctl_err("malformed response from daemon");
+		return -EPROTO;
+	}
+	for (k = 0; k < NCOLS; k++)
+		w[k] = strlen(list_cols[k].head);
+	json_array_foreach(sessions, i, s) {
+		if (!json_is_object(s)) {
+			ctl_err("malformed response from daemon");
+			return -EPROTO;
+		}
+		for (k = 0; k < NCOLS; k++) {
+			vw = ctl_value_width(json_object_get(s, list_cols[k].key));
+			w[k] = vw > w[k] ? vw : w[k];
+		}
+	}
+	for (k = 0; k < NCOLS; k++) {
+		fputs(list_cols[k].head, stdout);
+		if (k + 1 < NCOLS)
+			ctl_pad(stdout, strlen(list_cols[k].head), w[k] + 2);
+	}
+	fputc('\n', stdout);
+	json_array_foreach(sessions, i, s) {
+		for (k = 0; k < NCOLS; k++) {
+			v = json_object_get(s, list_cols[k].key);
+			ctl_print_value(stdout, v);
+			if (k + 1 < NCOLS)
+				ctl_pad(stdout, ctl_value_width(v), w[k] + 2);
+		}
+		fputc('\n', stdout);
+	}
+	return 0;
+}
+
+static int session_list(const struct ctl_opts *o, const struct ctl_cmd *self,
+			int argc, char *argv[])
+{
+	json_t *req, *resp = NULL;
+	int err;
+
+	(void)self;
+	(void)argc;
+	(void)argv;
+	req = ctl_req("session.list");
+	if (!req)
+		return -ENOMEM;
+	err = ctl_request(o, req, &resp);
+	json_decref(req);
+	if (err)
+		return err;
+	err = o->json ? ctl_print_json(resp) : print_list(json_object_get(resp, "sessions"));
+	json_decref(resp);
+	return err;
+}
+
+/* "tcp 198.51.100.0/24 ports 80,8000-8100", then any fields this CLI does not know. */
+static void print_rule(FILE *f, const json_t *rule)
+{
+	const json_t *proto, *ports, *v;
+	const char *key;
+	size_t i;
+
+	if (!json_is_object(rule)) {
+		ctl_print_value(f, rule);
+		return;
+	}
+	proto = json_object_get(rule, "proto");
+	if (proto)
+		ctl_print_value(f, proto);
+	else
+		fputs("any", f);
+	if (json_object_get(rule, "cidr")) {
+		fputc(' ', f);
+		ctl_print_value(f, json_object_get(rule, "cidr"));
+	}
+	ports = json_object_get(rule, "ports");
+	if (json_is_array(ports) && json_array_size(ports)) {
+		fputs(" ports ", f);
+		json_array_foreach(ports, i, v) {
+			if (i)
+				fputc(',', f);
+			ctl_print_value(f, v);
+		}
+	} else if (ports && !json_is_array(ports)) {
+		fputs(" ports ", f);
+		ctl_print_value(f, ports);
+	}
+	json_object_foreach((json_t *)rule, key, v) {
+		if (!strcmp(key, "proto") || !strcmp(key, "cidr") || !strcmp(key, "ports"))
+			continue;
+		fputc(' ', f);
+		ctl_print_str(f, key);
+		fputc('=', f);
+		ctl_print_value(f, v);
+	}
+}
+
+/*
+ * The session's own fields, then its spec's (guest, gateway, resolver, and
+ * whatever else the daemon reports), then the allowlist and the counters.
+ */
+static int print_show(const json_t *sess)
+{
+	const json_t *spec, *allow, *v;
+	json_t *view;
+	const char *key;
+	size_t i, w = strlen("counters");
+
+	if (!json_is_object(sess)) {
+		ctl_err("malformed response from daemon");
+		return -EPROTO;
+	}
+	view = json_object();
+	if (!view) {
+		ctl_err("out of memory");
+		return -ENOMEM;
+	}
+	json_object_foreach((json_t *)sess, key, v)
+		if (strcmp(key, "spec") && strcmp(key, "counters"))
+			json_object_set(view, key, (json_t *)v);
+	spec = json_object_get(sess, "spec");
+	json_object_foreach((json_t *)spec, key, v)
+		if (strcmp(key, "allow") && !json_object_get(view, key))
+			json_object_set(view, key, (json_t *)v);
+	json_object_foreach(view, key, v)
+		w = ctl_str_width(key) > w ? ctl_str_width(key) : w;
+	json_object_foreach(view, key, v)
+		ctl_print_kv_line(stdout, 0, key, w, v);
+	json_decref(view);
+
+	allow = json_object_get(spec, "allow");
+	if (json_is_array(allow) && json_array_size(allow)) {
+		fputs("allow:\n", stdout);
+		json_array_foreach(allow, i, v) {
+			fputs("  ", stdout);
+			print_rule(stdout, v);
+			fputc('\n', stdout);
+		}
+	} else {
+		fputs("allow:", stdout);
+		ctl_pad(stdout, strlen("allow:"), w + 3);
+		fputs("(none)\n", stdout);
+	}
+	v = json_object_get(sess, "counters");
+	if (v)
+		ctl_print_kv_line(stdout, 0, "counters", w, v);
+	return 0;
+}
+
+static int session_show(const struct ctl_opts *o, const struct ctl_cmd *self,
+			int argc, char *argv[])
+{
+	json_t *resp;
+	int err;
+
+	(void)self;
+	(void)argc;
+	err = id_request(o, "session.show", argv[1], &resp);
+	if (err)
+		return err;
+	err = o->json ? ctl_print_json(resp) : print_show(json_object_get(resp, "session"));
+	json_decref(resp);
+	return err;
+}
+
+const struct ctl_cmd ctl_session_cmds[] = {
+	{ "add", session_add, NULL, 1, 1, "session add FILE|-",
+	  "add a session from a JSON spec in FILE, or - for standard input" },
+	{ "del", session_del, NULL, 1, 1, "session del ID", "delete a session" },
+	{ "list", session_list, NULL, 0, 0, "session list", "list sessions" },
+	{ "show", session_show, NULL, 1, 1, "session show ID",
+	  "show a session: spec, allowlist and counters" },
+	{ 0 }
+};
