@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
 
 #include "tapfence.skel.h"
 #include "common/log.h"
@@ -189,6 +190,10 @@ void tf_dp_close(struct tf_dp *dp)
 {
 	if (!dp)
 		return;
+	xdp_program__close(dp->xdp);
+	dp->xdp = NULL;
+	tapfence_bpf__destroy(dp->xdp_skel);
+	dp->xdp_skel = NULL;
 	tapfence_bpf__destroy(dp->skel);
 	dp->skel = NULL;
 }
@@ -588,6 +593,99 @@ static void link_detach(struct tf_dp *dp, const char *name, const char *dir, int
 }
 
 /*
+ * XDP mode: libxdp loads xdp_from_guest from a second instance of the
+ * object whose maps all reuse the first instance's, so both modes judge
+ * against the same state. libxdp puts it behind its dispatcher where the
+ * kernel allows, and falls back to a single program otherwise.
+ */
+static int xdp_prepare(struct tf_dp *dp)
+{
+	struct bpf_program *prog;
+	struct bpf_map *map, *ours;
+	struct tapfence_bpf *skel;
+	int err;
+
+	if (dp->xdp)
+		return 0;
+	skel = tapfence_bpf__open();
+	if (!skel)
+		return -errno;
+	bpf_object__for_each_program(prog, skel->obj)
+		bpf_program__set_autoload(prog, prog == skel->progs.xdp_from_guest);
+	bpf_object__for_each_map(map, skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		ours = bpf_object__find_map_by_name(dp->skel->obj, bpf_map__name(map));
+		err = ours ? bpf_map__reuse_fd(map, bpf_map__fd(ours)) : -ENOENT;
+		if (err)
+			goto cleanup;
+	}
+	dp->xdp = xdp_program__from_bpf_obj(skel->obj, "xdp");
+	err = libxdp_get_error(dp->xdp);
+	if (err) {
+		dp->xdp = NULL;
+		goto cleanup;
+	}
+	dp->xdp_skel = skel;
+	return 0;
+cleanup:
+	tapfence_bpf__destroy(skel);
+	return err;
+}
+
+/* Our XDP program is already on the device (a restarted daemon): keep it. */
+static int xdp_is_ours(__u32 ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+	int ours = 0;
+
+	if (libxdp_get_error(mp))
+		return 0;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		ours = p && !strcmp(xdp_program__name(p), "xdp_from_guest");
+	} else {
+		for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
+			ours |= !strcmp(xdp_program__name(p), "xdp_from_guest");
+	}
+	xdp_multiprog__close(mp);
+	return ours;
+}
+
+static int xdp_attach(struct tf_dp *dp, __u32 ifindex)
+{
+	int err;
+
+	if (xdp_is_ours(ifindex))
+		return 0;
+	err = xdp_prepare(dp);
+	if (err)
+		return err;
+	return xdp_program__attach(dp->xdp, ifindex, XDP_MODE_NATIVE, 0);
+}
+
+/* Detach every program of ours on the device; other programs stay. */
+void tf_dp_xdp_detach(__u32 ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+
+	if (libxdp_get_error(mp))
+		return;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		if (p && !strcmp(xdp_program__name(p), "xdp_from_guest"))
+			xdp_multiprog__detach(mp);
+	} else {
+		for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
+			if (!strcmp(xdp_program__name(p), "xdp_from_guest"))
+				xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+	}
+	xdp_multiprog__close(mp);
+}
+
+/*
  * The egress (to guest) link goes first: once ingress is attached the guest
  * can open flows, and their replies must already be judged.
  */
@@ -597,13 +695,21 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_at
 
 	at->link_in = at->link_out = -1;
 	at->xdp = 0;
-	if (dp->cfg->attach_mode != TF_ATTACH_TC)
-		return -EOPNOTSUPP;
 	err = link_attach(dp, name, "out", bpf_program__fd(dp->skel->progs.tc_to_guest), ifindex,
 			  TF_BPF_TCX_EGRESS);
 	if (err < 0)
 		return err;
 	at->link_out = err;
+	if (dp->cfg->attach_mode == TF_ATTACH_XDP) {
+		err = xdp_attach(dp, ifindex);
+		if (err) {
+			pr_warn("cannot attach XDP to ifindex %u: %s\n", ifindex, strerror(-err));
+			link_detach(dp, name, "out", &at->link_out);
+			return err;
+		}
+		at->xdp = 1;
+		return 0;
+	}
 	err = link_attach(dp, name, "in", bpf_program__fd(dp->skel->progs.tc_from_guest), ifindex,
 			  TF_BPF_TCX_INGRESS);
 	if (err < 0) {
@@ -616,7 +722,9 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_at
 
 void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
 {
-	(void)ifindex;
+	if (at->xdp)
+		tf_dp_xdp_detach(ifindex);
+	at->xdp = 0;
 	link_detach(dp, name, "in", &at->link_in);
 	link_detach(dp, name, "out", &at->link_out);
 }

@@ -14,11 +14,15 @@
 #include "spec.h"
 
 struct tapfence_bpf;
+struct xdp_program;
 
 struct tf_dp {
 	struct tapfence_bpf *skel;
 	const struct tf_config *cfg;
 	int pinned;		/* maps live in cfg->pin_dir */
+	/* XDP mode: a second instance of the object, sharing every map, for libxdp */
+	struct tapfence_bpf *xdp_skel;
+	struct xdp_program *xdp;
 };
 
 /* One attachment of a session; fds are -1 when not attached. */
@@ -77,6 +81,8 @@ void tf_dp_addrs_unset(struct tf_dp *dp, const struct tf_spec *spec);
 int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
 	__attribute__((warn_unused_result));
 void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at);
+/* Remove our XDP program from a device (XDP attachments are not pinned links). */
+void tf_dp_xdp_detach(__u32 ifindex);
 
 /* Sum of the per-CPU counters of slot sid, TF_CNT_SLOTS values. */
 int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS]);

@@ -20,6 +20,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <net/if.h>
+#include <jansson.h>
 
 #include "common/log.h"
 #include "daemon.h"
@@ -91,13 +93,17 @@ static int ensure_bpffs(const char *pin_dir)
 			return -ENOENT;
 		*slash = 0;
 	}
-	if (st.f_type == BPF_FS_MAGIC)
+	if (st.f_type == BPF_FS_MAGIC) {
+		/* libxdp (XDP mode) keeps its own pins on the same bpffs. */
+		setenv("LIBXDP_BPFFS", dir, 0);
 		return 0;
+	}
 	if (!strncmp(pin_dir, "/sys/fs/bpf/", 12) && !strcmp(dir, "/sys/fs/bpf")) {
 		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
 			pr_warn("cannot mount bpffs on /sys/fs/bpf: %s\n", strerror(errno));
 			return -errno;
 		}
+		setenv("LIBXDP_BPFFS", "/sys/fs/bpf", 0);
 		return 0;
 	}
 	pr_warn("pin_dir `%s' is not on a bpffs (mount one, or use /sys/fs/bpf/...)\n", pin_dir);
@@ -148,10 +154,40 @@ static void rm_dir_entries(const char *dir, int detach_links)
 	rmdir(dir);
 }
 
+/* XDP attachments are not pinned: find their devices through the saved sessions. */
+static void cleanup_xdp(const struct tf_config *cfg)
+{
+	char dir[PATH_MAX + 16], path[PATH_MAX * 2];
+	struct dirent *de;
+	const char *ifname;
+	unsigned int ifindex;
+	json_t *o;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/sessions", cfg->state_dir);
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	while ((de = readdir(dp))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		o = json_load_file(path, 0, NULL);
+		ifname = json_string_value(json_object_get(json_object_get(o, "spec"), "ifname"));
+		ifindex = ifname ? if_nametoindex(ifname) : 0;
+		if (ifindex)
+			tf_dp_xdp_detach(ifindex);
+		json_decref(o);
+	}
+	closedir(dp);
+}
+
 /* Detach every pinned link, drop every pinned map, forget every session. */
 static int cleanup_all(const struct tf_config *cfg)
 {
 	char path[PATH_MAX + 16];
+
+	cleanup_xdp(cfg);
 
 	snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
 	rm_dir_entries(path, 1);
