@@ -80,6 +80,15 @@ static int load_config(const char *path, struct tf_config *cfg)
 	return ret;
 }
 
+static int same_mount_ns(void)
+{
+	struct stat self, init;
+
+	if (stat("/proc/self/ns/mnt", &self) || stat("/proc/1/ns/mnt", &init))
+		return 0;
+	return self.st_ino == init.st_ino && self.st_dev == init.st_dev;
+}
+
 /* The pin dir must be on a bpffs; /sys/fs/bpf is mounted if it is not yet. */
 static int ensure_bpffs(const char *pin_dir)
 {
@@ -99,6 +108,17 @@ static int ensure_bpffs(const char *pin_dir)
 		return 0;
 	}
 	if (!strncmp(pin_dir, "/sys/fs/bpf/", 12) && !strcmp(dir, "/sys/fs/bpf")) {
+		/*
+		 * A bpffs mounted in a private mount namespace (`ip netns exec'
+		 * makes one) dies with it, and with it the pins: enforcement would
+		 * not outlive the daemon. Refuse rather than fail open later.
+		 */
+		if (!same_mount_ns()) {
+			pr_warn("/sys/fs/bpf is not a bpffs and this is a private mount namespace: "
+				"pins made here would vanish with the daemon. Mount bpffs outside "
+				"(mount -t bpf bpf /sys/fs/bpf) or set pin_dir to a bpffs that is\n");
+			return -EPERM;
+		}
 		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
 			pr_warn("cannot mount bpffs on /sys/fs/bpf: %s\n", strerror(errno));
 			return -errno;
