@@ -172,6 +172,94 @@ struct tf_flow {
 };
 _Static_assert(sizeof(struct tf_flow) == 16, "tf_flow layout");
 
+/*
+ * Host names (host rules, DNS). A name is kept in "reversed form": lower
+ * case, dotted, the bytes reversed, with a trailing dot, so that every
+ * parent domain is a byte prefix ending at a label boundary:
+ *   "www.GitHub.com" -> "moc.buhtig.www."
+ * A name whose reversed form exceeds TF_DNS_NAME_MAX bytes is refused
+ * (LPM keys hold at most 256 data bytes).
+ */
+#define TF_DNS_NAME_MAX     248
+#define TF_DNS_LEARN_MAX    16	/* address records learnt from one answer */
+
+/**
+ * struct tf_name_key - LPM key of tf_names: (sid, generation, reversed name).
+ * prefixlen = TF_NAME_KEY_FIXED_BITS + 8 * length of the reversed form.
+ */
+struct tf_name_key {
+	__u32 prefixlen;
+	__u32 sid;
+	__u32 ver;
+	__u8 name[TF_DNS_NAME_MAX];
+};
+_Static_assert(sizeof(struct tf_name_key) == 260, "tf_name_key layout");
+#define TF_NAME_KEY_FIXED_BITS 64
+
+/**
+ * struct tf_name_val - what host rules allow for a name. The daemon
+ * flattens as for CIDRs: @exact applies when the query is exactly this
+ * name, @sub to names strictly below it (wildcards, inherited downwards).
+ * @len: length of this entry's reversed form, to tell the two apart.
+ * @idx: this entry's index in the daemon's compiled policy (for learnt
+ *       addresses, so a policy change can re-derive their permission).
+ */
+struct tf_name_val {
+	struct tf_rule_val exact;
+	struct tf_rule_val sub;
+	__u16 len;
+	__u16 idx;
+};
+_Static_assert(sizeof(struct tf_name_val) == 12, "tf_name_val layout");
+
+/** struct tf_dnsq_key - an outstanding query, map tf_dnsq (LRU). */
+struct tf_dnsq_key {
+	__u32 sid;
+	__be16 gport;	/* guest's source port */
+	__be16 id;	/* DNS transaction id */
+};
+
+/**
+ * struct tf_dnsq - what the query asked and what its name is allowed.
+ * @perm: exact or sub permission of the matching tf_names entry
+ * @name_idx, @sub: which entry and which half of it (for re-derivation)
+ */
+struct tf_dnsq {
+	__u64 created_ns;
+	__u32 ver;
+	struct tf_rule_val perm;
+	__u16 name_idx;
+	__u8 sub;
+	__u8 pad;
+	__u16 qtype;
+	__u16 name_len;
+	__u8 name[TF_DNS_NAME_MAX];	/* reversed form */
+};
+
+/** struct tf_learn_key - an address learnt for a session, map tf_learned. */
+struct tf_learn_key {
+	__u32 sid;
+	__u8 family;
+	__u8 pad[3];
+	__u8 addr[16];
+};
+_Static_assert(sizeof(struct tf_learn_key) == 24, "tf_learn_key layout");
+
+/**
+ * struct tf_learned - permission for a learnt address until @expires_ns
+ * (bpf_ktime_get_ns). @ver is the policy generation @perm's port class
+ * belongs to; the daemon rewrites entries when it switches generations.
+ */
+struct tf_learned {
+	__u64 expires_ns;
+	__u32 ver;
+	struct tf_rule_val perm;
+	__u16 name_idx;
+	__u8 sub;
+	__u8 pad[5];
+};
+_Static_assert(sizeof(struct tf_learned) == 24, "tf_learned layout");
+
 /* Directions, seen from the guest. */
 #define TF_DIR_FROM_GUEST   0
 #define TF_DIR_TO_GUEST     1

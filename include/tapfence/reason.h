@@ -51,7 +51,18 @@
 	X(UNSOLICITED,      "unsolicited",      DENY)  /* 37 to guest, no flow */ \
 	X(DST_NOT_GUEST,    "dst_not_guest",    DENY)  /* 38 */                  \
 	X(FLOW_TABLE_FULL,  "flow_table_full",  DENY)  /* 39 */                  \
-	X(DNS_NOT_RESOLVER, "dns_not_resolver", DENY)  /* 40 */
+	X(DNS_NOT_RESOLVER, "dns_not_resolver", DENY)  /* 40 */                  \
+	X(DNS_TCP,          "dns_tcp",          DENY)  /* 41 TCP/53: not snooped */ \
+	X(DNS_MALFORMED,    "dns_malformed",    DENY)  /* 42 */                  \
+	X(DNS_QTYPE,        "dns_qtype",        DENY)  /* 43 not A/AAAA/CNAME */ \
+	X(DNS_NAME_DENIED,  "dns_name_denied",  DENY)  /* 44 no host rule */     \
+	X(DNS_UNMATCHED,    "dns_unmatched",    DENY)  /* 45 answer w/o query */ \
+	X(DNS_TRUNCATED,    "dns_truncated",    DENY)  /* 46 TC answer */        \
+	X(DNS_REBIND,       "dns_rebind",       DENY)  /* 47 answer in floor */  \
+	X(DNS_LEARN_LIMIT,  "dns_learn_limit",  DENY)  /* 48 records not learnt */ \
+	X(ALLOW_DNS_ANSWER, "allow_dns_answer", ALLOW) /* 49 matched answer */   \
+	X(ALLOW_LEARNED,    "allow_learned",    ALLOW) /* 50 new flow, DNS-learnt */ \
+	X(DNS_QUERY_TABLE,  "dns_query_table",  DENY)  /* 51 cannot record query */
 
 #define TF_REASON_ENUM_(name, str, verdict) TF_REASON_##name,
 enum tf_reason {
