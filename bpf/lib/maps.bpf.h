@@ -80,6 +80,31 @@ struct {
 	__array(values, struct tf_flow_map);
 } tf_flows SEC(".maps");
 
+/* (sid, generation, reversed name) -> what host rules allow for it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct tf_name_key);
+	__type(value, struct tf_name_val);
+} tf_names SEC(".maps");
+
+/* Queries the guests really made and the resolver has not answered yet. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tf_dnsq_key);
+	__type(value, struct tf_dnsq);
+} tf_dnsq SEC(".maps");
+
+/* Addresses learnt from matched answers, per session, until their TTL ends. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct tf_learn_key);
+	__type(value, struct tf_learned);
+} tf_learned SEC(".maps");
+
 /* Per-session per-reason packet counters: index sid * TF_CNT_SLOTS + slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
