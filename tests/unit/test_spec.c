@@ -284,8 +284,38 @@ static const struct spec_case spec_cases[] = {
 	{ "unknown rule field",
 	  "{'allow':[{'cidr':'10.0.0.0/8'},{'cidr':'10.0.0.0/16','prot':'tcp'}]}",
 	  "allow[1]: unknown field `prot'" },
-	{ "host-name rule", "{'allow':[{'host':'example.com','proto':'tcp'}]}",
-	  "allow[0].host: host-name rules are not supported by this version" },
+	{ "host rule", "{'allow':[{'host':'example.com','proto':'tcp','ports':[443]}]}", NULL },
+	{ "wildcard host rule", "{'allow':[{'host':'*.npmjs.org','proto':'tcp','ports':[443]}]}",
+	  NULL },
+	{ "host and cidr in one rule", "{'allow':[{'host':'a.com','cidr':'1.2.3.0/24'}]}",
+	  "allow[0]: a rule has either \"cidr\" or \"host\", not both" },
+	{ "host: empty label", "{'allow':[{'host':'a..com'}]}",
+	  "allow[0].host: invalid host name `a..com' (labels of a-z 0-9 - _, at most 247 "
+	  "characters, \"*.\" only in front of two or more labels, no IP literals)" },
+	{ "host: IP literal", "{'allow':[{'host':'198.51.100.1'}]}",
+	  "allow[0].host: invalid host name `198.51.100.1' (labels of a-z 0-9 - _, at most 247 "
+	  "characters, \"*.\" only in front of two or more labels, no IP literals)" },
+	{ "host: TLD wildcard", "{'allow':[{'host':'*.com'}]}",
+	  "allow[0].host: invalid host name `*.com' (labels of a-z 0-9 - _, at most 247 "
+	  "characters, \"*.\" only in front of two or more labels, no IP literals)" },
+	{ "host: wildcard inside", "{'allow':[{'host':'a.*.com'}]}",
+	  "allow[0].host: invalid host name `a.*.com' (labels of a-z 0-9 - _, at most 247 "
+	  "characters, \"*.\" only in front of two or more labels, no IP literals)" },
+	{ "host: bad character", "{'allow':[{'host':'exa mple.com'}]}",
+	  "allow[0].host: invalid host name `exa mple.com' (labels of a-z 0-9 - _, at most 247 "
+	  "characters, \"*.\" only in front of two or more labels, no IP literals)" },
+	{ "host: label starts with -", "{'allow':[{'host':'-a.com'}]}",
+	  "allow[0].host: invalid host name `-a.com' (labels of a-z 0-9 - _, at most 247 "
+	  "characters, \"*.\" only in front of two or more labels, no IP literals)" },
+	{ "host: label over 63", "{'allow':[{'host':'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com'}]}",
+	  "allow[0].host: invalid host name `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com' "
+	  "(labels of a-z 0-9 - _, at most 247 characters, \"*.\" only in front of two or more "
+	  "labels, no IP literals)" },
+	{ "host: unknown field", "{'allow':[{'host':'a.com','cidr2':'x'}]}",
+	  "allow[0]: unknown field `cidr2'" },
+	{ "duplicate host rule (case, trailing dot)",
+	  "{'allow':[{'host':'GitHub.com.'},{'host':'github.com'}]}",
+	  "allow[1]: duplicate of allow[0] `{\"host\":\"github.com\",\"proto\":\"any\"}'" },
 	{ "cidr missing", "{'allow':[{'proto':'tcp'}]}", "allow[0].cidr: missing" },
 	{ "cidr /33",
 	  "{'allow':[{'cidr':'10.0.0.0/8'},{'cidr':'10.0.0.0/16'},{'cidr':'10.0.0.0/33'}]}",
@@ -468,6 +498,50 @@ static void test_rule_cases(void)
 		snprintf(what, sizeof(what), "rule %s: ranges", c->desc);
 		CHECK_STR(what, got, c->ranges);
 		json_decref(j);
+	}
+}
+
+static void test_host_names(void)
+{
+	static const struct {
+		const char *in, *host;
+		int wildcard;
+		const char *rev;
+	} ok[] = {
+		{ "github.com", "github.com", 0, "moc.buhtig." },
+		{ "GitHub.COM.", "github.com", 0, "moc.buhtig." },
+		{ "*.npmjs.org", "npmjs.org", 1, "gro.sjmpn." },
+		{ "_dmarc.x-y.example", "_dmarc.x-y.example", 0, "elpmaxe.y-x.cramd_." },
+		{ "localhost", "localhost", 0, "tsohlacol." },
+	};
+	char host[TF_HOST_MAX + 1], what[128];
+	__u8 rev[TF_DNS_NAME_MAX];
+	unsigned int n;
+	size_t i;
+	int w;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(what, sizeof(what), "host `%s' parses", ok[i].in);
+		CHECK_EQ(what, tf_host_parse(ok[i].in, host, &w), 0);
+		snprintf(what, sizeof(what), "host `%s' canonical", ok[i].in);
+		CHECK_STR(what, host, ok[i].host);
+		snprintf(what, sizeof(what), "host `%s' wildcard", ok[i].in);
+		CHECK_EQ(what, w, ok[i].wildcard);
+		n = tf_host_reverse(host, rev);
+		snprintf(what, sizeof(what), "host `%s' reversed", ok[i].in);
+		CHECK_EQ(what, n == strlen(ok[i].rev) && !memcmp(rev, ok[i].rev, n), 1);
+	}
+	memset(host, 'a', sizeof(host) - 1);
+	host[sizeof(host) - 1] = 0;
+	host[63] = host[127] = host[191] = '.';
+	CHECK_EQ("247-character host accepted", tf_host_parse(host, host, &w), 0);
+	{
+		char longer[TF_HOST_MAX + 3];
+
+		memset(longer, 'a', sizeof(longer) - 1);
+		longer[sizeof(longer) - 1] = 0;
+		longer[63] = longer[127] = longer[191] = '.';
+		CHECK_EQ("248-character host refused", tf_host_parse(longer, host, &w), -EINVAL);
 	}
 }
 
@@ -696,6 +770,7 @@ static void test_addr(void)
 
 int main(void)
 {
+	test_host_names();
 	test_addr();
 	test_spec_cases();
 	test_spec_values();

@@ -446,12 +446,93 @@ static int parse_ports(const json_t *ports, const char *where, struct tf_rule *r
 	return 0;
 }
 
+static int host_label_ok(const char *l, size_t n)
+{
+	size_t i;
+
+	if (n < 1 || n > 63 || l[0] == '-' || l[n - 1] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!islower((unsigned char)l[i]) && !isdigit((unsigned char)l[i]) &&
+		    l[i] != '-' && l[i] != '_')
+			return 0;
+	return 1;
+}
+
+int tf_host_parse(const char *s, char host[TF_HOST_MAX + 1], int *wildcard)
+{
+	char buf[TF_HOST_MAX + 3];
+	size_t n = strlen(s), i, start, labels = 0, last = 0;
+	int digits_only = 1;
+
+	*wildcard = 0;
+	if (n && s[n - 1] == '.')
+		n--;
+	if (n >= 2 && s[0] == '*' && s[1] == '.') {
+		*wildcard = 1;
+		s += 2;
+		n -= 2;
+	}
+	if (n == 0 || n > TF_HOST_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		buf[i] = (char)tolower((unsigned char)s[i]);
+	buf[n] = 0;
+	for (start = 0, i = 0; i <= n; i++) {
+		if (i < n && buf[i] != '.')
+			continue;
+		if (!host_label_ok(buf + start, i - start))
+			return -EINVAL;
+		labels++;
+		last = start;
+		start = i + 1;
+	}
+	for (i = last; i < n; i++)
+		digits_only &= !!isdigit((unsigned char)buf[i]);
+	if (digits_only)
+		return -EINVAL;	/* an IP literal (or a numeric TLD): use a cidr rule */
+	if (*wildcard && labels < 2)
+		return -EINVAL;	/* "*.com" would open a whole top-level domain */
+	memcpy(host, buf, n + 1);
+	return 0;
+}
+
+unsigned int tf_host_reverse(const char *host, __u8 out[TF_DNS_NAME_MAX])
+{
+	size_t n = strlen(host), i;
+
+	memset(out, 0, TF_DNS_NAME_MAX);
+	for (i = 0; i < n; i++)
+		out[i] = (__u8)host[n - 1 - i];
+	out[n] = '.';
+	return (unsigned int)n + 1;
+}
+
+static int host_from_json(const json_t *j, const char *where, struct tf_rule *out, char *err,
+			  size_t errlen)
+{
+	const char *host;
+	char path[PATH_BUF], q[QUOTE_BUF];
+	int ret = get_str(j, where, "host", 1, &host, err, errlen);
+
+	if (ret)
+		return ret;
+	if (tf_host_parse(host, out->host, &out->wildcard))
+		return fail(err, errlen, "%s: invalid host name `%s' (labels of a-z 0-9 - _, "
+			    "at most %d characters, \"*.\" only in front of two or more labels, "
+			    "no IP literals)", join(path, where, "host"), quote_str(host, q), TF_HOST_MAX);
+	out->kind = TF_RULE_HOST;
+	return 0;
+}
+
 int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		      char *err, size_t errlen)
 {
-	static const char *const keys[] = { "cidr", "proto", "ports", NULL };
+	static const char *const cidr_keys[] = { "cidr", "proto", "ports", NULL };
+	static const char *const host_keys[] = { "host", "proto", "ports", NULL };
+	const char *const *keys = cidr_keys;
 	char path[PATH_BUF], q[QUOTE_BUF];
-	const char *cidr, *proto;
+	const char *cidr = NULL, *proto;
 	json_t *ports;
 	size_t i;
 	int ret;
@@ -461,11 +542,15 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		return fail(err, errlen, "%s: missing", where);
 	if (!json_is_object(j))
 		return fail(err, errlen, "%s: expected an object, not `%s'", where, quote(j, q));
-	if (json_object_get(j, "host"))
-		return fail(err, errlen, "%s.host: host-name rules are not supported by this version",
+	if (json_object_get(j, "host") && json_object_get(j, "cidr"))
+		return fail(err, errlen, "%s: a rule has either \"cidr\" or \"host\", not both",
 			    where);
+	if (json_object_get(j, "host"))
+		keys = host_keys;
 	ret = check_keys(j, where, keys, err, errlen);
-	if (!ret)
+	if (!ret && keys == host_keys)
+		ret = host_from_json(j, where, out, err, errlen);
+	else if (!ret)
 		ret = get_str(j, where, "cidr", 1, &cidr, err, errlen);
 	if (!ret)
 		ret = get_str(j, where, "proto", 0, &proto, err, errlen);
@@ -473,7 +558,7 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		ret = get(j, where, "ports", JSON_ARRAY, 0, &ports, err, errlen);
 	if (ret)
 		goto cleanup;
-	if (tf_parse_cidr(cidr, &out->cidr)) {
+	if (cidr && tf_parse_cidr(cidr, &out->cidr)) {
 		ret = fail(err, errlen, "%s: invalid CIDR `%s'", join(path, where, "cidr"),
 			   quote_str(cidr, q));
 		goto cleanup;
@@ -499,7 +584,8 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 			goto cleanup;
 		out->protos &= TF_PB_TCP | TF_PB_UDP;	/* "any" with ports: TCP and UDP */
 	}
-	out->kind = TF_RULE_CIDR;
+	if (!out->kind)
+		out->kind = TF_RULE_CIDR;
 cleanup:
 	if (ret)
 		memset(out, 0, sizeof(*out));
@@ -516,6 +602,10 @@ static int rule_cmp(const struct tf_rule *a, const struct tf_rule *b)
 {
 	int d = cmp_u(a->kind, b->kind);
 
+	if (!d)
+		d = strcmp(a->host, b->host);
+	if (!d)
+		d = cmp_u(a->wildcard, b->wildcard);
 	if (!d)
 		d = cmp_u(a->cidr.ip.family, b->cidr.ip.family);
 	if (!d)
@@ -711,7 +801,9 @@ json_t *tf_rule_to_json(const struct tf_rule *r)
 	char buf[TF_ADDRSTRLEN];
 	json_t *ports = NULL;
 
-	if (r->kind != TF_RULE_CIDR || !proto)
+	char host[TF_HOST_MAX + 3];
+
+	if ((r->kind != TF_RULE_CIDR && r->kind != TF_RULE_HOST) || !proto)
 		return NULL;
 	if (r->nranges) {
 		ports = ports_to_json(r);
@@ -719,6 +811,10 @@ json_t *tf_rule_to_json(const struct tf_rule *r)
 			return NULL;
 	}
 	/* json_pack() steals ports even when it fails (jansson >= 2.11). */
+	if (r->kind == TF_RULE_HOST) {
+		snprintf(host, sizeof(host), "%s%s", r->wildcard ? "*." : "", r->host);
+		return json_pack("{s:s, s:s, s:o*}", "host", host, "proto", proto, "ports", ports);
+	}
 	return json_pack("{s:s, s:s, s:o*}", "cidr", tf_fmt_cidr(&r->cidr, buf),
 			 "proto", proto, "ports", ports);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <net/if.h>
 #include <jansson.h>
+#include <tapfence/abi.h>
 #include "../common/addr.h"
 
 #define TF_ID_MAX          63	/* [A-Za-z0-9_.-], 1..63 chars */
@@ -21,7 +22,9 @@ struct tf_port_range {
 	__u16 hi;
 };
 
-enum tf_rule_kind { TF_RULE_CIDR = 1 };	/* TF_RULE_HOST comes with host names */
+enum tf_rule_kind { TF_RULE_CIDR = 1, TF_RULE_HOST = 2 };
+
+#define TF_HOST_MAX 247	/* reversed form (host + '.') fits TF_DNS_NAME_MAX */
 
 /**
  * struct tf_rule - one allowlist entry.
@@ -31,7 +34,9 @@ enum tf_rule_kind { TF_RULE_CIDR = 1 };	/* TF_RULE_HOST comes with host names */
  */
 struct tf_rule {
 	enum tf_rule_kind kind;
-	struct tf_cidr cidr;
+	struct tf_cidr cidr;		/* TF_RULE_CIDR */
+	char host[TF_HOST_MAX + 1];	/* TF_RULE_HOST: lower case, no trailing dot */
+	int wildcard;			/* host was "*.<host>": names strictly below it */
 	__u8 protos;
 	unsigned int nranges;
 	struct tf_port_range ranges[TF_RULE_MAX_RANGES];
@@ -71,6 +76,17 @@ int tf_spec_parse(const char *buf, size_t len, const struct tf_spec_limits *lim,
 /* One rule object; where is the field prefix for messages ("allow[3]"). */
 int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		      char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * Validate and canonicalise a host rule's name: lower case, one trailing dot
+ * dropped, an optional leading "*." (wildcard, names strictly below) that
+ * must cover at least two labels; labels of 1-63 [a-z0-9_-], not starting
+ * or ending with '-'; not an IP literal. 0 or -EINVAL.
+ */
+int tf_host_parse(const char *s, char host[TF_HOST_MAX + 1], int *wildcard)
+	__attribute__((warn_unused_result));
+/* The reversed form of a canonical host ("github.com" -> "moc.buhtig."); returns its length. */
+unsigned int tf_host_reverse(const char *host, __u8 out[TF_DNS_NAME_MAX]);
 
 /* Canonical JSON, the inverse of the parsers (new references). */
 json_t *tf_spec_to_json(const struct tf_spec *s);
