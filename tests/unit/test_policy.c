@@ -512,8 +512,145 @@ static void test_scale(void)
 	free(rules);
 }
 
+/* Oracle for host rules, straight from the rules: exact name, or strictly below a wildcard. */
+static int rules_allow_name(const struct tf_rule *rules, unsigned int n, const char *q, __u8 proto,
+			    __u16 port)
+{
+	size_t ql = strlen(q), hl;
+	unsigned int i, k;
+	__u8 bit = proto_bit(TF_FAM_IPV4, proto);
+
+	for (i = 0; i < n; i++) {
+		const struct tf_rule *r = &rules[i];
+
+		if (r->kind != TF_RULE_HOST || !(r->protos & bit))
+			continue;
+		hl = strlen(r->host);
+		if (r->wildcard ? !(ql > hl + 1 && q[ql - hl - 1] == '.' && !strcmp(q + ql - hl, r->host))
+				: strcmp(q, r->host))
+			continue;
+		if (!r->nranges || (bit & (TF_PB_ICMP | TF_PB_OTHER)))
+			return 1;
+		for (k = 0; k < r->nranges; k++)
+			if (port >= r->ranges[k].lo && port <= r->ranges[k].hi)
+				return 1;
+	}
+	return 0;
+}
+
+/* The compiled answer, as the datapath computes it from tf_names and tf_ports. */
+static int policy_allows_name(const struct tf_policy *p, const char *q, __u8 proto, __u16 port)
+{
+	__u8 rev[TF_DNS_NAME_MAX], bit = proto_bit(TF_FAM_IPV4, proto);
+	struct tf_rule_val v;
+	unsigned int len = tf_host_reverse(q, rev), i;
+	int sub;
+
+	if (tf_policy_name_perm(p, rev, len, &v, &sub) < 0 || !(v.protos & bit))
+		return 0;
+	if (bit & (TF_PB_ICMP | TF_PB_OTHER) || v.all_ports & bit)
+		return 1;
+	for (i = 0; i < p->nchunks; i++)
+		if (p->chunks[i].cls == v.cls && v.cls && p->chunks[i].proto == proto &&
+		    p->chunks[i].hi == port >> 8)
+			return (int)(p->chunks[i].bits.w[(port & 0xff) / 64] >> (port % 64) & 1);
+	return 0;
+}
+
+static void test_names(void)
+{
+	static const char *const fixed[] = {
+		"{'host':'example.com','proto':'tcp','ports':[443]}",
+		"{'host':'*.example.com','proto':'tcp','ports':[80]}",
+		"{'host':'x.a.example.com','proto':'udp','ports':[53]}",
+		NULL,
+	};
+	static const struct {
+		const char *q;
+		__u8 proto;
+		__u16 port;
+		int allowed;
+	} probes[] = {
+		{ "example.com", IPPROTO_TCP, 443, 1 },
+		{ "example.com", IPPROTO_TCP, 80, 0 },	/* the wildcard is strictly below */
+		{ "www.example.com", IPPROTO_TCP, 80, 1 },
+		{ "www.example.com", IPPROTO_TCP, 443, 0 },
+		{ "evilexample.com", IPPROTO_TCP, 443, 0 },
+		{ "a.b.example.com", IPPROTO_TCP, 80, 1 },
+		{ "x.a.example.com", IPPROTO_UDP, 53, 1 },
+		{ "x.a.example.com", IPPROTO_TCP, 80, 1 },	/* inherited from the wildcard */
+		{ "y.x.a.example.com", IPPROTO_UDP, 53, 0 },
+		{ "y.x.a.example.com", IPPROTO_TCP, 80, 1 },
+		{ "com", IPPROTO_TCP, 443, 0 },
+		{ "example.org", IPPROTO_TCP, 443, 0 },
+	};
+	static const char *const labels[] = { "a", "b", "ab", "c" };
+	struct tf_rule rules[MAX_CASE_RULES], *rr;
+	struct tf_policy p;
+	char what[256], q[64], json[256];
+	unsigned int round, i, k, nr, depth, ports, bad = 0, probes_run = 0;
+	int n;
+	size_t off;
+
+	n = compile_fixture(fixed, rules, &p);
+	CHECK_EQ("host fixture compiles", n, 3);
+	CHECK_EQ("host fixture: one name entry per distinct name", p.nnames, 2);
+	for (i = 0; n > 0 && i < sizeof(probes) / sizeof(probes[0]); i++) {
+		snprintf(what, sizeof(what), "name %s %s/%u %s", probes[i].q,
+			 probes[i].proto == IPPROTO_TCP ? "tcp" : "udp", probes[i].port,
+			 probes[i].allowed ? "allowed" : "denied");
+		CHECK_EQ(what, policy_allows_name(&p, probes[i].q, probes[i].proto, probes[i].port),
+			 probes[i].allowed);
+		CHECK_EQ(what, rules_allow_name(rules, (unsigned int)n, probes[i].q, probes[i].proto,
+						probes[i].port), probes[i].allowed);
+	}
+	tf_policy_free(&p);
+
+	/* Random host rules over a small label alphabet, so names nest and collide. */
+	rr = calloc(MAX_CASE_RULES, sizeof(*rr));
+	for (round = 0; rr && round < 200; round++) {
+		nr = 1 + rnd(MAX_CASE_RULES - 1);
+		for (i = 0, k = 0; i < nr; i++) {
+			depth = 1 + rnd(3);
+			off = (size_t)snprintf(json, sizeof(json), "{'host':'%s", rnd(3) ? "" : "*.");
+			for (; depth; depth--)
+				off += (size_t)snprintf(json + off, sizeof(json) - off, "%s.",
+							labels[rnd(4)]);
+			ports = rnd(3);
+			snprintf(json + off, sizeof(json) - off, "zz','proto':'%s'%s}",
+				 rnd(2) ? "tcp" : "udp",
+				 ports == 0 ? "" : ports == 1 ? ",'ports':[80,'1000-1300']" : ",'ports':[443]");
+			if (!parse_rule(json, &rr[k]))
+				k++;
+		}
+		if (tf_policy_compile(rr, k, &p)) {
+			bad++;
+			continue;
+		}
+		for (i = 0; i < 200; i++) {
+			static const __u16 ports_probe[] = { 80, 443, 1000, 1299, 1301, 22 };
+			__u8 proto = rnd(2) ? IPPROTO_TCP : IPPROTO_UDP;
+			__u16 port = ports_probe[rnd(6)];
+
+			depth = 1 + rnd(4);
+			for (off = 0; depth; depth--)
+				off += (size_t)snprintf(q + off, sizeof(q) - off, "%s.", labels[rnd(4)]);
+			snprintf(q + off, sizeof(q) - off, "zz");
+			probes_run++;
+			if (policy_allows_name(&p, q, proto, port) !=
+			    rules_allow_name(rr, k, q, proto, port))
+				bad++;
+		}
+		tf_policy_free(&p);
+	}
+	free(rr);
+	CHECK_EQ("random host rules: compiled names agree with the rules", bad, 0);
+	CHECK_EQ("random host rules: probes run", probes_run, 200 * 200);
+}
+
 int main(void)
 {
+	test_names();
 	test_policy_cases();
 	test_layout();
 	test_random();

@@ -308,6 +308,123 @@ static int emit_chunks(struct compiler *cc, struct tf_policy *p, unsigned int cl
 	return 0;
 }
 
+static void rule_val(const struct perm *p, struct tf_rule_val *v)
+{
+	v->cls = (__u16)p->cls;
+	v->all_ports = p->all_ports;
+	v->protos = p->protos;
+}
+
+struct name_ref {
+	__u8 rev[TF_DNS_NAME_MAX];
+	unsigned int len;
+	unsigned int rule;
+	int wildcard;
+};
+
+static int name_ref_cmp(const void *a, const void *b)
+{
+	const struct name_ref *x = a, *y = b;
+	unsigned int n = x->len < y->len ? x->len : y->len;
+	int d = memcmp(x->rev, y->rev, n);
+
+	if (!d)
+		d = cmp_u(x->len, y->len);
+	return d ? d : cmp_u(x->wildcard, y->wildcard);
+}
+
+/*
+ * Sorted bytewise, reversed names come in depth-first order of the label
+ * tree (a prefix sorts before everything it prefixes, and those follow it
+ * contiguously), so the stack of enclosing names is the ancestor chain.
+ */
+static int compile_names(struct compiler *cc, unsigned int nrules, struct tf_policy *out)
+{
+	struct {
+		unsigned int ref;
+		struct perm sub;
+	} *stack = NULL;
+	static const struct perm none;
+	const struct perm *parent;
+	struct name_ref *refs = NULL;
+	struct tf_policy_name *n;
+	unsigned int *order = NULL, *saved = cc->order, nrefs = 0, depth = 0, i, j, w;
+	struct perm exact, sub;
+	int ret = -ENOMEM;
+
+	for (i = 0; i < nrules; i++)
+		nrefs += cc->rules[i].kind == TF_RULE_HOST;
+	if (!nrefs)
+		return 0;
+	refs = calloc(nrefs, sizeof(*refs));
+	order = calloc(nrefs, sizeof(*order));
+	stack = calloc(nrefs, sizeof(*stack));
+	out->names = calloc(nrefs, sizeof(*out->names));
+	if (!refs || !order || !stack || !out->names)
+		goto cleanup;
+	for (i = 0, j = 0; i < nrules; i++) {
+		if (cc->rules[i].kind != TF_RULE_HOST)
+			continue;
+		refs[j].len = tf_host_reverse(cc->rules[i].host, refs[j].rev);
+		refs[j].rule = i;
+		refs[j++].wildcard = cc->rules[i].wildcard;
+	}
+	qsort(refs, nrefs, sizeof(*refs), name_ref_cmp);
+	for (i = 0; i < nrefs; i++)
+		order[i] = refs[i].rule;
+	cc->order = order;	/* group_perm() reads rule indices from here */
+
+	for (i = 0; i < nrefs; i = j) {
+		for (w = i; w < nrefs && refs[w].len == refs[i].len &&
+			    !memcmp(refs[w].rev, refs[i].rev, refs[i].len) && !refs[w].wildcard; w++)
+			;
+		for (j = w; j < nrefs && refs[j].len == refs[i].len &&
+			    !memcmp(refs[j].rev, refs[i].rev, refs[i].len); j++)
+			;
+		while (depth && !(refs[stack[depth - 1].ref].len < refs[i].len &&
+				  !memcmp(refs[stack[depth - 1].ref].rev, refs[i].rev,
+					  refs[stack[depth - 1].ref].len)))
+			depth--;
+		parent = depth ? &stack[depth - 1].sub : &none;
+		ret = group_perm(cc, i, w, parent, &exact);
+		if (!ret)
+			ret = group_perm(cc, w, j, parent, &sub);
+		if (ret)
+			goto cleanup;
+		n = &out->names[out->nnames++];
+		memcpy(n->name, refs[i].rev, sizeof(n->name));
+		n->len = (__u16)refs[i].len;
+		rule_val(&exact, &n->exact);
+		rule_val(&sub, &n->sub);
+		stack[depth].ref = i;
+		stack[depth++].sub = sub;
+	}
+	ret = 0;
+cleanup:
+	cc->order = saved;
+	free(refs);
+	free(order);
+	free(stack);
+	return ret;
+}
+
+int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned int len,
+			struct tf_rule_val *perm, int *sub)
+{
+	int best = -1;
+	unsigned int i;
+
+	for (i = 0; i < p->nnames; i++)
+		if (p->names[i].len <= len && !memcmp(p->names[i].name, name, p->names[i].len) &&
+		    (best < 0 || p->names[i].len > p->names[best].len))
+			best = (int)i;
+	if (best < 0)
+		return -1;
+	*sub = p->names[best].len != len;
+	*perm = *sub ? p->names[best].sub : p->names[best].exact;
+	return perm->protos ? best : -1;
+}
+
 int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
 {
 	struct compiler cc = { .rules = rules, .cap_classes = 64 };
@@ -317,7 +434,7 @@ int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct t
 	} stack[STACK_MAX];
 	static const struct perm none;
 	struct tf_policy_entry *e;
-	unsigned int depth = 0, i, j, k;
+	unsigned int depth = 0, i, j, k, ncidr;
 	struct perm perm;
 	int ret = -ENOMEM;
 
@@ -327,14 +444,15 @@ int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct t
 	out->entries = calloc(nrules ? nrules : 1, sizeof(*out->entries));
 	if (!cc.classes || !cc.order || !out->entries || grow_slots(&cc))
 		goto cleanup;
-	for (i = 0; i < nrules; i++)
-		cc.order[i] = i;
-	qsort_r(cc.order, nrules, sizeof(*cc.order), order_cmp, (void *)rules);
+	for (i = 0, ncidr = 0; i < nrules; i++)
+		if (rules[i].kind == TF_RULE_CIDR)
+			cc.order[ncidr++] = i;
+	qsort_r(cc.order, ncidr, sizeof(*cc.order), order_cmp, (void *)rules);
 
-	for (i = 0; i < nrules; i = j) {
+	for (i = 0; i < ncidr; i = j) {
 		const struct tf_cidr *c = &rules[cc.order[i]].cidr;
 
-		for (j = i + 1; j < nrules && !prefix_cmp(c, &rules[cc.order[j]].cidr); j++)
+		for (j = i + 1; j < ncidr && !prefix_cmp(c, &rules[cc.order[j]].cidr); j++)
 			;
 		while (depth && !prefix_contains(&stack[depth - 1].cidr, c))
 			depth--;
@@ -351,6 +469,10 @@ int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct t
 		stack[depth].cidr = *c;
 		stack[depth++].perm = perm;
 	}
+
+	ret = compile_names(&cc, nrules, out);
+	if (ret)
+		goto cleanup;
 
 	for (i = 1; i <= cc.nclasses; i++) {
 		for (k = 0; k < 2; k++) {
@@ -379,6 +501,7 @@ void tf_policy_free(struct tf_policy *p)
 	if (!p)
 		return;
 	free(p->entries);
+	free(p->names);
 	free(p->chunks);
 	memset(p, 0, sizeof(*p));
 }

@@ -31,9 +31,23 @@ struct tf_policy_chunk {
 	struct tf_port_bits bits;	/* bit (port & 0xff) set = allowed */
 };
 
+/*
+ * Host rules, flattened the same way over reversed names (every parent
+ * domain is a byte prefix): @exact is what a query for exactly this name
+ * gets, @sub what names strictly below it get (wildcards, inherited).
+ */
+struct tf_policy_name {
+	__u8 name[TF_DNS_NAME_MAX];	/* reversed form, zero padded */
+	__u16 len;
+	struct tf_rule_val exact;
+	struct tf_rule_val sub;
+};
+
 struct tf_policy {
 	unsigned int nentries;
-	struct tf_policy_entry *entries;
+	struct tf_policy_entry *entries;	/* CIDR rules */
+	unsigned int nnames;
+	struct tf_policy_name *names;		/* host rules, sorted by name */
 	unsigned int nchunks;		/* only non-empty chunks are listed */
 	struct tf_policy_chunk *chunks;
 	unsigned int nclasses;
@@ -51,5 +65,14 @@ void tf_policy_free(struct tf_policy *p);	/* NULL-safe */
  */
 int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16],
 		     __u8 proto, __u16 port);
+
+/*
+ * What the policy allows a query for name (reversed form, len bytes), as
+ * the datapath decides it with tf_names: the longest entry that is a
+ * prefix; its exact half if it is the whole name, else its sub half.
+ * Returns the entry index, or -1 (nothing allowed). *sub tells the half.
+ */
+int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned int len,
+			struct tf_rule_val *perm, int *sub);
 
 #endif
