@@ -100,7 +100,7 @@ struct {
 /* Addresses learnt from matched answers, per session, until their TTL ends. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 262144);
+	__uint(max_entries, 65536);
 	__type(key, struct tf_learn_key);
 	__type(value, struct tf_learned);
 } tf_learned SEC(".maps");

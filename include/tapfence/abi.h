@@ -249,6 +249,7 @@ _Static_assert(sizeof(struct tf_learn_key) == 24, "tf_learn_key layout");
  * struct tf_learned - permission for a learnt address until @expires_ns
  * (bpf_ktime_get_ns). @ver is the policy generation @perm's port class
  * belongs to; the daemon rewrites entries when it switches generations.
+ * @name is the name the guest asked (not a CNAME target), reversed form.
  */
 struct tf_learned {
 	__u64 expires_ns;
@@ -256,9 +257,12 @@ struct tf_learned {
 	struct tf_rule_val perm;
 	__u16 name_idx;
 	__u8 sub;
-	__u8 pad[5];
+	__u8 pad;
+	__u16 name_len;			/* the asked name, for `session show' */
+	__u8 name[TF_DNS_NAME_MAX];	/* reversed form */
+	__u8 pad2[2];
 };
-_Static_assert(sizeof(struct tf_learned) == 24, "tf_learned layout");
+_Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
 
 /* Directions, seen from the guest. */
 #define TF_DIR_FROM_GUEST   0
