@@ -22,6 +22,11 @@ void tf_config_defaults(struct tf_config *c)
 	c->flows_per_session = 8192;
 	c->rule_entries = 262144;
 	c->port_entries = 65536;
+	c->name_entries = 65536;
+	c->dns_queries = 65536;
+	c->learned_entries = 65536;
+	c->dns_ttl_min_s = 5;
+	c->dns_ttl_max_s = 3600;
 	c->ringbuf_bytes = 8u << 20;
 	c->max_clients = 64;
 	c->max_subscribers = 16;
@@ -129,6 +134,11 @@ static const struct limit_field limit_fields[] = {
 	LIMIT(flows_per_session, 64, 1u << 24),
 	LIMIT(rule_entries, 1024, 1u << 26),
 	LIMIT(port_entries, 1024, 1u << 24),
+	LIMIT(name_entries, 1024, 1u << 24),
+	LIMIT(dns_queries, 1024, 1u << 24),
+	LIMIT(learned_entries, 1024, 1u << 24),
+	LIMIT(dns_ttl_min_s, 0, 86400),
+	LIMIT(dns_ttl_max_s, 1, 7 * 86400),
 	LIMIT(ringbuf_bytes, 4096, 1u << 30),
 	LIMIT(max_clients, 1, 4096),
 	LIMIT(max_subscribers, 1, 1024),
@@ -161,6 +171,11 @@ static int parse_limits(const json_t *o, struct tf_config *c, char *err, size_t 
 			       (unsigned int *)((char *)c + limit_fields[i].off), err, errlen);
 		if (ret)
 			return ret;
+	}
+	if (c->dns_ttl_min_s > c->dns_ttl_max_s) {
+		snprintf(err, errlen, "limits.dns_ttl_min_s: `%u' is above dns_ttl_max_s `%u'",
+			 c->dns_ttl_min_s, c->dns_ttl_max_s);
+		return -EINVAL;
 	}
 	if (c->ringbuf_bytes & (c->ringbuf_bytes - 1)) {
 		snprintf(err, errlen, "limits.ringbuf_bytes: `%u' is not a power of two",

@@ -34,6 +34,11 @@ struct tf_config {
 	unsigned int flows_per_session;
 	unsigned int rule_entries;	/* tf_rules capacity, all sessions, two generations */
 	unsigned int port_entries;	/* tf_ports capacity */
+	unsigned int name_entries;	/* tf_names capacity */
+	unsigned int dns_queries;	/* tf_dnsq: outstanding queries, all sessions */
+	unsigned int learned_entries;	/* tf_learned: learnt addresses, all sessions */
+	unsigned int dns_ttl_min_s;	/* learnt TTLs are clamped to [min, max] */
+	unsigned int dns_ttl_max_s;
 	unsigned int ringbuf_bytes;	/* power of two */
 	unsigned int max_clients;
 	unsigned int max_subscribers;

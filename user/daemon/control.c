@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/log.h"
 #include "common/reason.h"
 #include "daemon.h"
@@ -289,6 +290,54 @@ static json_t *op_session_list(struct tf_daemon *d, json_t *req, char *err, size
 	return json_pack("{s:b, s:o}", "ok", 1, "sessions", arr);
 }
 
+/* The forward form of a reversed name: "moc.buhtig.www." -> "www.github.com". */
+static void name_forward(const __u8 *rev, unsigned int len, char *out)
+{
+	unsigned int i, n = len && len <= TF_DNS_NAME_MAX ? len - 1 : 0;
+
+	for (i = 0; i < n; i++)
+		out[i] = (char)rev[n - 1 - i];
+	out[n] = 0;
+}
+
+struct learned_ctx {
+	const struct tf_sess *s;
+	json_t *arr;
+	__u64 now;
+};
+
+static int learned_one(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx)
+{
+	struct learned_ctx *lc = ctx;
+	char addr[TF_ADDRSTRLEN], name[TF_DNS_NAME_MAX + 1], via[TF_DNS_NAME_MAX + 3];
+	const struct tf_policy *p = &lc->s->policy;
+
+	if (v->expires_ns <= lc->now)
+		return 0;
+	name_forward(v->name, v->name_len, name);
+	via[0] = 0;
+	if (v->name_idx < p->nnames) {
+		strcpy(via, v->sub ? "*." : "");
+		name_forward(p->names[v->name_idx].name, p->names[v->name_idx].len, via + strlen(via));
+	}
+	json_array_append_new(lc->arr, json_pack("{s:s, s:s, s:s, s:I}",
+		"addr", tf_fmt_ip(k->family, k->addr, addr), "name", name, "rule", via,
+		"ttl_s", (json_int_t)((v->expires_ns - lc->now) / 1000000000ULL)));
+	return 0;
+}
+
+static json_t *learned_json(struct tf_daemon *d, const struct tf_sess *s)
+{
+	struct learned_ctx lc = { .s = s, .arr = json_array() };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	lc.now = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	if (lc.arr)
+		tf_dp_learned(&d->dp, s->sid, learned_one, &lc);
+	return lc.arr;
+}
+
 static json_t *op_session_show(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
 {
 	const char *id = req_id(req, err, errlen);
@@ -307,6 +356,7 @@ static json_t *op_session_show(struct tf_daemon *d, json_t *req, char *err, size
 	json_object_set_new(o, "spec", tf_spec_to_json(&s->spec));
 	json_object_set_new(o, "counters", counters_json(d, s->sid, &lost));
 	json_object_set_new(o, "events_lost", json_integer(lost));
+	json_object_set_new(o, "learned", learned_json(d, s));
 	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
 }
 

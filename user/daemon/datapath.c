@@ -137,6 +137,9 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 
 	bpf_map__set_max_entries(skel->maps.tf_rules, cfg->rule_entries);
 	bpf_map__set_max_entries(skel->maps.tf_ports, cfg->port_entries);
+	bpf_map__set_max_entries(skel->maps.tf_names, cfg->name_entries);
+	bpf_map__set_max_entries(skel->maps.tf_dnsq, cfg->dns_queries);
+	bpf_map__set_max_entries(skel->maps.tf_learned, cfg->learned_entries);
 	bpf_map__set_max_entries(skel->maps.tf_events, cfg->ringbuf_bytes);
 	/* The inner-map template, sized from the config (every flow table has this size). */
 	inner = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "tf_flows_tmpl", sizeof(struct tf_flow_key),
@@ -379,8 +382,20 @@ static void port_key(__u32 sid, __u32 ver, const struct tf_policy_chunk *c, stru
 	k->hi = c->hi;
 }
 
+static void name_key(__u32 sid, __u32 ver, const struct tf_policy_name *n, struct tf_name_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = TF_NAME_KEY_FIXED_BITS + 8 * n->len;
+	k->sid = sid;
+	k->ver = ver;
+	memcpy(k->name, n->name, sizeof(k->name));
+}
+
 int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
 {
+	int nfd = bpf_map__fd(dp->skel->maps.tf_names);
+	struct tf_name_key nk;
+	struct tf_name_val nv;
 	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
 	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
 	struct tf_rule_key rk;
@@ -398,6 +413,16 @@ int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_p
 		if (bpf_map_update_elem(rfd, &rk, &p->entries[i].val, BPF_ANY))
 			return -errno;
 	}
+	for (i = 0; i < p->nnames; i++) {
+		name_key(sid, ver, &p->names[i], &nk);
+		memset(&nv, 0, sizeof(nv));
+		nv.exact = p->names[i].exact;
+		nv.sub = p->names[i].sub;
+		nv.len = p->names[i].len;
+		nv.idx = (__u16)i;
+		if (bpf_map_update_elem(nfd, &nk, &nv, BPF_ANY))
+			return -errno;
+	}
 	return 0;
 }
 
@@ -405,10 +430,16 @@ void tf_dp_policy_erase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 {
 	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
 	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	int nfd = bpf_map__fd(dp->skel->maps.tf_names);
+	struct tf_name_key nk;
 	struct tf_rule_key rk;
 	struct tf_port_key pk;
 	unsigned int i;
 
+	for (i = 0; i < p->nnames; i++) {
+		name_key(sid, ver, &p->names[i], &nk);
+		bpf_map_delete_elem(nfd, &nk);
+	}
 	for (i = 0; i < p->nentries; i++) {
 		rule_key(sid, ver, &p->entries[i], &rk);
 		bpf_map_delete_elem(rfd, &rk);
@@ -423,6 +454,8 @@ void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver)
 {
 	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
 	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	int nfd = bpf_map__fd(dp->skel->maps.tf_names);
+	struct tf_name_key nk, nnext;
 	struct tf_rule_key rk, rnext;
 	struct tf_port_key pk, pnext;
 	int more;
@@ -439,6 +472,94 @@ void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver)
 		if (pk.sid == sid && pk.ver != keep_ver)
 			bpf_map_delete_elem(pfd, &pk);
 	}
+	for (more = !bpf_map_get_next_key(nfd, NULL, &nnext); more;) {
+		nk = nnext;
+		more = !bpf_map_get_next_key(nfd, &nk, &nnext);
+		if (nk.sid == sid && nk.ver != keep_ver)
+			bpf_map_delete_elem(nfd, &nk);
+	}
+}
+
+/*
+ * Move the session's learnt addresses and outstanding queries to policy
+ * generation ver: each keeps what the new policy gives the name entry it
+ * was allowed through (old->names[idx]), or goes if that is nothing.
+ * Runs after the switch and before the old generation is erased, so an
+ * entry always points at a generation whose port classes exist.
+ */
+static int rederive(const struct tf_policy *old, const struct tf_policy *new, __u16 *idx, __u8 *sub,
+		    struct tf_rule_val *perm)
+{
+	const struct tf_policy_name *n;
+	int s, i;
+
+	if (*idx >= old->nnames)
+		return -1;
+	n = &old->names[*idx];
+	i = tf_policy_name_perm(new, n->name, n->len, *sub, perm, &s);
+	if (i < 0)
+		return -1;
+	*idx = (__u16)i;
+	*sub = (__u8)s;
+	return 0;
+}
+
+void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
+			const struct tf_policy *new)
+{
+	int lfd = bpf_map__fd(dp->skel->maps.tf_learned);
+	int qfd = bpf_map__fd(dp->skel->maps.tf_dnsq);
+	struct tf_learn_key lk, lnext;
+	struct tf_dnsq_key qk, qnext;
+	struct tf_learned lv;
+	struct tf_dnsq qv;
+	int more;
+
+	for (more = !bpf_map_get_next_key(lfd, NULL, &lnext); more;) {
+		lk = lnext;
+		more = !bpf_map_get_next_key(lfd, &lk, &lnext);
+		if (lk.sid != sid || bpf_map_lookup_elem(lfd, &lk, &lv))
+			continue;
+		if (new && !rederive(old, new, &lv.name_idx, &lv.sub, &lv.perm)) {
+			lv.ver = ver;
+			if (!bpf_map_update_elem(lfd, &lk, &lv, BPF_EXIST))
+				continue;
+		}
+		bpf_map_delete_elem(lfd, &lk);
+	}
+	for (more = !bpf_map_get_next_key(qfd, NULL, &qnext); more;) {
+		qk = qnext;
+		more = !bpf_map_get_next_key(qfd, &qk, &qnext);
+		if (qk.sid != sid || bpf_map_lookup_elem(qfd, &qk, &qv))
+			continue;
+		if (new && !rederive(old, new, &qv.name_idx, &qv.sub, &qv.perm)) {
+			qv.ver = ver;
+			if (!bpf_map_update_elem(qfd, &qk, &qv, BPF_EXIST))
+				continue;
+		}
+		bpf_map_delete_elem(qfd, &qk);
+	}
+}
+
+int tf_dp_learned(struct tf_dp *dp, __u32 sid,
+		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
+		  void *ctx)
+{
+	int lfd = bpf_map__fd(dp->skel->maps.tf_learned);
+	struct tf_learn_key lk, lnext;
+	struct tf_learned lv;
+	int more, err;
+
+	for (more = !bpf_map_get_next_key(lfd, NULL, &lnext); more;) {
+		lk = lnext;
+		more = !bpf_map_get_next_key(lfd, &lk, &lnext);
+		if (lk.sid != sid || bpf_map_lookup_elem(lfd, &lk, &lv))
+			continue;
+		err = fn(&lk, &lv, ctx);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)

@@ -63,6 +63,18 @@ void tf_dp_policy_erase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 /* Remove every generation of sid except keep_ver (0: all); for restarts. */
 void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver);
 
+/*
+ * After switching sid to generation ver (policy new, replacing old): move
+ * learnt addresses and outstanding queries over, dropping those the new
+ * policy no longer allows. new = NULL drops them all (session deleted).
+ */
+void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
+			const struct tf_policy *new);
+/* Call fn for every learnt address of sid; stops at and returns fn's first non-zero. */
+int tf_dp_learned(struct tf_dp *dp, __u32 sid,
+		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
+		  void *ctx);
+
 /* Switch the device to value v (the atomic step of add and of a policy change). */
 int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
 	__attribute__((warn_unused_result));

@@ -408,7 +408,7 @@ cleanup:
 	return ret;
 }
 
-int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned int len,
+int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned int len, int below,
 			struct tf_rule_val *perm, int *sub)
 {
 	int best = -1;
@@ -420,7 +420,7 @@ int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned in
 			best = (int)i;
 	if (best < 0)
 		return -1;
-	*sub = p->names[best].len != len;
+	*sub = below || p->names[best].len != len;
 	*perm = *sub ? p->names[best].sub : p->names[best].exact;
 	return perm->protos ? best : -1;
 }

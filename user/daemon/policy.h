@@ -70,9 +70,11 @@ int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16]
  * What the policy allows a query for name (reversed form, len bytes), as
  * the datapath decides it with tf_names: the longest entry that is a
  * prefix; its exact half if it is the whole name, else its sub half.
+ * With below = 1, for some name strictly below name (a learnt address
+ * whose query is known only by the entry that allowed it).
  * Returns the entry index, or -1 (nothing allowed). *sub tells the half.
  */
-int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned int len,
+int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned int len, int below,
 			struct tf_rule_val *perm, int *sub);
 
 #endif

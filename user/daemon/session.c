@@ -177,6 +177,12 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		goto undo;
 	}
 	tf_dp_policy_sweep(&d->dp, s->sid, s->ver);
+	/*
+	 * A restart compiles the same saved spec to the same name entries, so
+	 * learnt addresses carry over; a fresh slot starts with none.
+	 */
+	tf_dp_names_rebase(&d->dp, s->sid, s->ver, &s->policy,
+			   want_sid == s->sid ? &s->policy : NULL);
 	s->next = d->sessions;
 	d->sessions = s;
 	d->by_sid[s->sid] = s;
@@ -215,6 +221,7 @@ int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 	tf_dp_session_unset(&d->dp, s->ifindex);
 	tf_dp_addrs_unset(&d->dp, &s->spec);
 	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	tf_dp_names_rebase(&d->dp, s->sid, 0, &s->policy, NULL);
 	tf_dp_slot_release(&d->dp, s->sid);
 	sess_path(d, id, path, sizeof(path));
 	unlink(path);
@@ -272,6 +279,7 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
 		goto cleanup;
 	}
+	tf_dp_names_rebase(&d->dp, s->sid, ver, &s->policy, &pol);
 	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
 	tf_policy_free(&s->policy);
 	s->policy = pol;
