@@ -546,7 +546,7 @@ static int policy_allows_name(const struct tf_policy *p, const char *q, __u8 pro
 	unsigned int len = tf_host_reverse(q, rev), i;
 	int sub;
 
-	if (tf_policy_name_perm(p, rev, len, &v, &sub) < 0 || !(v.protos & bit))
+	if (tf_policy_name_perm(p, rev, len, 0, &v, &sub) < 0 || !(v.protos & bit))
 		return 0;
 	if (bit & (TF_PB_ICMP | TF_PB_OTHER) || v.all_ports & bit)
 		return 1;
