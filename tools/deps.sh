@@ -8,6 +8,7 @@ PKGS=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev libxdp-dev libjansson-dev libcap-dev
 	iproute2 iputils-ping procps psmisc socat curl
 	python3 python3-scapy
+	dnsmasq-base bind9-dnsutils libclang-rt-14-dev
 )
 
 missing=()
