@@ -66,6 +66,9 @@ void tf_ctl_close(struct tf_daemon *d);
 /* Send one event line to the subscribers of sid (or of all sessions). */
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len);
 
+/* Capabilities (caps.c): keep only what running needs. 0 or -errno. */
+int tf_caps_drop(void) __attribute__((warn_unused_result));
+
 /* Event feed (events.c). */
 int tf_events_open(struct tf_daemon *d) __attribute__((warn_unused_result));
 int tf_events_drain(struct tf_daemon *d);

@@ -344,6 +344,8 @@ int main(int argc, char **argv)
 	tf_sess_restore(&d);
 	if (tf_ctl_open(&d))
 		goto cleanup;
+	if (tf_caps_drop())
+		goto cleanup;
 	ret = run(&d) ? 1 : 0;
 cleanup:
 	tf_ctl_close(&d);
