@@ -65,6 +65,28 @@ static int set_uint(const json_t *v, const char *field, unsigned int lo, unsigne
 	return 0;
 }
 
+static int set_ids(const json_t *v, const char *field, unsigned int *dst, unsigned int *n,
+		   char *err, size_t errlen)
+{
+	const json_t *e;
+	size_t i;
+
+	if (!json_is_array(v) || json_array_size(v) > 64) {
+		snprintf(err, errlen, "%s: expected an array of at most 64 numeric ids", field);
+		return -EINVAL;
+	}
+	json_array_foreach(v, i, e) {
+		if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+		    json_integer_value(e) > 0xfffffffeLL) {
+			snprintf(err, errlen, "%s[%zu]: expected a numeric id", field, i);
+			return -EINVAL;
+		}
+		dst[i] = (unsigned int)json_integer_value(e);
+	}
+	*n = json_array_size(v);
+	return 0;
+}
+
 static int set_cidrs(const json_t *v, const char *field, struct tf_cidr *dst, unsigned int *n,
 		     char *err, size_t errlen)
 {
@@ -219,6 +241,10 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			} else {
 				snprintf(c->socket_group, sizeof(c->socket_group), "%s", s);
 			}
+		} else if (!strcmp(key, "allowed_uids")) {
+			ret = set_ids(v, key, c->allowed_uids, &c->nallowed_uids, err, errlen);
+		} else if (!strcmp(key, "allowed_gids")) {
+			ret = set_ids(v, key, c->allowed_gids, &c->nallowed_gids, err, errlen);
 		} else if (!strcmp(key, "attach_mode")) {
 			s = json_string_value(v);
 			if (s && !strcmp(s, "tc")) {

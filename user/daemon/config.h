@@ -22,6 +22,10 @@ struct tf_config {
 	char state_dir[TF_PATH_MAX];
 	char event_log[TF_PATH_MAX];
 	char socket_group[64];		/* "" = root's group */
+	/* Control-socket peers allowed besides uid 0 (SO_PEERCRED). */
+	unsigned int nallowed_uids, nallowed_gids;
+	unsigned int allowed_uids[64];
+	unsigned int allowed_gids[64];
 	enum tf_attach_mode attach_mode;
 	int nat64_floor;		/* deny 64:ff9b::/96 (default 1) */
 	unsigned int nfloor_extra;	/* operator's extra hard-deny ranges */

@@ -91,6 +91,8 @@ int tf_ctl_open(struct tf_daemon *d)
 	/* 0660, root and the operator's group only. */
 	if (d->cfg.socket_group[0]) {
 		gr = getgrnam(d->cfg.socket_group);
+		if (gr)
+			d->socket_gid = gr->gr_gid;
 		if (!gr || chown(sa.sun_path, 0, gr->gr_gid)) {
 			pr_warn("socket_group `%s': no such group\n", d->cfg.socket_group);
 			close(fd);
@@ -571,16 +573,53 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 	return client_flush(d, c);
 }
 
+/* uid 0, the operator's uids, or a primary gid the operator allows (socket_group included). */
+static int peer_allowed(const struct tf_daemon *d, const struct ucred *cr)
+{
+	unsigned int i;
+
+	if (cr->uid == 0)
+		return 1;
+	for (i = 0; i < d->cfg.nallowed_uids; i++)
+		if (cr->uid == d->cfg.allowed_uids[i])
+			return 1;
+	for (i = 0; i < d->cfg.nallowed_gids; i++)
+		if (cr->gid == d->cfg.allowed_gids[i])
+			return 1;
+	return d->socket_gid && cr->gid == d->socket_gid;
+}
+
+static void peer_refuse(struct tf_daemon *d, int fd, const struct ucred *cr)
+{
+	char msg[160];
+	int n;
+
+	n = snprintf(msg, sizeof(msg),
+		     "{\"ok\":false,\"error\":\"permission denied: uid %u gid %u may not use this socket\"}\n",
+		     cr->uid, cr->gid);
+	if (send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		pr_debug("refused peer: %s\n", strerror(errno));
+	pr_warn("control socket: refused pid %d uid %u gid %u\n", cr->pid, cr->uid, cr->gid);
+	tf_events_control(d, "peer_refused", cr->pid, cr->uid, cr->gid);
+}
+
 static void client_accept(struct tf_daemon *d)
 {
 	struct tf_client *c;
 	struct epoll_event ev = { .events = EPOLLIN };
+	struct ucred cr = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+	socklen_t crlen = sizeof(cr);
 	int fd;
 
 	for (;;) {
 		fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) || !peer_allowed(d, &cr)) {
+			peer_refuse(d, fd, &cr);
+			close(fd);
+			continue;
+		}
 		if (d->nclients >= d->cfg.max_clients) {
 			static const char busy[] = "{\"ok\":false,\"error\":\"too many clients\"}\n";
 

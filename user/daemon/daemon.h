@@ -33,6 +33,7 @@ struct tf_daemon {
 	int foreground;
 	/* control socket */
 	int listen_fd;
+	unsigned int socket_gid;	/* socket_group's gid, 0 if none */
 	int epoll_fd;
 	struct tf_client *clients;
 	unsigned int nclients;
@@ -72,6 +73,9 @@ int tf_caps_drop(void) __attribute__((warn_unused_result));
 /* Event feed (events.c). */
 int tf_events_open(struct tf_daemon *d) __attribute__((warn_unused_result));
 int tf_events_drain(struct tf_daemon *d);
+/* A control-plane decision (e.g. a refused peer) as a feed line. */
+void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigned int uid,
+		       unsigned int gid);
 void tf_events_close(struct tf_daemon *d);
 
 #endif

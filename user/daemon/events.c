@@ -137,6 +137,41 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+static void emit_line(struct tf_daemon *d, __u32 sid, json_t *o)
+{
+	char *line = json_dumps(o, JSON_COMPACT);
+
+	if (!line)
+		return;
+	if (d->event_log) {
+		fputs(line, d->event_log);
+		fputc('\n', d->event_log);
+		fflush(d->event_log);
+	}
+	if (d->foreground)
+		printf("%s\n", line);
+	tf_ctl_broadcast(d, sid, line, strlen(line));
+	d->events_written++;
+	free(line);
+}
+
+void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigned int uid,
+		       unsigned int gid)
+{
+	struct timespec ts;
+	char tbuf[64];
+	json_t *o;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fmt_time((__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec, tbuf, sizeof(tbuf));
+	o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I}", "time", tbuf, "kind", "control",
+		      "verdict", "deny", "reason", reason, "pid", (json_int_t)pid,
+		      "uid", (json_int_t)uid, "gid", (json_int_t)gid);
+	if (o)
+		emit_line(d, 0, o);
+	json_decref(o);
+}
+
 int tf_events_open(struct tf_daemon *d)
 {
 	char dir[PATH_MAX], *slash;
