@@ -42,7 +42,7 @@ UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
-.PHONY: all deps test test-unit test-netns demo clean
+.PHONY: all deps test test-unit test-san test-netns demo clean san
 
 all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS)
 
@@ -78,8 +78,18 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
-test: deps all
+# The same userspace and unit tests built with ASan and UBSan, into build/san.
+SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+san:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/san CFLAGS='$(SAN_CFLAGS)' \
+		$(BUILD)/san/tapfenced $(BUILD)/san/tapfence \
+		$(UNIT_SRCS:tests/unit/%.c=$(BUILD)/san/tests/%)
+
+test: deps all san
 	$(Q)tests/run.sh
+
+test-san: deps san
+	$(Q)tests/run.sh san
 
 test-unit: deps all
 	$(Q)tests/run.sh unit

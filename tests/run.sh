@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # Test that every tier passes: runs the unit binaries and the netns scripts, counts the
 # "PASS: ..." / "FAIL: ..." lines they print, and ends with "N passed, N failed".
-# Usage: tests/run.sh [unit|netns]...   (default: all tiers)
+# Usage: tests/run.sh [unit|san|netns]...   (default: all tiers)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 tiers=("$@")
-[ ${#tiers[@]} -eq 0 ] && tiers=(unit netns)
+[ ${#tiers[@]} -eq 0 ] && tiers=(unit san netns)
 
 passed=0 failed=0
 log=$(mktemp)
@@ -38,6 +38,13 @@ for tier in "${tiers[@]}"; do
 	unit)
 		for t in "$BUILD"/tests/test_*; do
 			[ -x "$t" ] && run_one "unit/$(basename "$t")" "$t"
+		done ;;
+	san)
+		# The unit binaries again, built with ASan+UBSan (make san); any report fails the run.
+		for t in "$BUILD"/san/tests/test_*; do
+			[ -x "$t" ] && run_one "san/$(basename "$t")" \
+				env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$t"
 		done ;;
 	netns)
 		for t in tests/netns/test_*.sh; do
