@@ -138,7 +138,7 @@ try:
 except Exception as e:
     ok, expr = False, f"{expr} raised {e!r}"
 if not ok:
-    print(f"false: {expr} on {json.dumps(d)[:400]}")
+    print(f"false: {' '.join(expr.split())} on {json.dumps(d)[:400]}")
     sys.exit(1)
 '
 jcheck() {
