@@ -44,10 +44,11 @@ static __always_inline int ip4_from_guest(struct judge *j, struct cursor *c)
 		return deny(j, TF_REASON_IP_OPTIONS);
 	if (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET))
 		return deny(j, TF_REASON_FRAGMENT);
-	if (!(s->flags & TF_SF_IPV4) || iph->saddr != s->guest_ip4)
-		return deny(j, TF_REASON_SPOOFED_SRC);
+	/* L4 before the source check, so a spoofing event carries the ports. */
 	if (parse_l4(j, c))
 		return deny(j, TF_REASON_MALFORMED);
+	if (!(s->flags & TF_SF_IPV4) || iph->saddr != s->guest_ip4)
+		return deny(j, TF_REASON_SPOOFED_SRC);
 	if (j->p.proto == IPPROTO_ICMP && j->p.icmp_type != ICMP_ECHO)
 		return deny(j, TF_REASON_ICMP_TYPE);
 	return decide_out(j);
