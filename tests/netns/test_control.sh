@@ -138,7 +138,8 @@ try:
 except Exception as e:
     ok, expr = False, f"{expr} raised {e!r}"
 if not ok:
-    print(f"false: {' '.join(expr.split())} on {json.dumps(d)[:400]}")
+    flat = " ".join(expr.split())
+    print(f"false: {flat} on {json.dumps(d)[:400]}")
     sys.exit(1)
 '
 jcheck() {
