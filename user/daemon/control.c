@@ -31,6 +31,7 @@ struct tf_client {
 	int fd;
 	char *in;
 	size_t in_len;
+	size_t in_cap;
 	char *out;
 	size_t out_len;
 	size_t out_off;
@@ -534,19 +535,26 @@ reply:
 /* Returns -1 if the client is gone. */
 static int client_read(struct tf_daemon *d, struct tf_client *c)
 {
-	size_t max = d->cfg.max_request_bytes;
+	size_t max = d->cfg.max_request_bytes, cap;
+	int was_partial = c->in_len > 0, completed = 0;
 	char *nl, *p;
 	ssize_t n;
 
-	if (!c->in) {
-		c->in = malloc(max + 1);
-		if (!c->in) {
-			client_free(d, c);
-			return -1;
-		}
-	}
 	for (;;) {
-		n = recv(c->fd, c->in + c->in_len, max + 1 - c->in_len, 0);
+		if (c->in_len == c->in_cap) {
+			/* Grow on demand up to the request limit (+1 to see it exceeded). */
+			cap = c->in_cap ? 2 * c->in_cap : 4096;
+			if (cap > max + 1)
+				cap = max + 1;
+			p = cap > c->in_cap ? realloc(c->in, cap) : NULL;
+			if (!p) {
+				client_free(d, c);
+				return -1;
+			}
+			c->in = p;
+			c->in_cap = cap;
+		}
+		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -558,6 +566,7 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 		c->in_len += n;
 		while (!c->closing && (nl = memchr(c->in, '\n', c->in_len))) {
 			handle_line(d, c, c->in, nl - c->in);
+			completed = 1;
 			p = nl + 1;
 			c->in_len -= p - c->in;
 			memmove(c->in, p, c->in_len);
@@ -569,7 +578,12 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 		if (c->closing)
 			break;
 	}
-	c->deadline_ms = now_ms() + d->cfg.client_timeout_ms;
+	/*
+	 * The clock for a request starts with its first byte and is not reset
+	 * by later bytes: a client trickling a byte at a time still runs out.
+	 */
+	if (!c->in_len || completed || !was_partial)
+		c->deadline_ms = now_ms() + d->cfg.client_timeout_ms;
 	return client_flush(d, c);
 }
 
