@@ -6,6 +6,10 @@
  *   tc_to_guest    TC egress (tcx): host -> guest
  * Allow returns "next" (TC_ACT_UNSPEC / XDP_PASS) so other programs on the
  * hook still run; deny drops.
+ *
+ * At TC the stack has already moved a VLAN tag out of the frame into
+ * skb->vlan_tci (skb_vlan_untag() in __netif_receive_skb_core()), so the
+ * tag is checked through vlan_present; XDP sees it in the frame.
  */
 #include <bpf/bpf_helpers.h>
 #include "lib/from_guest.bpf.h"
@@ -36,7 +40,7 @@ static __always_inline void tc_linearize(struct __sk_buff *skb)
 SEC("tc")
 int tc_from_guest(struct __sk_buff *skb)
 {
-	struct judge j = { .ifindex = skb->ifindex };
+	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
 	int v;
 
 	tc_linearize(skb);
@@ -47,7 +51,7 @@ int tc_from_guest(struct __sk_buff *skb)
 SEC("tc")
 int tc_to_guest(struct __sk_buff *skb)
 {
-	struct judge j = { .ifindex = skb->ifindex };
+	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
 	int v;
 
 	tc_linearize(skb);

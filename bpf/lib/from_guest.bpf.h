@@ -111,7 +111,13 @@ static __always_inline int ip6_from_guest(struct judge *j, struct cursor *c, con
 		return ndp_from_guest(j, c, ip6, eth);
 	if (!mac_eq(eth->h_dest, s->gw_mac))
 		return deny(j, TF_REASON_L2_DST_MAC);
-	if (!ip6_eq(&ip6->saddr, s->guest_ip6))
+	/*
+	 * The guest's link-local address is its own only towards a link-local
+	 * resolver (RFC 6724 rule 2 picks it as the source there).
+	 */
+	if (!ip6_eq(&ip6->saddr, s->guest_ip6) &&
+	    !(ip6_eq(&ip6->saddr, s->guest_ip6_ll) && (s->flags & TF_SF_RESOLVER6) &&
+	      ip6_is_link_local(s->resolver_ip6) && ip6_eq(&ip6->daddr, s->resolver_ip6)))
 		return deny(j, TF_REASON_SPOOFED_SRC);
 	if (j->p.proto == IPPROTO_ICMPV6 && j->p.icmp_type != ICMPV6_ECHO_REQUEST)
 		return deny(j, TF_REASON_ICMP_TYPE);
@@ -139,6 +145,8 @@ static __always_inline int judge_from_guest(struct judge *j, void *data, void *d
 	j->p.ethertype = eth->h_proto;
 	if (!mac_eq(eth->h_source, s->guest_mac))
 		return deny(j, TF_REASON_L2_SRC_MAC);
+	if (j->vlan)
+		return deny(j, TF_REASON_L2_VLAN);
 
 	switch (eth->h_proto) {
 	case bpf_htons(ETH_P_ARP):

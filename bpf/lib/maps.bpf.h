@@ -8,6 +8,7 @@
 
 #include <bpf/bpf_helpers.h>
 #include <tapfence/abi.h>
+#include <tapfence/dns.h>
 
 /*
  * ifindex -> session. BPF_F_NO_PREALLOC: elements are freed after an RCU
@@ -104,6 +105,28 @@ struct {
 	__type(key, struct tf_learn_key);
 	__type(value, struct tf_learned);
 } tf_learned SEC(".maps");
+
+/*
+ * Room to copy and parse one DNS message: far more than the 512-byte BPF
+ * stack. Per CPU, and one run at a time uses it: TC and XDP programs run
+ * with bottom halves disabled (__dev_queue_xmit() holds rcu_read_lock_bh()
+ * around tcx egress; receive runs in softirq or, for tun, under
+ * local_bh_disable() in tun_rx_batched() and around its XDP run), so two
+ * runs never interleave on one CPU. Nothing in it outlives a run.
+ */
+struct dns_scratch {
+	__u8 msg[TF_DNS_MSG_MAX];
+	struct dns_parse p;
+	struct tf_name_key key;
+	struct tf_dnsq q;	/* the query being recorded, or a copy of the one answered */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dns_scratch);
+} tf_dnsbuf SEC(".maps");
 
 /* Per-session per-reason packet counters: index sid * TF_CNT_SLOTS + slot. */
 struct {

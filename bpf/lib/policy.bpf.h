@@ -115,7 +115,10 @@ static __always_inline __u16 rule_reason(const struct judge *j)
 		break;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
-		return (v->protos & TF_PB_ICMP) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
+		/* Only the family's own ICMP is "icmp"; ICMPv6 inside IPv4 is just another protocol. */
+		if ((j->p.proto == IPPROTO_ICMP) == (j->p.family == TF_FAM_IPV4))
+			return (v->protos & TF_PB_ICMP) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
+		return (v->protos & TF_PB_OTHER) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 	default:
 		return (v->protos & TF_PB_OTHER) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 	}

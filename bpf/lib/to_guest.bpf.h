@@ -176,7 +176,9 @@ static __always_inline int ip6_to_guest(struct judge *j, struct cursor *c, const
 	}
 	if (!mac_eq(eth->h_dest, s->guest_mac))
 		return deny(j, TF_REASON_L2_DST_MAC);
-	if (!ip6_eq(&ip6->daddr, s->guest_ip6))
+	if (!ip6_eq(&ip6->daddr, s->guest_ip6) &&
+	    !(ip6_eq(&ip6->daddr, s->guest_ip6_ll) && (s->flags & TF_SF_RESOLVER6) &&
+	      ip6_is_link_local(s->resolver_ip6) && ip6_eq(&ip6->saddr, s->resolver_ip6)))
 		return deny(j, TF_REASON_DST_NOT_GUEST);
 	if (j->p.proto == IPPROTO_ICMPV6) {
 		switch (j->p.icmp_type) {
@@ -217,6 +219,8 @@ static __always_inline int judge_to_guest(struct judge *j, void *data, void *dat
 	j->p.ethertype = eth->h_proto;
 	if (!mac_eq(eth->h_source, s->gw_mac))
 		return deny(j, TF_REASON_L2_SRC_MAC);
+	if (j->vlan)
+		return deny(j, TF_REASON_L2_VLAN);
 
 	switch (eth->h_proto) {
 	case bpf_htons(ETH_P_ARP):

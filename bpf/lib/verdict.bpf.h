@@ -21,7 +21,7 @@ struct pkt {
 	__u8 proto;
 	__u8 tcp_flags;
 	__u8 icmp_type;
-};
+} __attribute__((aligned(8)));	/* addresses are read as __u32 words: keep them aligned on the stack */
 
 struct judge {
 	const struct tf_session *s;
@@ -31,6 +31,7 @@ struct judge {
 	__u16 reason;
 	__u8 dir;
 	__u8 emit;	/* an allow worth an event (a new flow) */
+	__u8 vlan;	/* the skb carried a tag the stack already took off */
 	struct pkt p;
 };
 
