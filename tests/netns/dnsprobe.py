@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Test that DNS answers and long-lived flows behave: the DNS and TCP pieces test_dns.sh needs.
+
+echo-serve: TCP line echo on every ADDR:PORT; one line per accepted connection appended to --log
+            ("tcp 198.51.100.40:443 from 10.10.1.2:40000", as listener.py writes), --ready as there.
+echo-client DST PORT --go FILE: connect, send a line, read its echo and print "echo 1 ok"; then wait
+            (up to --wait s) for FILE to exist, send a second line on the same connection, read its
+            echo and print "echo 2 ok". Exit 0 iff both echoes came back.
+query:      from --src:--sport send one DNS query (--id, --name, --qtype) to SERVER:53, write
+            --sent once it is out, then log every datagram received on that socket for --listen s
+            to --log, one line each: "dns id=0x1234 qr=1 rcode=0 q=NAME an=A:1.2.3.4,CNAME:x".
+spoof:      send one forged DNS answer as an Ethernet frame on --iface (from --src:53 to
+            --dst:--dport, --id, question --name, A record --addr), as an off-path host would.
+Standard library plus Debian's scapy: run it as /usr/bin/python3.
+"""
+import argparse
+import os
+import socket
+import sys
+import threading
+import time
+
+import logging
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+
+
+def parse_addr(spec):
+    if spec.startswith("["):
+        host, _, port = spec[1:].partition("]:")
+        return socket.AF_INET6, host, int(port)
+    host, _, port = spec.rpartition(":")
+    return socket.AF_INET, host, int(port)
+
+
+def fmt(family, addr):
+    return f"[{addr[0]}]:{addr[1]}" if family == socket.AF_INET6 else f"{addr[0]}:{addr[1]}"
+
+
+def log_line(path, line):
+    with open(path, "a", encoding="ascii") as f:
+        f.write(line + "\n")
+
+
+def echo_conn(conn):
+    conn.settimeout(60)
+    try:
+        while True:
+            data = conn.recv(4096)
+            if not data:
+                break
+            conn.sendall(data)
+    except OSError:
+        pass
+    conn.close()
+
+
+def echo_accept(s, family, local, log):
+    while True:
+        try:
+            conn, peer = s.accept()
+        except OSError:
+            return
+        log_line(log, f"tcp {local} from {fmt(family, peer)}")
+        threading.Thread(target=echo_conn, args=(conn,), daemon=True).start()
+
+
+def echo_serve(args):
+    threads = []
+    for spec in args.tcp:
+        family, host, port = parse_addr(spec)
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        s.listen(16)
+        t = threading.Thread(target=echo_accept, args=(s, family, fmt(family, (host, port)), args.log),
+                             daemon=True)
+        t.start()
+        threads.append(t)
+    if args.ready:
+        with open(args.ready + ".tmp", "w", encoding="ascii") as f:
+            f.write(f"{os.getpid()}\n")
+        os.rename(args.ready + ".tmp", args.ready)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+
+
+def recv_line(s, timeout):
+    s.settimeout(timeout)
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def echo_client(args):
+    family = socket.AF_INET6 if ":" in args.dst else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(args.timeout)
+    try:
+        s.connect((args.dst, args.port))
+    except OSError as e:
+        print(f"connect: {e}", flush=True)
+        return 1
+    print(f"connected from {fmt(family, s.getsockname())}", flush=True)
+    for n in (1, 2):
+        if n == 2:
+            deadline = time.monotonic() + args.wait
+            while not os.path.exists(args.go) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        line = f"tapfence-echo {n} {os.getpid()}\n".encode()
+        try:
+            s.sendall(line)
+            got = recv_line(s, args.timeout)
+        except OSError as e:
+            print(f"echo {n}: {e}", flush=True)
+            return 1
+        if got != line:
+            print(f"echo {n}: got {got!r}", flush=True)
+            return 1
+        print(f"echo {n} ok", flush=True)
+    return 0
+
+
+def dns_line(data):
+    from scapy.layers.dns import DNS
+
+    try:
+        d = DNS(data)
+    except Exception as e:  # a datagram scapy cannot parse is logged, not fatal
+        return f"dns unparsable {e!r} len {len(data)}"
+    q = d.qd.qname.decode(errors="replace").rstrip(".") if d.qdcount and d.qd else "-"
+    an = []
+    rr = d.an
+    for _ in range(d.ancount or 0):
+        if rr is None or not hasattr(rr, "type"):
+            break
+        rdata = rr.rdata
+        if isinstance(rdata, bytes):
+            rdata = rdata.decode(errors="replace").rstrip(".")
+        an.append(f"{ {1: 'A', 5: 'CNAME', 28: 'AAAA'}.get(rr.type, rr.type)}:{rdata}")
+        rr = rr.payload
+    return f"dns id=0x{d.id:04x} qr={d.qr} rcode={d.rcode} q={q} an={','.join(an) or '-'}"
+
+
+def query(args):
+    from scapy.layers.dns import DNS, DNSQR
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((args.src, args.sport))
+    pkt = DNS(id=args.id, rd=1, qd=DNSQR(qname=args.name, qtype=args.qtype))
+    s.sendto(bytes(pkt), (args.server, 53))
+    with open(args.sent + ".tmp", "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()}\n")
+    os.rename(args.sent + ".tmp", args.sent)
+    deadline = time.monotonic() + args.listen
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return 0
+        s.settimeout(left)
+        try:
+            data, peer = s.recvfrom(65535)
+        except socket.timeout:
+            continue
+        log_line(args.log, f"{dns_line(data)} from {peer[0]}:{peer[1]}")
+
+
+def spoof(args):
+    from scapy.layers.dns import DNS, DNSQR, DNSRR
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.sendrecv import sendp
+
+    dns = DNS(id=args.id, qr=1, aa=1, rd=1, ra=1, qd=DNSQR(qname=args.name, qtype="A"),
+              an=DNSRR(rrname=args.name, type="A", ttl=300, rdata=args.addr))
+    frame = (Ether(src=args.src_mac, dst=args.dst_mac) / IP(src=args.src, dst=args.dst) /
+             UDP(sport=53, dport=args.dport) / dns)
+    sendp(frame, iface=args.iface, verbose=False)
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    es = sub.add_parser("echo-serve")
+    es.add_argument("--log", required=True)
+    es.add_argument("--ready")
+    es.add_argument("--tcp", action="append", default=[], metavar="ADDR:PORT")
+    ec = sub.add_parser("echo-client")
+    ec.add_argument("dst")
+    ec.add_argument("port", type=int)
+    ec.add_argument("--go", required=True)
+    ec.add_argument("--wait", type=float, default=20.0)
+    ec.add_argument("--timeout", type=float, default=2.0)
+    q = sub.add_parser("query")
+    q.add_argument("server")
+    q.add_argument("--src", required=True)
+    q.add_argument("--sport", type=int, required=True)
+    q.add_argument("--id", type=lambda v: int(v, 0), required=True)
+    q.add_argument("--name", required=True)
+    q.add_argument("--qtype", default="A")
+    q.add_argument("--sent", required=True)
+    q.add_argument("--log", required=True)
+    q.add_argument("--listen", type=float, default=5.0)
+    sp = sub.add_parser("spoof")
+    sp.add_argument("--iface", required=True)
+    sp.add_argument("--src-mac", required=True)
+    sp.add_argument("--dst-mac", required=True)
+    sp.add_argument("--src", required=True)
+    sp.add_argument("--dst", required=True)
+    sp.add_argument("--dport", type=int, required=True)
+    sp.add_argument("--id", type=lambda v: int(v, 0), required=True)
+    sp.add_argument("--name", required=True)
+    sp.add_argument("--addr", required=True)
+    args = p.parse_args()
+    return {"echo-serve": echo_serve, "echo-client": echo_client, "query": query, "spoof": spoof}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
