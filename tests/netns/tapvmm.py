@@ -27,7 +27,7 @@ import logging
 
 logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 from scapy.layers.inet import IP, UDP  # noqa: E402
-from scapy.layers.l2 import ARP, Ether  # noqa: E402
+from scapy.layers.l2 import ARP, Dot1Q, Ether  # noqa: E402
 
 TUNSETIFF = 0x400454CA
 IFF_TAP = 0x0002
@@ -75,7 +75,10 @@ def cmd_udp(fd, a):
     src = a.src or a.guest_ip
     sport = a.sport or random.randint(40000, 59999)
     payload = (a.payload or f"tapfence-tap-{os.getpid()}").encode()
-    frame = Ether(src=a.guest_mac, dst=a.gw_mac) / IP(src=src, dst=a.dst) / UDP(sport=sport, dport=a.dport) / payload
+    l2 = Ether(src=a.guest_mac, dst=a.gw_mac)
+    if a.vlan is not None:
+        l2 = l2 / Dot1Q(vlan=a.vlan)
+    frame = l2 / IP(src=src, dst=a.dst) / UDP(sport=sport, dport=a.dport) / payload
     os.write(fd, bytes(frame))
     print(f"sent udp {src}:{sport} -> {a.dst}:{a.dport} from {a.guest_mac} len {len(payload)}", file=sys.stderr)
 
@@ -129,6 +132,7 @@ def main():
     u.add_argument("--src", help="source address to claim (spoof); default --guest-ip")
     u.add_argument("--sport", type=int)
     u.add_argument("--payload")
+    u.add_argument("--vlan", type=int, help="send the frame with an 802.1Q tag (0: priority tag)")
     r = sub.add_parser("arp")
     r.add_argument("target")
     a = ap.parse_args()

@@ -190,6 +190,11 @@ probe c_spoof deny spoofed_src "$C4 family=ipv4 proto=udp src=10.10.3.99 dst=198
 probe c_l2mac deny l2_src_mac "$C4" \
 	"$L_INET" "udp 198.51.100.10:7 from 10.10.3.2:" "C (tap) udp 198.51.100.10:7 from a foreign MAC" \
 	-- tap 02:00:00:00:0c:99 10.10.3.2 $C_GW_MAC udp 198.51.100.10 7
+# A priority tag (VLAN 0) is delivered like an untagged frame when nothing enforces, and at TC
+# the stack has already taken the tag off: the datapath must look at the skb, not the frame.
+probe c_vlan0 deny l2_vlan "$C4" \
+	"$L_INET" "udp 198.51.100.10:7 from 10.10.3.2:" "C (tap) udp 198.51.100.10:7 with an 802.1Q priority tag" \
+	-- tapc udp --vlan 0 198.51.100.10 7
 probe c_arp_gw allow - "" \
 	- - "C (tap) ARP who-has gateway 10.10.3.1 is answered" \
 	-- tapc arp 10.10.3.1
