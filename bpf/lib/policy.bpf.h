@@ -2,8 +2,9 @@
 /*
  * The guest->host decision for an IP packet whose headers passed L2, the
  * anti-spoofing check and the L4 parse: flow fast path, then DNS, other
- * sessions, the hard floor and the session's rules. Each step is one map
- * lookup, whatever the number of sessions and rules.
+ * sessions, the hard floor, addresses learnt from DNS answers and the
+ * session's rules. Each step is one map lookup, whatever the number of
+ * sessions, rules and names.
  */
 #ifndef TF_POLICY_BPF_H
 #define TF_POLICY_BPF_H
@@ -11,7 +12,10 @@
 #include "verdict.bpf.h"
 #include "parse.bpf.h"
 
-#define DNS_PORT 53
+#define DNS_PORT    53
+#define DOT_PORT    853		/* RFC 7858 (TCP), RFC 9250 (QUIC) */
+#define MDNS_PORT   5353	/* RFC 6762 */
+#define LLMNR_PORT  5355	/* RFC 4795 */
 
 static __always_inline void *session_flows(__u32 sid)
 {
@@ -50,28 +54,37 @@ static __always_inline int other_session(const struct judge *j)
 	return owner && *owner != j->sid;
 }
 
-/* Returns 0 if the floor does not apply, else the reason to deny with. */
-static __always_inline __u16 floor_reason(const struct judge *j)
+/*
+ * Returns 0 if the floor does not apply to the address (an operator
+ * exception, TF_FLOOR_EXEMPT, counts as not in it), else the reason.
+ */
+static __always_inline __u16 floor_addr_reason(__u8 family, const __u8 *addr)
 {
 	struct tf_floor_key k = {
-		.prefixlen = TF_FLOOR_KEY_FIXED_BITS + (j->p.family == TF_FAM_IPV4 ? 32 : 128),
-		.family = j->p.family,
+		.prefixlen = TF_FLOOR_KEY_FIXED_BITS + (family == TF_FAM_IPV4 ? 32 : 128),
+		.family = family,
 	};
 	struct tf_floor_val *v;
 
-	__builtin_memcpy(k.addr, j->p.daddr, 16);
+	__builtin_memcpy(k.addr, addr, 16);
 	v = bpf_map_lookup_elem(&tf_floor, &k);
 	if (!v || v->action != TF_FLOOR_DENY)
 		return 0;
 	return v->reason ? v->reason : TF_REASON_UNKNOWN;
 }
 
-static __always_inline int port_allowed(const struct judge *j, const struct tf_rule_val *v,
-					__u8 bit)
+static __always_inline __u16 floor_reason(const struct judge *j)
+{
+	return floor_addr_reason(j->p.family, j->p.daddr);
+}
+
+/* Port classes are per generation: ver is the one v belongs to. */
+static __always_inline int port_allowed(const struct judge *j, __u32 ver,
+					const struct tf_rule_val *v, __u8 bit)
 {
 	struct tf_port_key k = {
 		.sid = j->sid,
-		.ver = j->ver,
+		.ver = ver,
 		.cls = v->cls,
 		.proto = j->p.proto,
 	};
@@ -90,22 +103,12 @@ static __always_inline int port_allowed(const struct judge *j, const struct tf_r
 	return (b->w[(port >> 6) & 3] >> (port & 63)) & 1;
 }
 
-/* Returns the deny reason, or 0 if a rule of the session allows the packet. */
-static __always_inline __u16 rule_reason(const struct judge *j)
+/* Returns TF_REASON_PORT_NOT_ALLOWED, or 0 if permission v (of generation ver) allows the packet. */
+static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
+					 const struct tf_rule_val *v)
 {
-	struct tf_rule_key k = {
-		.prefixlen = TF_RULE_KEY_FIXED_BITS + (j->p.family == TF_FAM_IPV4 ? 32 : 128),
-		.sid = j->sid,
-		.ver = j->ver,
-		.family = j->p.family,
-	};
-	struct tf_rule_val *v;
 	__u8 bit;
 
-	__builtin_memcpy(k.addr, j->p.daddr, 16);
-	v = bpf_map_lookup_elem(&tf_rules, &k);
-	if (!v)
-		return TF_REASON_NO_RULE;
 	switch (j->p.proto) {
 	case IPPROTO_TCP:
 		bit = TF_PB_TCP;
@@ -122,7 +125,62 @@ static __always_inline __u16 rule_reason(const struct judge *j)
 	default:
 		return (v->protos & TF_PB_OTHER) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 	}
-	return port_allowed(j, v, bit) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
+	return port_allowed(j, ver, v, bit) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
+}
+
+/* Returns the deny reason, or 0 if a rule of the session allows the packet. */
+static __always_inline __u16 rule_reason(const struct judge *j)
+{
+	struct tf_rule_key k = {
+		.prefixlen = TF_RULE_KEY_FIXED_BITS + (j->p.family == TF_FAM_IPV4 ? 32 : 128),
+		.sid = j->sid,
+		.ver = j->ver,
+		.family = j->p.family,
+	};
+	struct tf_rule_val *v;
+
+	__builtin_memcpy(k.addr, j->p.daddr, 16);
+	v = bpf_map_lookup_elem(&tf_rules, &k);
+	if (!v)
+		return TF_REASON_NO_RULE;
+	return perm_reason(j, j->ver, v);
+}
+
+/*
+ * An address learnt from a DNS answer (dns.bpf.h): TF_REASON_NO_RULE if
+ * there is none (or its TTL ended), else what its permission says, with
+ * the port classes of the generation it was learnt (or rebased) under.
+ */
+static __always_inline __u16 learned_reason(const struct judge *j)
+{
+	struct tf_learn_key k = { .sid = j->sid, .family = j->p.family };
+	struct tf_rule_val perm;
+	struct tf_learned *l;
+	__u64 expires;
+	__u32 ver;
+
+	__builtin_memcpy(k.addr, j->p.daddr, 16);
+	l = bpf_map_lookup_elem(&tf_learned, &k);
+	if (!l)
+		return TF_REASON_NO_RULE;
+	/* Copies: an LRU element can be recycled under a reader. */
+	expires = l->expires_ns;
+	ver = l->ver;
+	perm = l->perm;
+	if (bpf_ktime_get_ns() >= expires)
+		return TF_REASON_NO_RULE;
+	return perm_reason(j, ver, &perm);
+}
+
+/* Ports that carry name resolution past the session's resolver: refused everywhere. */
+static __always_inline int dns_elsewhere(const struct judge *j)
+{
+	__be16 port = j->p.dport;
+
+	if (port == bpf_htons(DNS_PORT) || port == bpf_htons(DOT_PORT))
+		return 1;	/* DNS, DNS over TLS (TCP) and over QUIC (UDP) */
+	return j->p.proto == IPPROTO_UDP &&
+	       (port == bpf_htons(MDNS_PORT) || port == bpf_htons(LLMNR_PORT));
 }
 
 /* Insert or refresh the flow; a failed insert denies (fail closed). */
@@ -151,7 +209,7 @@ static __always_inline int decide_out(struct judge *j)
 	void *flows = session_flows(j->sid);
 	int syn = j->p.proto == IPPROTO_TCP &&
 		  (j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
-	__u16 reason;
+	__u16 reason, learned;
 
 	if (!flows)
 		return deny(j, TF_REASON_NO_SESSION);
@@ -164,7 +222,7 @@ static __always_inline int decide_out(struct judge *j)
 	if (j->p.proto == IPPROTO_TCP || j->p.proto == IPPROTO_UDP) {
 		if (is_resolver(j))
 			return open_flow(j, flows, &k, TF_REASON_ALLOW_DNS);
-		if (j->p.dport == bpf_htons(DNS_PORT)) {
+		if (dns_elsewhere(j)) {
 			reason = TF_REASON_DNS_NOT_RESOLVER;
 			goto refuse;
 		}
@@ -176,7 +234,13 @@ static __always_inline int decide_out(struct judge *j)
 	reason = floor_reason(j);
 	if (reason)
 		goto refuse;
+	/* A learnt address and the CIDR rules each may allow. */
+	learned = learned_reason(j);
+	if (!learned)
+		return open_flow(j, flows, &k, TF_REASON_ALLOW_LEARNED);
 	reason = rule_reason(j);
+	if (reason == TF_REASON_NO_RULE)
+		reason = learned;	/* a learnt address, but not this port */
 	if (reason)
 		goto refuse;
 	return open_flow(j, flows, &k, TF_REASON_ALLOW_RULE);
