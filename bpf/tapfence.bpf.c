@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include "lib/from_guest.bpf.h"
 #include "lib/to_guest.bpf.h"
+#include "lib/dns.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -37,14 +38,41 @@ static __always_inline void tc_linearize(struct __sk_buff *skb)
 	asm volatile("" ::: "memory");
 }
 
+/*
+ * Copy the DNS message of the judged packet into the scratch (it may lie
+ * beyond the linear area); its length, or 0 after denying j.
+ */
+static __always_inline __u32 tc_dns_copy(struct __sk_buff *skb, struct judge *j,
+					 struct dns_scratch *s)
+{
+	__u32 len = dns_msg_len(j);
+
+	if (!len || bpf_skb_load_bytes(skb, dns_msg_off(j), s->msg, len)) {
+		deny(j, TF_REASON_DNS_MALFORMED);
+		return 0;
+	}
+	return len;
+}
+
 SEC("tc")
 int tc_from_guest(struct __sk_buff *skb)
 {
 	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
+	struct dns_scratch *s;
+	__u32 len;
 	int v;
 
 	tc_linearize(skb);
 	v = judge_from_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	if (v == TF_JUDGE_DNS) {
+		s = dns_scratch();
+		if (!s)
+			v = deny(&j, TF_REASON_UNKNOWN);
+		else if ((len = tc_dns_copy(skb, &j, s)))
+			v = dns_query(&j, s, len);
+		else
+			v = TF_VERDICT_DENY;
+	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }
 
@@ -52,10 +80,21 @@ SEC("tc")
 int tc_to_guest(struct __sk_buff *skb)
 {
 	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
+	struct dns_scratch *s;
+	__u32 len;
 	int v;
 
 	tc_linearize(skb);
 	v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	if (v == TF_JUDGE_DNS) {
+		s = dns_scratch();
+		if (!s)
+			v = deny(&j, TF_REASON_UNKNOWN);
+		else if ((len = tc_dns_copy(skb, &j, s)))
+			v = dns_answer(&j, s, len);
+		else
+			v = TF_VERDICT_DENY;
+	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }
 
@@ -63,8 +102,20 @@ SEC("xdp")
 int xdp_from_guest(struct xdp_md *ctx)
 {
 	struct judge j = { .ifindex = ctx->ingress_ifindex };
+	struct dns_scratch *s;
+	__u32 len;
 	int v;
 
 	v = judge_from_guest(&j, (void *)(long)ctx->data, (void *)(long)ctx->data_end);
+	if (v == TF_JUDGE_DNS) {
+		s = dns_scratch();
+		len = dns_msg_len(&j);
+		if (!s)
+			v = deny(&j, TF_REASON_UNKNOWN);
+		else if (!len || bpf_xdp_load_bytes(ctx, dns_msg_off(&j), s->msg, len))
+			v = deny(&j, TF_REASON_DNS_MALFORMED);
+		else
+			v = dns_query(&j, s, len);
+	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? XDP_PASS : XDP_DROP;
 }

@@ -37,6 +37,7 @@ static __always_inline int ip4_from_guest(struct judge *j, struct cursor *c)
 	if (!iph || iph->version != 4 || iph->ihl < 5 || bpf_ntohs(iph->tot_len) < iph->ihl * 4)
 		return deny(j, TF_REASON_MALFORMED);
 	j->p.family = TF_FAM_IPV4;
+	j->p.l4_len = bpf_ntohs(iph->tot_len) - iph->ihl * 4;
 	j->p.proto = iph->protocol;
 	ip4_copy(j->p.saddr, &iph->saddr);
 	ip4_copy(j->p.daddr, &iph->daddr);
@@ -97,6 +98,7 @@ static __always_inline int ip6_from_guest(struct judge *j, struct cursor *c, con
 	if (!ip6 || ip6->version != 6)
 		return deny(j, TF_REASON_MALFORMED);
 	j->p.family = TF_FAM_IPV6;
+	j->p.l4_len = bpf_ntohs(ip6->payload_len);
 	j->p.proto = ip6->nexthdr;
 	ip6_copy(j->p.saddr, &ip6->saddr);
 	ip6_copy(j->p.daddr, &ip6->daddr);

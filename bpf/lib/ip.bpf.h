@@ -27,6 +27,7 @@ static __always_inline int parse_l4(struct judge *j, struct cursor *c)
 			return -1;
 		j->p.sport = uh->source;
 		j->p.dport = uh->dest;
+		j->p.udp_len = bpf_ntohs(uh->len);
 		return 0;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:

@@ -119,6 +119,7 @@ struct dns_scratch {
 	struct dns_parse p;
 	struct tf_name_key key;
 	struct tf_dnsq q;	/* the query being recorded, or a copy of the one answered */
+	struct tf_learned l;	/* what an answer's addresses are learnt with */
 };
 
 struct {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The guest->host decision for an IP packet whose headers passed L2, the
- * anti-spoofing check and the L4 parse: flow fast path, then DNS, other
+ * anti-spoofing check and the L4 parse: DNS to the resolver (judged by
+ * content, dns.bpf.h), flow fast path, other name resolution, other
  * sessions, the hard floor, addresses learnt from DNS answers and the
  * session's rules. Each step is one map lookup, whatever the number of
  * sessions, rules and names.
@@ -201,7 +202,10 @@ static __always_inline int open_flow(struct judge *j, void *flows, const struct 
 /*
  * A TCP SYN (without ACK) always goes through the full decision, even on
  * a known tuple: it starts a new connection, and rule changes apply to new
- * connections. Every other packet of a tracked flow takes the fast path.
+ * connections. Every other packet of a tracked flow takes the fast path,
+ * except DNS to the session's resolver: every UDP query is judged by its
+ * content (TF_JUDGE_DNS), and TCP is refused (dns_tcp: a TCP stream would
+ * need reassembly to be read, so it is not read at all).
  */
 static __always_inline int decide_out(struct judge *j)
 {
@@ -214,18 +218,20 @@ static __always_inline int decide_out(struct judge *j)
 	if (!flows)
 		return deny(j, TF_REASON_NO_SESSION);
 	flow_key_out(&j->p, &k);
+	if (j->p.proto == IPPROTO_UDP && is_resolver(j))
+		return TF_JUDGE_DNS;
+	if (j->p.proto == IPPROTO_TCP && is_resolver(j)) {
+		reason = TF_REASON_DNS_TCP;
+		goto refuse;
+	}
 	if (!syn && bpf_map_lookup_elem(flows, &k))
 		return allow(j, TF_REASON_ALLOW_FLOW, 0);
 	if (j->p.proto == IPPROTO_TCP && !syn)
 		return deny(j, TF_REASON_TCP_NO_FLOW);
 
-	if (j->p.proto == IPPROTO_TCP || j->p.proto == IPPROTO_UDP) {
-		if (is_resolver(j))
-			return open_flow(j, flows, &k, TF_REASON_ALLOW_DNS);
-		if (dns_elsewhere(j)) {
-			reason = TF_REASON_DNS_NOT_RESOLVER;
-			goto refuse;
-		}
+	if ((j->p.proto == IPPROTO_TCP || j->p.proto == IPPROTO_UDP) && dns_elsewhere(j)) {
+		reason = TF_REASON_DNS_NOT_RESOLVER;
+		goto refuse;
 	}
 	if (other_session(j)) {
 		reason = TF_REASON_OTHER_SESSION;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Host -> guest: only ARP/NDP from the gateway, packets of flows the guest
- * opened (DNS answers included: the query opened the flow), and ICMP
- * errors about such flows (PMTU discovery). Everything else is unsolicited.
+ * opened, DNS answers to queries it made (dns.bpf.h), and ICMP errors
+ * about such flows (PMTU discovery). Everything else is unsolicited.
  */
 #ifndef TF_TO_GUEST_BPF_H
 #define TF_TO_GUEST_BPF_H
@@ -95,10 +95,29 @@ static __always_inline int ip6_icmp_error(struct judge *j, struct cursor *c)
 	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 0);
 }
 
-/* TCP, UDP and ICMP echo replies: the flow the guest opened, seen from its far end. */
+/* UDP from the session's resolver address and port: a DNS answer. */
+static __always_inline int from_resolver(const struct judge *j)
+{
+	const struct tf_session *s = j->s;
+
+	if (j->p.proto != IPPROTO_UDP || j->p.sport != s->resolver_port)
+		return 0;
+	if (j->p.family == TF_FAM_IPV4)
+		return (s->flags & TF_SF_RESOLVER4) && *(__be32 *)j->p.saddr == s->resolver_ip4;
+	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.saddr, s->resolver_ip6);
+}
+
+/*
+ * TCP, UDP and ICMP echo replies: the flow the guest opened, seen from its
+ * far end. DNS answers are judged by content instead (TF_JUDGE_DNS): the
+ * outstanding query they must match is more than the flow says.
+ */
 static __always_inline int reply_to_guest(struct judge *j)
 {
 	__be16 gport = j->p.dport, rport = j->p.sport;
+
+	if (from_resolver(j))
+		return TF_JUDGE_DNS;
 
 	if (j->p.proto == IPPROTO_ICMP || j->p.proto == IPPROTO_ICMPV6) {
 		gport = j->p.sport;	/* echo id */
@@ -117,6 +136,7 @@ static __always_inline int ip4_to_guest(struct judge *j, struct cursor *c)
 	if (!iph || iph->version != 4 || iph->ihl < 5 || bpf_ntohs(iph->tot_len) < iph->ihl * 4)
 		return deny(j, TF_REASON_MALFORMED);
 	j->p.family = TF_FAM_IPV4;
+	j->p.l4_len = bpf_ntohs(iph->tot_len) - iph->ihl * 4;
 	j->p.proto = iph->protocol;
 	ip4_copy(j->p.saddr, &iph->saddr);
 	ip4_copy(j->p.daddr, &iph->daddr);
@@ -154,6 +174,7 @@ static __always_inline int ip6_to_guest(struct judge *j, struct cursor *c, const
 	if (!ip6 || ip6->version != 6)
 		return deny(j, TF_REASON_MALFORMED);
 	j->p.family = TF_FAM_IPV6;
+	j->p.l4_len = bpf_ntohs(ip6->payload_len);
 	j->p.proto = ip6->nexthdr;
 	ip6_copy(j->p.saddr, &ip6->saddr);
 	ip6_copy(j->p.daddr, &ip6->daddr);

@@ -21,6 +21,8 @@ struct pkt {
 	__u8 proto;
 	__u8 tcp_flags;
 	__u8 icmp_type;
+	__u16 l4_len;	/* IP payload length, from the IP header (host order) */
+	__u16 udp_len;	/* UDP length field (host order) */
 } __attribute__((aligned(8)));	/* addresses are read as __u32 words: keep them aligned on the stack */
 
 struct judge {
@@ -32,8 +34,17 @@ struct judge {
 	__u8 dir;
 	__u8 emit;	/* an allow worth an event (a new flow) */
 	__u8 vlan;	/* the skb carried a tag the stack already took off */
+	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
 	struct pkt p;
 };
+
+/*
+ * Not a verdict: the packet is a DNS message to judge by its content,
+ * which only the entry program can copy (bpf_skb_load_bytes() and
+ * bpf_xdp_load_bytes() each exist for one program type). The judges
+ * return it; the entry program turns it into a verdict before record().
+ */
+#define TF_JUDGE_DNS        2
 
 static __always_inline int deny(struct judge *j, __u16 reason)
 {
@@ -65,20 +76,38 @@ static __always_inline void stat_inc(__u32 stat)
 		(*v)++;
 }
 
-static __always_inline void emit_event(const struct judge *j, int verdict)
+/*
+ * Copy n bytes, a multiple of 8, between 8-aligned buffers, one word at a
+ * time. clang expands a large __builtin_memcpy into all its loads before
+ * all its stores, which spills most of them to the stack.
+ */
+static __always_inline void copy_words(void *dst, const void *src, __u32 n)
+{
+	__u64 *d = dst;
+	const __u64 *s = src;
+	__u32 i;
+
+	for (i = 0; i < n / 8; i++)
+		d[i] = s[i];
+}
+
+/* Reserve an event and fill it from j; NULL (counted as lost) when the ringbuf is full. */
+static __always_inline struct tf_event *event_fill(const struct judge *j, int verdict, __u16 reason)
 {
 	struct tf_event *e = bpf_ringbuf_reserve(&tf_events, sizeof(*e), 0);
+	struct dns_scratch *s;
+	__u32 zero = 0;
 
 	if (!e) {
 		stat_inc(TF_STAT_EVENTS_LOST);
 		count(j->sid, TF_CNT_EVENTS_LOST);
-		return;
+		return NULL;
 	}
 	e->ts_ns = bpf_ktime_get_ns();
 	e->sid = j->sid;
 	e->ifindex = j->ifindex;
 	e->policy_ver = j->ver;
-	e->reason = j->reason;
+	e->reason = reason;
 	e->verdict = verdict;
 	e->dir = j->dir;
 	e->family = j->p.family;
@@ -90,8 +119,29 @@ static __always_inline void emit_event(const struct judge *j, int verdict)
 	__builtin_memcpy(e->daddr, j->p.daddr, 16);
 	__builtin_memcpy(e->smac, j->p.smac, 6);
 	e->name_len = 0;
+	if (j->name_len) {
+		s = bpf_map_lookup_elem(&tf_dnsbuf, &zero);
+		if (s) {
+			/* The forward form, zero padded by dns_parse_start(). */
+			copy_words(e->name, s->p.chain[0], TF_NAME_MAX);
+			e->name_len = j->name_len;
+		}
+	}
+	return e;
+}
+
+static __always_inline void event_send(struct tf_event *e)
+{
 	bpf_ringbuf_submit(e, 0);
 	stat_inc(TF_STAT_EVENTS);
+}
+
+static __always_inline void emit_event(const struct judge *j, int verdict)
+{
+	struct tf_event *e = event_fill(j, verdict, j->reason);
+
+	if (e)
+		event_send(e);
 }
 
 /* Record a decided packet; returns the verdict unchanged. */

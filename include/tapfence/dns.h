@@ -123,7 +123,8 @@ struct dns_name_walk {
  * @status:   enum dns_status
  * @id:       transaction id (host order), from the header
  * @chain:    chain[0] is the question's name in forward form, chain_len[0]
- *            bytes (valid once @nchain > 0); an answer adds CNAME targets
+ *            bytes, valid once @nchain > 0, which only a name of [a-z0-9-_.]
+ *            within TF_DNS_FWD_MAX bytes reaches; an answer adds CNAME targets
  * @rev:      the question's name in reversed form, @rev_len bytes, zero padded
  * @matched:  answer: the question is the stored query's (case-insensitively)
  * @rec:      answer: @nrec address records of chain names
@@ -156,9 +157,10 @@ struct dns_parse {
 	struct dns_name_walk nw;
 	__u16 chain_len[TF_DNS_CHAIN_MAX];
 	__u32 chain_ttl[TF_DNS_CHAIN_MAX];
-	__u8 chain[TF_DNS_CHAIN_MAX][TF_DNS_NAME_BUF];
-	__u8 rev[TF_DNS_NAME_BUF];
-	__u8 want[TF_DNS_NAME_BUF];
+	/* 8-aligned: the datapath copies them as 8-byte words */
+	__u8 chain[TF_DNS_CHAIN_MAX][TF_DNS_NAME_BUF] __attribute__((aligned(8)));
+	__u8 rev[TF_DNS_NAME_BUF] __attribute__((aligned(8)));
+	__u8 want[TF_DNS_NAME_BUF] __attribute__((aligned(8)));
 	struct dns_rec rec[TF_DNS_LEARN_MAX];
 };
 
@@ -333,11 +335,12 @@ DNS_INLINE int dns_qname(struct dns_parse *p, const __u8 *msg, __u32 len)
 		return 0;
 	if (r < 0)
 		return dns_finish(p, DNS_MALFORMED);
+	if (p->nw.bad || !p->nw.out)
+		return dns_finish(p, p->answer ? DNS_MISMATCH : DNS_MALFORMED);
+	/* Only a name of host-name bytes becomes chain[0], the name events carry. */
 	p->chain_len[0] = p->nw.out;
 	p->chain_ttl[0] = 0xffffffff;
 	p->nchain = 1;
-	if (p->nw.bad || !p->nw.out)
-		return dns_finish(p, p->answer ? DNS_MISMATCH : DNS_MALFORMED);
 	p->pos = p->nw.end;
 	p->phase = DNS_PH_QTAIL;
 	return 0;

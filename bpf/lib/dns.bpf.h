@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * DNS with the session's resolver, judged by content (host rules).
+ *
+ * Guest -> resolver (UDP to its address and port): the query is parsed;
+ * its name must be allowed by a host rule of the session (tf_names), and
+ * it is recorded as outstanding (tf_dnsq) before it leaves.
+ * Resolver -> guest: the answer must match an outstanding query of the
+ * session (guest port, id, question); the A/AAAA records of the asked name
+ * and its CNAME chain are learnt (tf_learned) before the answer is let
+ * through, in the same run, so the guest can never connect before the
+ * address is known. decide_out() then allows new flows to learnt
+ * addresses until their TTL ends.
+ *
+ * The message is copied (bpf_skb_load_bytes() / bpf_xdp_load_bytes(), by
+ * the entry program) into the per-CPU scratch tf_dnsbuf and parsed there
+ * by include/tapfence/dns.h, the parser the unit tests and the fuzzer run.
+ */
+#ifndef TF_DNS_BPF_H
+#define TF_DNS_BPF_H
+
+#include "policy.bpf.h"
+
+#define ETH_HLEN        14
+#define UDP_HLEN        8
+
+/* TTLs of learnt addresses are clamped to [min, max] seconds; set by tapfenced before load. */
+const volatile __u32 cfg_ttl_min_s = 5;
+const volatile __u32 cfg_ttl_max_s = 3600;
+
+/*
+ * The parse as one bpf_loop(): the verifier checks dns_step_cb() once
+ * (kernel/bpf/verifier.c, check_helper_call() for BPF_FUNC_loop, and since
+ * 6.7 until its state converges) instead of walking every path through
+ * nested per-record and per-byte loops, which overflows its 1M-instruction
+ * budget. The kernel inlines the loop when the callback is a constant
+ * (inline_bpf_loop(), 5.19), so a step costs a direct call.
+ */
+static __always_inline int dns_parse_run(struct dns_parse *p, const __u8 *msg, __u32 len)
+{
+	struct dns_loop_ctx c = { .msg = msg, .p = p, .len = len };
+
+	bpf_loop(TF_DNS_STEPS_MAX, dns_step_cb, &c, 0);
+	return dns_parse_end(p);
+}
+
+/* tf_learned.name is only 2-aligned: copy it a half-word at a time, as a loop (not unrolled). */
+static __always_inline void copy_halves(void *dst, const void *src, __u32 n)
+{
+	__u16 *d = dst;
+	const __u16 *s = src;
+	__u32 i;
+
+#pragma clang loop unroll(disable)
+	for (i = 0; i < n / 2; i++)
+		d[i] = s[i];
+}
+
+static __always_inline struct dns_scratch *dns_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&tf_dnsbuf, &zero);
+}
+
+/* Where the DNS message starts in the frame: options and extension headers were refused. */
+static __always_inline __u32 dns_msg_off(const struct judge *j)
+{
+	return ETH_HLEN + (j->p.family == TF_FAM_IPV4 ? 20 : 40) + UDP_HLEN;
+}
+
+/*
+ * The DNS message's length, from the UDP header, or 0 if it cannot be a
+ * message this datapath parses: shorter than a header, longer than
+ * TF_DNS_MSG_MAX (fail closed), or longer than the IP packet says.
+ */
+static __always_inline __u32 dns_msg_len(const struct judge *j)
+{
+	__u32 len = j->p.udp_len;
+
+	if (len > j->p.l4_len || len < UDP_HLEN + TF_DNS_HDR_LEN || len > UDP_HLEN + TF_DNS_MSG_MAX)
+		return 0;
+	return len - UDP_HLEN;
+}
+
+/*
+ * A query from the guest: allowed by a host rule, recorded, then let out
+ * on a flow (so later packets of the port are known to the flow table,
+ * as before host rules). Every query is judged, not just a flow's first.
+ */
+static __always_inline int dns_query(struct judge *j, struct dns_scratch *s, __u32 len)
+{
+	struct tf_dnsq_key qk = { .sid = j->sid, .gport = j->p.sport };
+	struct tf_flow_key fk = {};
+	struct tf_rule_val perm;
+	struct tf_name_val *v;
+	void *flows;
+	int st;
+
+	dns_parse_start(&s->p, 0, NULL, 0, 0);
+	st = dns_parse_run(&s->p, s->msg, len);
+	if (s->p.nchain)
+		j->name_len = s->p.chain_len[0];
+	if (st == DNS_QTYPE)
+		return deny(j, TF_REASON_DNS_QTYPE);
+	if (st != DNS_OK)
+		return deny(j, TF_REASON_DNS_MALFORMED);
+
+	s->key.prefixlen = TF_NAME_KEY_FIXED_BITS + 8 * s->p.rev_len;
+	s->key.sid = j->sid;
+	s->key.ver = j->ver;
+	copy_words(s->key.name, s->p.rev, TF_DNS_NAME_MAX);
+	v = bpf_map_lookup_elem(&tf_names, &s->key);
+	if (!v)
+		return deny(j, TF_REASON_DNS_NAME_DENIED);
+	perm = v->len == s->p.rev_len ? v->exact : v->sub;
+	if (!perm.protos)
+		return deny(j, TF_REASON_DNS_NAME_DENIED);
+
+	s->q.created_ns = bpf_ktime_get_ns();
+	s->q.ver = j->ver;
+	s->q.perm = perm;
+	s->q.name_idx = v->idx;
+	s->q.sub = v->len != s->p.rev_len;
+	s->q.pad = 0;
+	s->q.qtype = s->p.qtype;
+	s->q.name_len = s->p.rev_len;
+	copy_words(s->q.name, s->p.rev, TF_DNS_NAME_MAX);
+	qk.id = bpf_htons(s->p.id);
+	if (bpf_map_update_elem(&tf_dnsq, &qk, &s->q, BPF_ANY))
+		return deny(j, TF_REASON_DNS_QUERY_TABLE);
+
+	flows = session_flows(j->sid);
+	if (!flows)
+		return deny(j, TF_REASON_NO_SESSION);
+	flow_key_out(&j->p, &fk);
+	return open_flow(j, flows, &fk, TF_REASON_ALLOW_DNS);
+}
+
+static __always_inline __u64 dns_ttl_ns(__u32 ttl)
+{
+	if (ttl < cfg_ttl_min_s)
+		ttl = cfg_ttl_min_s;
+	if (ttl > cfg_ttl_max_s)
+		ttl = cfg_ttl_max_s;
+	return (__u64)ttl * 1000000000ULL;
+}
+
+/*
+ * An event about one record of an answer, beside the answer's own:
+ * dns_rebind names the refused address in family/daddr (saddr zero),
+ * dns_learn_limit (r = NULL) says records were not learnt.
+ */
+static __always_inline void dns_note(const struct judge *j, __u16 reason, const struct dns_rec *r)
+{
+	struct tf_event *e;
+
+	count(j->sid, reason);
+	e = event_fill(j, TF_VERDICT_DENY, reason);
+	if (!e)
+		return;
+	if (r) {
+		e->family = r->family;
+		__builtin_memset(e->saddr, 0, 16);
+		__builtin_memcpy(e->daddr, r->addr, 16);
+	}
+	event_send(e);
+}
+
+/* An address no answer may open: the hard floor (unless exempt) or any guest's address. */
+static __always_inline int dns_rebinds(const struct dns_rec *r)
+{
+	struct tf_addr_key k = { .family = r->family };
+
+	if (floor_addr_reason(r->family, r->addr))
+		return 1;
+	__builtin_memcpy(k.addr, r->addr, 16);
+	return bpf_map_lookup_elem(&tf_addrs, &k) != NULL;
+}
+
+/*
+ * Learn record i of the answer with s->l, the permission and name of the
+ * query; 1 if it could not be stored. A function of its own (a BPF-to-BPF
+ * call): inlined into the loop, clang gives its keys stack slots of their
+ * own and tc_to_guest's frame passes the 512-byte limit (the verifier
+ * checks each frame and the sum along the call chain,
+ * check_max_stack_depth() in kernel/bpf/verifier.c).
+ */
+static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s, __u32 i,
+				    __u64 now)
+{
+	struct dns_rec *r = &s->p.rec[i & (TF_DNS_LEARN_MAX - 1)];
+	struct tf_learn_key k = { .sid = j->sid, .family = r->family };
+
+	if (dns_rebinds(r)) {
+		dns_note(j, TF_REASON_DNS_REBIND, r);
+		return 0;
+	}
+	__builtin_memcpy(k.addr, r->addr, 16);
+	s->l.expires_ns = now + dns_ttl_ns(r->ttl);
+	return bpf_map_update_elem(&tf_learned, &k, &s->l, BPF_ANY) ? 1 : 0;
+}
+
+static __always_inline void dns_learn(const struct judge *j, struct dns_scratch *s)
+{
+	__u64 now = bpf_ktime_get_ns();
+	int lost = s->p.lost;
+	__u32 i;
+
+	s->l.ver = s->q.ver;
+	s->l.perm = s->q.perm;
+	s->l.name_idx = s->q.name_idx;
+	s->l.sub = s->q.sub;
+	s->l.pad = 0;
+	s->l.name_len = s->q.name_len;
+	copy_halves(s->l.name, s->q.name, TF_DNS_NAME_MAX);
+	s->l.pad2[0] = 0;
+	s->l.pad2[1] = 0;
+	for (i = 0; i < TF_DNS_LEARN_MAX; i++) {
+		if (i >= s->p.nrec)
+			break;
+		lost |= dns_learn_one(j, s, i, now);
+	}
+	if (lost)
+		dns_note(j, TF_REASON_DNS_LEARN_LIMIT, NULL);
+}
+
+/*
+ * An answer from the resolver: matched to its query or dropped; learnt
+ * from before it is let through. The outstanding query is consumed by the
+ * first answer whose question matches, whatever becomes of it, so a
+ * duplicate is unmatched; a failed delete means another CPU consumed it.
+ */
+static __always_inline int dns_answer(struct judge *j, struct dns_scratch *s, __u32 len)
+{
+	struct tf_dnsq_key qk = { .sid = j->sid, .gport = j->p.dport };
+	struct tf_dnsq *q;
+	int st;
+
+	__builtin_memcpy(&qk.id, s->msg, sizeof(qk.id));
+	q = bpf_map_lookup_elem(&tf_dnsq, &qk);
+	if (!q)
+		return deny(j, TF_REASON_DNS_UNMATCHED);
+	/* A copy: an LRU element can be recycled under a reader. */
+	copy_words(&s->q, q, sizeof(s->q));
+	dns_parse_start(&s->p, 1, s->q.name, s->q.name_len, s->q.qtype);
+	st = dns_parse_run(&s->p, s->msg, len);
+	if (!s->p.matched)
+		return deny(j, st == DNS_MALFORMED ? TF_REASON_DNS_MALFORMED : TF_REASON_DNS_UNMATCHED);
+	j->name_len = s->p.chain_len[0];
+	if (bpf_map_delete_elem(&tf_dnsq, &qk))
+		return deny(j, TF_REASON_DNS_UNMATCHED);
+	if (st == DNS_TRUNCATED)
+		return deny(j, TF_REASON_DNS_TRUNCATED);
+	if (st != DNS_OK)
+		return deny(j, TF_REASON_DNS_MALFORMED);
+	dns_learn(j, s);
+	return allow(j, TF_REASON_ALLOW_DNS_ANSWER, 1);
+}
+
+#endif /* TF_DNS_BPF_H */
