@@ -41,7 +41,8 @@ DAEMON_OBJS := $(call obj,$(DAEMON_LIB))
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS)
+# Keep intermediates (BPF objects, skeletons, objects): deleting them forces rebuilds.
+.SECONDARY:
 .PHONY: all deps test test-unit test-san test-netns demo clean san
 
 all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS)
