@@ -1,0 +1,1374 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Test that DNS queries and answers are judged by content and that only what the session's resolver answered to a query the guest made becomes reachable, for its TTL. */
+/*
+ * Two parts. First the parser (include/tapfence/dns.h) alone, in
+ * userspace, on messages built byte by byte. Then the datapath through
+ * BPF_PROG_TEST_RUN on the real object, loaded by tf_dp_open() without
+ * pinning in a private network namespace, with sessions set up as the
+ * daemon does (spec parser, policy compiler, map writers). Skb test runs
+ * judge on ifindex 1 (net/bpf/test_run.c keeps the loopback device), so
+ * the judged session sits on ifindex 1; session B on ifindex 2 only owns
+ * addresses. Queries are judged by tc_from_guest and again by
+ * xdp_from_guest.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <tapfence/abi.h>
+#include <tapfence/dns.h>
+#include "tapfence.skel.h"
+#include "common/reason.h"
+#include "daemon/datapath.h"
+#include "check.h"
+#include "pkt.h"
+
+#define R(x) TF_REASON_##x
+
+/* ---- DNS messages, byte by byte ---------------------------------------- */
+
+struct msg {
+	__u8 b[4096];
+	unsigned int len;
+};
+
+static void m_u8(struct msg *m, unsigned int v)
+{
+	if (m->len < sizeof(m->b))
+		m->b[m->len++] = (__u8)v;
+}
+
+static void m_u16(struct msg *m, unsigned int v)
+{
+	m_u8(m, v >> 8);
+	m_u8(m, v);
+}
+
+static void m_u32(struct msg *m, __u32 v)
+{
+	m_u16(m, v >> 16);
+	m_u16(m, v & 0xffff);
+}
+
+static void m_hdr(struct msg *m, unsigned int id, unsigned int flags, unsigned int qd,
+		  unsigned int an, unsigned int ns, unsigned int ar)
+{
+	m->len = 0;
+	m_u16(m, id);
+	m_u16(m, flags);
+	m_u16(m, qd);
+	m_u16(m, an);
+	m_u16(m, ns);
+	m_u16(m, ar);
+}
+
+/*
+ * A name from a spec: dotted labels, then either the root label or, after
+ * '@', a compression pointer to that offset: "www.github.com",
+ * "cdn@12" (label cdn, then a pointer to 12), "@12", "" (the root).
+ * Returns the offset it starts at.
+ */
+static unsigned int m_name(struct msg *m, const char *spec)
+{
+	unsigned int start = m->len;
+	const char *p = spec, *at = strchr(spec, '@'), *end = at ? at : spec + strlen(spec);
+	const char *dot;
+
+	while (p < end) {
+		dot = memchr(p, '.', (size_t)(end - p));
+		if (!dot)
+			dot = end;
+		m_u8(m, (unsigned int)(dot - p));
+		while (p < dot)
+			m_u8(m, (unsigned char)*p++);
+		p = dot < end ? dot + 1 : end;
+	}
+	if (at)
+		m_u16(m, 0xc000 | (unsigned int)atoi(at + 1));
+	else
+		m_u8(m, 0);
+	return start;
+}
+
+static void m_question(struct msg *m, const char *name, unsigned int type, unsigned int class)
+{
+	m_name(m, name);
+	m_u16(m, type);
+	m_u16(m, class);
+}
+
+/* A query as a stub resolver sends it: RD set, one question of class IN. */
+static void m_query(struct msg *m, unsigned int id, const char *name, unsigned int type)
+{
+	m_hdr(m, id, 0x0100, 1, 0, 0, 0);
+	m_question(m, name, type, DNS_C_IN);
+}
+
+/* An answer's header and question; records follow (ancount of them). */
+static void m_answer(struct msg *m, unsigned int id, unsigned int flags, const char *qname,
+		     unsigned int qtype, unsigned int ancount)
+{
+	m_hdr(m, id, 0x8180 | flags, 1, ancount, 0, 0);
+	m_question(m, qname, qtype, DNS_C_IN);
+}
+
+static void m_rr(struct msg *m, const char *owner, unsigned int type, __u32 ttl, const __u8 *rd,
+		 unsigned int rdlen)
+{
+	unsigned int i;
+
+	m_name(m, owner);
+	m_u16(m, type);
+	m_u16(m, DNS_C_IN);
+	m_u32(m, ttl);
+	m_u16(m, rdlen);
+	for (i = 0; i < rdlen; i++)
+		m_u8(m, rd[i]);
+}
+
+static void m_a(struct msg *m, const char *owner, __u32 ttl, const char *addr)
+{
+	__u8 a[16];
+	int fam = pk_addr(addr, a);
+
+	m_rr(m, owner, fam == 4 ? DNS_T_A : DNS_T_AAAA, ttl, a, fam == 4 ? 4 : 16);
+}
+
+static void m_cname(struct msg *m, const char *owner, __u32 ttl, const char *target)
+{
+	unsigned int at;
+
+	m_name(m, owner);
+	m_u16(m, DNS_T_CNAME);
+	m_u16(m, DNS_C_IN);
+	m_u32(m, ttl);
+	at = m->len;
+	m_u16(m, 0);
+	m_name(m, target);
+	m->b[at] = (__u8)((m->len - at - 2) >> 8);
+	m->b[at + 1] = (__u8)(m->len - at - 2);
+}
+
+/* An EDNS0 OPT pseudo-record (RFC 6891), UDP size 1232, in the additional section. */
+static void m_opt(struct msg *m)
+{
+	m_u8(m, 0);
+	m_u16(m, 41);
+	m_u16(m, 1232);
+	m_u32(m, 0);
+	m_u16(m, 0);
+}
+
+static void m_set16(struct msg *m, unsigned int off, unsigned int v)
+{
+	m->b[off] = (__u8)(v >> 8);
+	m->b[off + 1] = (__u8)v;
+}
+
+/* The reversed form of a dotted name, as host rules and tf_dnsq keep it. */
+static unsigned int rev_of(const char *fwd, __u8 out[TF_DNS_NAME_MAX])
+{
+	size_t n = strlen(fwd), i;
+
+	memset(out, 0, TF_DNS_NAME_MAX);
+	for (i = 0; i < n; i++)
+		out[i] = (__u8)fwd[n - 1 - i];
+	out[n] = '.';
+	return (unsigned int)n + 1;
+}
+
+/* ---- Part 1: the parser in userspace ------------------------------------ */
+
+static struct dns_parse P;
+
+/* Parse m as a copy of exactly m->len bytes, so a read past the end is an ASan error too. */
+static int parse(const struct msg *m, int answer, const char *want_fwd, unsigned int want_qtype)
+{
+	__u8 want[TF_DNS_NAME_MAX];
+	unsigned int wlen = want_fwd ? rev_of(want_fwd, want) : 0;
+	__u8 *copy = malloc(m->len ? m->len : 1);
+	int st;
+
+	memcpy(copy, m->b, m->len);
+	dns_parse_start(&P, (__u8)answer, want_fwd ? want : NULL, (__u16)wlen, (__u16)want_qtype);
+	st = dns_parse_run(&P, copy, m->len);
+	free(copy);
+	return st;
+}
+
+static const char *fwd_name(const struct dns_parse *p, char *buf)
+{
+	unsigned int n = p->nchain ? p->chain_len[0] : 0;
+
+	memcpy(buf, p->chain[0], n);
+	buf[n] = '\0';
+	return buf;
+}
+
+static const char *rev_name(const struct dns_parse *p, char *buf)
+{
+	memcpy(buf, p->rev, p->rev_len);
+	buf[p->rev_len] = '\0';
+	return buf;
+}
+
+enum qv {
+	QV_PLAIN,
+	QV_QD2,		/* two questions */
+	QV_QD0,
+	QV_QR,		/* a response sent by the guest */
+	QV_OPCODE,	/* opcode UPDATE */
+	QV_TC,
+	QV_AN1,		/* an answer record in a query */
+	QV_NS1,
+	QV_OPT,		/* EDNS0 OPT in the additional section: fine */
+	QV_AR2,
+	QV_CUT,		/* the message stops inside the name */
+	QV_NOTAIL,	/* no type and class after the name */
+	QV_CH,		/* class CHAOS */
+	QV_LABEL40,	/* an 0x40 extended label type */
+	QV_HDRONLY,	/* 12 bytes */
+};
+
+struct qcase {
+	const char *desc;
+	const char *name;	/* a name spec, see m_name() */
+	unsigned int qtype;
+	enum qv v;
+	int status;
+	const char *rev;	/* the reversed form, for DNS_OK */
+};
+
+static const char n63[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+static char long247[256], long248[256], rev247[256];
+
+static const struct qcase qcases[] = {
+	{ "query github.com A", "github.com", DNS_T_A, QV_PLAIN, DNS_OK, "moc.buhtig." },
+	{ "query www.GitHub.COM AAAA, lowered", "www.GitHub.COM", DNS_T_AAAA, QV_PLAIN, DNS_OK,
+	  "moc.buhtig.www." },
+	{ "query CNAME", "a.b", DNS_T_CNAME, QV_PLAIN, DNS_OK, "b.a." },
+	{ "query a label with - and _", "_x-y.z9", DNS_T_A, QV_PLAIN, DNS_OK, "9z.y-x_." },
+	{ "query with an EDNS0 OPT record", "github.com", DNS_T_A, QV_OPT, DNS_OK, "moc.buhtig." },
+	{ "query TXT", "github.com", 16, QV_PLAIN, DNS_QTYPE, NULL },
+	{ "query ANY", "github.com", 255, QV_PLAIN, DNS_QTYPE, NULL },
+	{ "query NULL", "github.com", 10, QV_PLAIN, DNS_QTYPE, NULL },
+	{ "query HTTPS", "github.com", 65, QV_PLAIN, DNS_QTYPE, NULL },
+	{ "query SVCB", "github.com", 64, QV_PLAIN, DNS_QTYPE, NULL },
+	{ "query MX", "github.com", 15, QV_PLAIN, DNS_QTYPE, NULL },
+	{ "query class CHAOS", "version.bind", DNS_T_A, QV_CH, DNS_QTYPE, NULL },
+	{ "query with two questions", "github.com", DNS_T_A, QV_QD2, DNS_MALFORMED, NULL },
+	{ "query with no question", "github.com", DNS_T_A, QV_QD0, DNS_MALFORMED, NULL },
+	{ "query with QR set", "github.com", DNS_T_A, QV_QR, DNS_MALFORMED, NULL },
+	{ "query with opcode UPDATE", "github.com", DNS_T_A, QV_OPCODE, DNS_MALFORMED, NULL },
+	{ "query with TC set", "github.com", DNS_T_A, QV_TC, DNS_MALFORMED, NULL },
+	{ "query carrying an answer record", "github.com", DNS_T_A, QV_AN1, DNS_MALFORMED, NULL },
+	{ "query carrying an authority record", "github.com", DNS_T_A, QV_NS1, DNS_MALFORMED, NULL },
+	{ "query with two additional records", "github.com", DNS_T_A, QV_AR2, DNS_MALFORMED, NULL },
+	{ "query with a compressed name", "www@12", DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
+	{ "query for the root", "", DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
+	{ "query with a space in a label", "git hub.com", DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
+	{ "query with a ! in a label", "github!.com", DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
+	{ "query with a NUL in a label", "git\x01hub.com", DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
+	{ "query cut inside its name", "github.com", DNS_T_A, QV_CUT, DNS_MALFORMED, NULL },
+	{ "query without type and class", "github.com", DNS_T_A, QV_NOTAIL, DNS_MALFORMED, NULL },
+	{ "query with a 0x40 label type", "github.com", DNS_T_A, QV_LABEL40, DNS_MALFORMED, NULL },
+	{ "query of a bare header", "github.com", DNS_T_A, QV_HDRONLY, DNS_MALFORMED, NULL },
+	{ "query of 247 name bytes", long247, DNS_T_A, QV_PLAIN, DNS_OK, rev247 },
+	{ "query of 248 name bytes: too long", long248, DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
+};
+
+static void build_query(struct msg *m, const struct qcase *c)
+{
+	static const __u16 flags[] = { [QV_QR] = 0x8100, [QV_OPCODE] = 0x2900, [QV_TC] = 0x0300 };
+	unsigned int f = c->v < sizeof(flags) / sizeof(flags[0]) && flags[c->v] ? flags[c->v] : 0x0100;
+
+	m_hdr(m, 0x1234, f, c->v == QV_QD2 ? 2 : c->v == QV_QD0 ? 0 : 1, c->v == QV_AN1,
+	      c->v == QV_NS1, c->v == QV_OPT ? 1 : c->v == QV_AR2 ? 2 : 0);
+	if (c->v == QV_HDRONLY)
+		return;
+	if (c->v == QV_LABEL40) {
+		m_u8(m, 0x41);
+		m_u8(m, 'x');
+	}
+	m_question(m, c->name, c->qtype, c->v == QV_CH ? 3 : DNS_C_IN);
+	if (c->v == QV_QD2)
+		m_question(m, "example.org", DNS_T_A, DNS_C_IN);
+	if (c->v == QV_OPT || c->v == QV_AR2)
+		m_opt(m);
+	if (c->v == QV_AR2)
+		m_opt(m);
+	if (c->v == QV_CUT)
+		m->len = 12 + 4;
+	if (c->v == QV_NOTAIL)
+		m->len -= 4;
+}
+
+static void test_parse_queries(void)
+{
+	char what[160], buf[300];
+	struct msg m;
+	size_t i;
+	int st;
+
+	for (i = 0; i < sizeof(qcases) / sizeof(qcases[0]); i++) {
+		build_query(&m, &qcases[i]);
+		st = parse(&m, 0, NULL, 0);
+		snprintf(what, sizeof(what), "parser: %s: status", qcases[i].desc);
+		CHECK_EQ(what, st, qcases[i].status);
+		if (qcases[i].status != DNS_OK)
+			continue;
+		snprintf(what, sizeof(what), "parser: %s: reversed form", qcases[i].desc);
+		CHECK_STR(what, rev_name(&P, buf), qcases[i].rev);
+		snprintf(what, sizeof(what), "parser: %s: id and type", qcases[i].desc);
+		CHECK_EQ(what, P.id << 16 | P.qtype, 0x1234 << 16 | qcases[i].qtype);
+	}
+	m_query(&m, 1, "www.GitHub.com", DNS_T_A);
+	parse(&m, 0, NULL, 0);
+	CHECK_STR("parser: forward form of a query, lowered", fwd_name(&P, buf), "www.github.com");
+	m_query(&m, 1, "a.b", DNS_T_A);
+	m.len += 3;	/* trailing bytes after the question are not read */
+	CHECK_EQ("parser: query with trailing bytes", parse(&m, 0, NULL, 0), DNS_OK);
+	m.len = TF_DNS_MSG_MAX + 1;
+	CHECK_EQ("parser: query longer than TF_DNS_MSG_MAX", parse(&m, 0, NULL, 0), DNS_MALFORMED);
+}
+
+/* The addresses an answer parse collected, as "a/ttl,b/ttl"; "-" for none. */
+static const char *recs(const struct dns_parse *p, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < p->nrec && o < len; i++) {
+		inet_ntop(p->rec[i].family == TF_FAM_IPV4 ? AF_INET : AF_INET6, p->rec[i].addr, a,
+			  sizeof(a));
+		o += (size_t)snprintf(buf + o, len - o, "%s%s/%u", i ? "," : "", a, p->rec[i].ttl);
+	}
+	return o ? buf : "-";
+}
+
+static void check_answer(const char *desc, const struct msg *m, const char *want, unsigned int qtype,
+			 int status, int matched, const char *learnt, int lost)
+{
+	char what[200], buf[1024];
+	int st = parse(m, 1, want, qtype);
+
+	snprintf(what, sizeof(what), "parser: %s: status", desc);
+	CHECK_EQ(what, st, status);
+	snprintf(what, sizeof(what), "parser: %s: matched", desc);
+	CHECK_EQ(what, P.matched, matched);
+	if (!learnt)
+		return;
+	snprintf(what, sizeof(what), "parser: %s: records", desc);
+	CHECK_STR(what, recs(&P, buf, sizeof(buf)), learnt);
+	snprintf(what, sizeof(what), "parser: %s: records lost", desc);
+	CHECK_EQ(what, P.lost, lost);
+}
+
+static void test_parse_answers(void)
+{
+	struct msg m;
+	unsigned int i, at;
+	char a[32];
+
+	m_answer(&m, 7, 0, "github.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.3");
+	check_answer("one A record, owner compressed", &m, "github.com", DNS_T_A, DNS_OK, 1,
+		     "140.82.112.3/60", 0);
+	check_answer("same answer, another question stored", &m, "gitlab.com", DNS_T_A,
+		     DNS_MISMATCH, 0, "-", 0);
+	check_answer("same answer, AAAA stored", &m, "github.com", DNS_T_AAAA, DNS_MISMATCH, 0,
+		     NULL, 0);
+	check_answer("same answer, a parent name stored", &m, "com", DNS_T_A, DNS_MISMATCH, 0, NULL,
+		     0);
+
+	m_answer(&m, 7, 0, "GiThUb.CoM", DNS_T_A, 1);
+	m_a(&m, "gItHuB.cOm", 60, "140.82.112.4");
+	check_answer("0x20 case in question and owner", &m, "github.com", DNS_T_A, DNS_OK, 1,
+		     "140.82.112.4/60", 0);
+
+	m_answer(&m, 7, 0, "www.example.com", DNS_T_A, 5);
+	m_cname(&m, "@12", 300, "cdn.example.net");
+	m_a(&m, "unrelated.org", 60, "203.0.113.99");
+	m_cname(&m, "cdn.example.net", 100, "edge@12");	/* edge.www.example.com */
+	m_a(&m, "edge.www.example.com", 600, "203.0.113.10");
+	m_a(&m, "@12", 30, "203.0.113.11");
+	check_answer("CNAME chain, an unrelated record, TTL the chain's smallest", &m,
+		     "www.example.com", DNS_T_A, DNS_OK, 1, "203.0.113.10/100,203.0.113.11/30", 0);
+
+	m_answer(&m, 7, 0, "www.example.com", DNS_T_A, 2);
+	m_a(&m, "cdn.example.net", 60, "203.0.113.12");
+	m_cname(&m, "@12", 300, "cdn.example.net");
+	check_answer("A record before the CNAME leading to it: not learnt", &m, "www.example.com",
+		     DNS_T_A, DNS_OK, 1, "-", 0);
+
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 5);
+	m_cname(&m, "@12", 60, "b.test");
+	m_cname(&m, "b.test", 60, "c.test");
+	m_cname(&m, "c.test", 60, "d.test");
+	m_cname(&m, "d.test", 60, "e.test");
+	m_a(&m, "e.test", 60, "203.0.113.13");
+	check_answer("CNAME chain longer than TF_DNS_CHAIN_MAX", &m, "a.test", DNS_T_A, DNS_OK, 1,
+		     "-", 1);
+
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 2);
+	m_cname(&m, "@12", 60, "b!.test");
+	m_a(&m, "b!.test", 60, "203.0.113.14");
+	check_answer("CNAME to a name no host rule can be", &m, "a.test", DNS_T_A, DNS_OK, 1, "-",
+		     1);
+
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_rr(&m, "@12", 99, 60, (const __u8 *)"abcd", 4);
+	check_answer("a record of another type is skipped", &m, "a.test", DNS_T_A, DNS_OK, 1, "-",
+		     0);
+
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 0x80000001u, "203.0.113.15");
+	check_answer("a TTL with the top bit set is zero", &m, "a.test", DNS_T_A, DNS_OK, 1,
+		     "203.0.113.15/0", 0);
+
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, TF_DNS_LEARN_MAX + 2);
+	for (i = 0; i < TF_DNS_LEARN_MAX + 2; i++) {
+		snprintf(a, sizeof(a), "203.0.113.%u", 100 + i);
+		m_a(&m, "@12", 60, a);
+	}
+	check_answer("more address records than TF_DNS_LEARN_MAX", &m, "a.test", DNS_T_A, DNS_OK,
+		     1, NULL, 0);
+	CHECK_EQ("parser: more than TF_DNS_LEARN_MAX: collected", P.nrec, TF_DNS_LEARN_MAX);
+	CHECK_EQ("parser: more than TF_DNS_LEARN_MAX: lost", P.lost, 1);
+
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, TF_DNS_RR_MAX + 1);
+	for (i = 0; i < TF_DNS_RR_MAX + 1; i++)
+		m_rr(&m, "@12", 99, 60, (const __u8 *)"", 0);
+	check_answer("more answer records than TF_DNS_RR_MAX", &m, "a.test", DNS_T_A, DNS_OK, 1,
+		     "-", 1);
+
+	m_answer(&m, 7, 0, "a.test", DNS_T_AAAA, 1);
+	m_a(&m, "@12", 60, "2001:db8::7");
+	m_set16(&m, 10, 1);	/* arcount */
+	m_opt(&m);
+	check_answer("AAAA with an EDNS0 OPT record", &m, "a.test", DNS_T_AAAA, DNS_OK, 1,
+		     "2001:db8::7/60", 0);
+
+	m_answer(&m, 7, 3, "a.test", DNS_T_A, 0);	/* NXDOMAIN */
+	check_answer("NXDOMAIN", &m, "a.test", DNS_T_A, DNS_OK, 1, "-", 0);
+	m_answer(&m, 7, 0x0200, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.16");
+	check_answer("TC set", &m, "a.test", DNS_T_A, DNS_TRUNCATED, 1, "-", 0);
+
+	/* Compression: loops, forward pointers, pointers into the header, chains */
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	at = m.len;
+	m_u16(&m, 0xc000 | at);	/* points at itself */
+	m_u16(&m, DNS_T_A);
+	check_answer("owner pointing at itself", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	at = m.len;
+	m_u8(&m, 1);
+	m_u8(&m, 'x');
+	m_u16(&m, 0xc000 | at);	/* x, then back to x: a loop */
+	check_answer("owner looping through a label", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL,
+		     0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_u16(&m, 0xc000 | (m.len + 2));	/* forward */
+	m_name(&m, "a.test");
+	check_answer("owner pointing forward", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@4", 60, "203.0.113.17");
+	check_answer("owner pointing into the header", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL,
+		     0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 3);
+	m_cname(&m, "@12", 60, "b@14");		/* b.test */
+	at = m.len;
+	m_rr(&m, "@12", 99, 60, (const __u8 *)"", 0);
+	m.b[at] = 0xc0;	/* owner: a pointer to the CNAME's target, itself ending in a pointer */
+	m.b[at + 1] = (__u8)(at - 4);
+	m_a(&m, "b@14", 60, "203.0.113.18");
+	check_answer("pointer to a name ending in a pointer", &m, "a.test", DNS_T_A, DNS_OK, 1,
+		     "203.0.113.18/60", 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.19");
+	m.b[m.len - 4 - 10 - 2] = 0x80;	/* the pointer's first byte: label type 0x80 */
+	check_answer("owner with an 0x80 label type", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL,
+		     0);
+
+	/* Truncations and lengths */
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.20");
+	m.len -= 1;
+	check_answer("A record cut short", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 2);
+	m_a(&m, "@12", 60, "203.0.113.21");
+	check_answer("fewer records than ancount", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_rr(&m, "@12", DNS_T_A, 60, (const __u8 *)"\xcb\x00\x71\x16\x00", 5);
+	check_answer("A record of 5 bytes", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	m_cname(&m, "@12", 60, "b.test");
+	m.b[m.len - 8 - 1] += 1;	/* rdlength one more than the target */
+	m_u8(&m, 0);
+	check_answer("CNAME whose target does not fill its data", &m, "a.test", DNS_T_A,
+		     DNS_MALFORMED, 1, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 0);
+	m_set16(&m, 2, 0x0100);	/* QR clear */
+	check_answer("answer without QR", &m, "a.test", DNS_T_A, DNS_MALFORMED, 0, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 0);
+	m_set16(&m, 4, 0);
+	check_answer("answer without a question", &m, "a.test", DNS_T_A, DNS_MALFORMED, 0, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 0);
+	m.len = TF_DNS_MSG_MAX + 1;
+	check_answer("answer longer than TF_DNS_MSG_MAX", &m, "a.test", DNS_T_A, DNS_MALFORMED, 0,
+		     NULL, 0);
+
+	/* A name at the wire limit: 255 bytes (4 labels of 63, a 59, root) */
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
+	for (i = 0; i < 3; i++) {
+		m_u8(&m, 63);
+		for (at = 0; at < 63; at++)
+			m_u8(&m, 'a');
+	}
+	m_u8(&m, 61);
+	for (at = 0; at < 61; at++)
+		m_u8(&m, 'b');
+	m_u8(&m, 0);
+	m_u16(&m, 99);
+	m_u16(&m, DNS_C_IN);
+	m_u32(&m, 60);
+	m_u16(&m, 0);
+	check_answer("owner of 255 wire bytes", &m, "a.test", DNS_T_A, DNS_OK, 1, "-", 0);
+	m.b[12 + 8 + 4 + 3 * 64] = 62;	/* the 61-byte label claims 62: 256 wire bytes */
+	check_answer("owner of 256 wire bytes", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+}
+
+/* ---- Part 2: the datapath ----------------------------------------------- */
+
+#define IFINDEX_LO 1
+#define IFINDEX_B  2
+#define SID_A 1
+#define SID_B 2
+#define SID_C 3
+
+#define GMAC "02:00:00:00:00:02"
+#define HMAC "02:00:00:00:00:01"
+#define G4   "10.10.0.2"
+#define GW4  "10.10.0.1"
+#define G6   "fd00:a::2"
+#define GW6  "fd00:a::1"
+#define B6   "2001:db8:b::2"		/* session B's guest: another session's address */
+
+/* Session A: host rules, one CIDR rule, the resolver at the gateway over IPv4. */
+static const char spec_a[] =
+	"{'id':'a','ifname':'tap-a',"
+	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"
+	"'gateway':{'mac':'" HMAC "','ipv4':'" GW4 "','ipv6':'" GW6 "'},"
+	"'resolver':{'ipv4':'" GW4 "'},"
+	"'allow':["
+	"{'host':'github.com','proto':'tcp','ports':[443]},"
+	"{'host':'*.npmjs.org','proto':'tcp','ports':[443]},"
+	"{'host':'example.com','proto':'tcp','ports':[80]},"
+	"{'host':'*.example.com','proto':'tcp','ports':[8080]},"
+	"{'host':'a.test','proto':'tcp','ports':[443]},"
+	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[22]}]}";
+
+static const char spec_b[] =
+	"{'id':'b','ifname':'tap-b',"
+	"'guest':{'mac':'02:00:00:00:00:12','ipv4':'10.20.0.2','ipv6':'" B6 "'},"
+	"'gateway':{'mac':'02:00:00:00:00:11','ipv4':'10.20.0.1','ipv6':'2001:db8:b::1'},"
+	"'allow':[]}";
+
+/* Session C: IPv6 only, resolver at the gateway's global address. */
+static const char spec_c[] =
+	"{'id':'c','ifname':'tap-c',"
+	"'guest':{'mac':'" GMAC "','ipv6':'" G6 "'},"
+	"'gateway':{'mac':'" HMAC "','ipv6':'" GW6 "'},"
+	"'resolver':{'ipv6':'" GW6 "'},"
+	"'allow':[{'host':'github.com','proto':'tcp','ports':[443]}]}";
+
+/* An operator exception to the floor: answers in it are learnt. */
+static const char operator_config[] = "{'floor':{'exceptions':['10.99.0.0/16']}}";
+
+#define MAX_EVENTS 32
+
+struct env {
+	struct tf_config cfg;
+	struct tf_dp dp;
+	struct ring_buffer *rb;
+	struct tf_event ev[MAX_EVENTS];
+	int nev;
+	int xdp;		/* judge guest -> host frames with xdp_from_guest */
+	__u32 sid;
+};
+
+struct sess {
+	struct tf_spec spec;
+	struct tf_policy pol;
+	__u32 sid, ifindex, ver;
+};
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct env *e = ctx;
+
+	if (e->nev < MAX_EVENTS && len >= sizeof(struct tf_event))
+		memcpy(&e->ev[e->nev], data, sizeof(struct tf_event));
+	e->nev++;
+	return 0;
+}
+
+/* ' -> ", as the control socket would hand the text over. */
+static size_t unquote(const char *text, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; text[i] && i < len - 1; i++)
+		buf[i] = text[i] == '\'' ? '"' : text[i];
+	buf[i] = '\0';
+	return i;
+}
+
+static int session_add(struct env *e, struct sess *s, const char *text, __u32 sid, __u32 ifindex)
+{
+	struct tf_spec_limits lim = { .max_rules = e->cfg.max_rules };
+	char buf[4096], err[TF_ERR_MAX] = "";
+	struct tf_session v;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->sid = sid;
+	s->ifindex = ifindex;
+	s->ver = 1;
+	ret = tf_spec_parse(buf, unquote(text, buf, sizeof(buf)), &lim, &s->spec, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "spec: %s\n", err);
+	if (!ret)
+		ret = tf_policy_compile(s->spec.rules, s->spec.nrules, &s->pol);
+	if (!ret)
+		ret = tf_dp_slot_init(&e->dp, sid, 0);
+	if (!ret)
+		ret = tf_dp_policy_write(&e->dp, sid, s->ver, &s->pol);
+	if (!ret)
+		ret = tf_dp_addrs_set(&e->dp, &s->spec, sid);
+	if (!ret) {
+		tf_dp_session_value(&s->spec, sid, s->ver, &v);
+		ret = tf_dp_session_set(&e->dp, ifindex, &v);
+	}
+	return ret;
+}
+
+static void session_del(struct env *e, struct sess *s)
+{
+	tf_dp_session_unset(&e->dp, s->ifindex);
+	tf_dp_names_rebase(&e->dp, s->sid, s->ver, &s->pol, NULL);
+	tf_dp_addrs_unset(&e->dp, &s->spec);
+	tf_dp_policy_erase(&e->dp, s->sid, s->ver, &s->pol);
+	tf_dp_slot_release(&e->dp, s->sid);
+	tf_policy_free(&s->pol);
+	tf_spec_free(&s->spec);
+}
+
+struct frame {
+	__u8 d[4200];
+	unsigned int len;
+};
+
+/* Ethernet + IPv4/IPv6 + UDP carrying m; from the guest or to it. */
+static void fr_udp(struct frame *f, int to_guest, const char *src, const char *dst, unsigned int sp,
+		   unsigned int dp, const struct msg *m)
+{
+	__u8 s[16], d[16];
+	int fam = pk_addr(src, s);
+	unsigned int ip = fam == 4 ? 20 : 40, o = 14, ul = 8 + m->len;
+
+	pk_addr(dst, d);
+	memset(f->d, 0, 14 + ip + 8);
+	pk_mac(to_guest ? GMAC : HMAC, f->d);
+	pk_mac(to_guest ? HMAC : GMAC, f->d + 6);
+	pk_put16(f->d + 12, fam == 4 ? 0x0800 : 0x86dd);
+	if (fam == 4) {
+		f->d[o] = 0x45;
+		pk_put16(f->d + o + 2, ip + ul);
+		f->d[o + 8] = 64;
+		f->d[o + 9] = IPPROTO_UDP;
+		memcpy(f->d + o + 12, s, 4);
+		memcpy(f->d + o + 16, d, 4);
+	} else {
+		f->d[o] = 0x60;
+		pk_put16(f->d + o + 4, ul);
+		f->d[o + 6] = IPPROTO_UDP;
+		f->d[o + 7] = 64;
+		memcpy(f->d + o + 8, s, 16);
+		memcpy(f->d + o + 24, d, 16);
+	}
+	o += ip;
+	pk_put16(f->d + o, sp);
+	pk_put16(f->d + o + 2, dp);
+	pk_put16(f->d + o + 4, ul);
+	memcpy(f->d + o + 8, m->b, m->len);
+	f->len = o + 8 + m->len;
+}
+
+/* A TCP packet from the guest (flags PK_SYN, PK_ACK ...). */
+static void fr_tcp(struct frame *f, const char *src, const char *dst, unsigned int sp,
+		   unsigned int dp, __u8 flags)
+{
+	struct pk p = { .src = src, .dst = dst, .proto = IPPROTO_TCP, .sport = (__u16)sp,
+			.dport = (__u16)dp, .flags = flags };
+	struct pk_frame pf;
+
+	if (pk_build(&p, GMAC, HMAC, &pf)) {
+		f->len = 0;
+		return;
+	}
+	memcpy(f->d, pf.data, pf.len);
+	f->len = pf.len;
+}
+
+static void fr_udp_plain(struct frame *f, const char *src, const char *dst, unsigned int sp,
+			 unsigned int dp)
+{
+	struct msg m = { .len = 4 };
+
+	fr_udp(f, 0, src, dst, sp, dp, &m);
+}
+
+struct result {
+	int ok;			/* the test run ran */
+	int allow;
+	__u64 moved[TF_CNT_SLOTS];
+};
+
+enum dir { FROM, TO };
+
+static int run(struct env *e, enum dir dir, const struct frame *f, struct result *r)
+{
+	struct tapfence_bpf *skel = e->dp.skel;
+	struct __sk_buff skb = { .ifindex = IFINDEX_LO };
+	struct xdp_md xmd = { .ingress_ifindex = IFINDEX_LO, .data_end = f->len };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->d, .data_size_in = f->len, .repeat = 1);
+	__u64 before[TF_CNT_SLOTS] = {}, after[TF_CNT_SLOTS] = {};
+	int xdp = dir == FROM && e->xdp, fd, ret, i;
+
+	if (xdp) {
+		fd = bpf_program__fd(skel->progs.xdp_from_guest);
+		o.ctx_in = &xmd;
+		o.ctx_size_in = sizeof(xmd);
+	} else {
+		fd = bpf_program__fd(dir == FROM ? skel->progs.tc_from_guest : skel->progs.tc_to_guest);
+		o.ctx_in = &skb;
+		o.ctx_size_in = sizeof(skb);
+	}
+	ring_buffer__consume(e->rb);
+	e->nev = 0;
+	tf_dp_counters(&e->dp, e->sid, before);
+	ret = bpf_prog_test_run_opts(fd, &o);
+	ring_buffer__consume(e->rb);
+	tf_dp_counters(&e->dp, e->sid, after);
+	r->ok = !ret;
+	if (ret)
+		fprintf(stderr, "test run: %s\n", strerror(errno));
+	r->allow = xdp ? o.retval == XDP_PASS : (int)o.retval == TC_ACT_UNSPEC;
+	for (i = 0; i < TF_CNT_SLOTS; i++)
+		r->moved[i] = after[i] - before[i];
+	return ret;
+}
+
+static const char *prog_name(const struct env *e, enum dir dir)
+{
+	return dir == TO ? "tc_to_guest" : e->xdp ? "xdp_from_guest" : "tc_from_guest";
+}
+
+/* The reasons whose counters moved, "a+1,b+2"; "-" if none. */
+static const char *moved_str(const struct result *r, char *buf, size_t len)
+{
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < TF_CNT_SLOTS && o < len; i++)
+		if (r->moved[i])
+			o += (size_t)snprintf(buf + o, len - o, "%s%s+%llu", o ? "," : "",
+					      i < TF_REASON_MAX ? tf_reason_name((unsigned int)i) : "slot",
+					      (unsigned long long)r->moved[i]);
+	return o ? buf : "-";
+}
+
+/* The events of the last run, "reason[name]" each, comma-separated; "-" if none. */
+static const char *events_str(const struct env *e, char *buf, size_t len)
+{
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < e->nev && i < MAX_EVENTS && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s[%.*s]", i ? "," : "",
+				      tf_reason_name(e->ev[i].reason), (int)e->ev[i].name_len,
+				      (const char *)e->ev[i].name);
+	return o ? buf : "-";
+}
+
+/*
+ * Run f and check the verdict, the counters that moved ("reason+n,...")
+ * and the events ("reason[name],..."); NULL skips a check.
+ */
+static void judge(struct env *e, enum dir dir, const struct frame *f, const char *desc,
+		  int allow, const char *counters, const char *events)
+{
+	char what[256], buf[1024];
+	struct result r;
+
+	run(e, dir, f, &r);
+	snprintf(what, sizeof(what), "%s: %s: verdict", prog_name(e, dir), desc);
+	CHECK_STR(what, !r.ok ? "test run failed" : r.allow ? "allow" : "deny",
+		  allow ? "allow" : "deny");
+	if (counters) {
+		snprintf(what, sizeof(what), "%s: %s: counters", prog_name(e, dir), desc);
+		CHECK_STR(what, moved_str(&r, buf, sizeof(buf)), counters);
+	}
+	if (events) {
+		snprintf(what, sizeof(what), "%s: %s: events", prog_name(e, dir), desc);
+		CHECK_STR(what, events_str(e, buf, sizeof(buf)), events);
+	}
+}
+
+static void query(struct env *e, const char *desc, unsigned int gport, unsigned int id,
+		  const char *name, unsigned int qtype, int allow, const char *counters,
+		  const char *events)
+{
+	struct frame f;
+	struct msg m;
+
+	m_query(&m, id, name, qtype);
+	fr_udp(&f, 0, G4, GW4, gport, 53, &m);
+	judge(e, FROM, &f, desc, allow, counters, events);
+}
+
+static void answer(struct env *e, const char *desc, unsigned int gport, const struct msg *m,
+		   int allow, const char *counters, const char *events)
+{
+	struct frame f;
+
+	fr_udp(&f, 1, GW4, G4, 53, gport, m);
+	judge(e, TO, &f, desc, allow, counters, events);
+}
+
+static void syn(struct env *e, const char *desc, const char *dst, unsigned int dport, int allow,
+		const char *counters)
+{
+	struct frame f;
+
+	fr_tcp(&f, strchr(dst, ':') ? G6 : G4, dst, 50000, dport, PK_SYN);
+	judge(e, FROM, &f, desc, allow, counters, NULL);
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+static int learned_get(struct env *e, __u32 sid, const char *addr, struct tf_learned *v)
+{
+	struct tf_learn_key k = { .sid = sid };
+
+	k.family = (__u8)pk_addr(addr, k.addr);
+	return bpf_map_lookup_elem(bpf_map__fd(e->dp.skel->maps.tf_learned), &k, v) ? -errno : 0;
+}
+
+static int dnsq_get(struct env *e, __u32 sid, unsigned int gport, unsigned int id, struct tf_dnsq *v)
+{
+	struct tf_dnsq_key k = { .sid = sid, .gport = htons((__u16)gport), .id = htons((__u16)id) };
+
+	return bpf_map_lookup_elem(bpf_map__fd(e->dp.skel->maps.tf_dnsq), &k, v) ? -errno : 0;
+}
+
+/* Seconds until a learnt address expires, rounded; -1 if it is not learnt. */
+static long learned_ttl(struct env *e, const char *addr)
+{
+	struct tf_learned v;
+
+	if (learned_get(e, SID_A, addr, &v))
+		return -1;
+	return (long)((v.expires_ns - now_ns() + 500000000ULL) / 1000000000ULL);
+}
+
+/* Queries: which names, types and shapes go out. Run with TC and with XDP. */
+static void test_queries(struct env *e)
+{
+	struct tf_dnsq q;
+	struct frame f;
+	struct msg m;
+	char what[128];
+	__u8 rev[TF_DNS_NAME_MAX];
+
+	query(e, "query github.com", 40001, 0x1111, "github.com", DNS_T_A, 1, "allow_dns+1",
+	      "allow_dns[github.com]");
+	snprintf(what, sizeof(what), "%s: the query is outstanding", prog_name(e, FROM));
+	CHECK_EQ(what, dnsq_get(e, SID_A, 40001, 0x1111, &q), 0);
+	snprintf(what, sizeof(what), "%s: outstanding query: name, type, permission, generation",
+		 prog_name(e, FROM));
+	rev_of("github.com", rev);
+	CHECK_EQ(what, q.name_len == 11 && !memcmp(q.name, rev, 11) && q.qtype == DNS_T_A &&
+		 q.perm.protos == TF_PB_TCP && q.sub == 0 && q.ver == 1, 1);
+	query(e, "query GitHub.COM, mixed case", 40002, 0x1112, "GitHub.COM", DNS_T_AAAA, 1,
+	      "allow_dns+1", "allow_dns[github.com]");
+	query(e, "query github.com CNAME", 40003, 0x1113, "github.com", DNS_T_CNAME, 1,
+	      "allow_dns+1", NULL);
+	query(e, "query www.github.com: only github.com itself is allowed", 40004, 0x1114,
+	      "www.github.com", DNS_T_A, 0, "dns_name_denied+1", "dns_name_denied[www.github.com]");
+	query(e, "query gitlab.com", 40005, 0x1115, "gitlab.com", DNS_T_A, 0, "dns_name_denied+1",
+	      "dns_name_denied[gitlab.com]");
+	query(e, "query npmjs.org: *.npmjs.org is only below it", 40006, 0x1116, "npmjs.org",
+	      DNS_T_A, 0, "dns_name_denied+1", NULL);
+	query(e, "query registry.npmjs.org", 40007, 0x1117, "registry.npmjs.org", DNS_T_A, 1,
+	      "allow_dns+1", "allow_dns[registry.npmjs.org]");
+	snprintf(what, sizeof(what), "%s: a wildcard's query is recorded as below its entry",
+		 prog_name(e, FROM));
+	CHECK_EQ(what, !dnsq_get(e, SID_A, 40007, 0x1117, &q) && q.sub == 1, 1);
+	query(e, "query a.b.npmjs.org", 40008, 0x1118, "a.b.npmjs.org", DNS_T_A, 1, "allow_dns+1",
+	      NULL);
+	query(e, "query evilnpmjs.org", 40009, 0x1119, "evilnpmjs.org", DNS_T_A, 0,
+	      "dns_name_denied+1", NULL);
+	query(e, "query example.com (exact rule)", 40010, 0x111a, "example.com", DNS_T_A, 1,
+	      "allow_dns+1", NULL);
+	query(e, "query www.example.com (wildcard rule)", 40011, 0x111b, "www.example.com",
+	      DNS_T_A, 1, "allow_dns+1", NULL);
+	query(e, "query a.b.example.com", 40012, 0x111c, "a.b.example.com", DNS_T_A, 1,
+	      "allow_dns+1", NULL);
+	query(e, "query evilexample.com", 40013, 0x111d, "evilexample.com", DNS_T_A, 0,
+	      "dns_name_denied+1", "dns_name_denied[evilexample.com]");
+	query(e, "query example.com.evil.org", 40014, 0x111e, "example.com.evil.org", DNS_T_A, 0,
+	      "dns_name_denied+1", NULL);
+	query(e, "query com", 40015, 0x111f, "com", DNS_T_A, 0, "dns_name_denied+1", NULL);
+	query(e, "query github.com TXT", 40016, 0x1120, "github.com", 16, 0, "dns_qtype+1",
+	      "dns_qtype[github.com]");
+	query(e, "query github.com ANY", 40017, 0x1121, "github.com", 255, 0, "dns_qtype+1", NULL);
+	query(e, "query github.com NULL", 40018, 0x1122, "github.com", 10, 0, "dns_qtype+1", NULL);
+	query(e, "query github.com HTTPS", 40019, 0x1123, "github.com", 65, 0, "dns_qtype+1", NULL);
+	query(e, "query github.com SVCB", 40020, 0x1124, "github.com", 64, 0, "dns_qtype+1", NULL);
+	query(e, "query a name with a bad byte", 40021, 0x1125, "git!hub.com", DNS_T_A, 0,
+	      "dns_malformed+1", "dns_malformed[]");	/* no name that is not a host name */
+
+	m_hdr(&m, 0x1126, 0x0100, 2, 0, 0, 0);
+	m_question(&m, "github.com", DNS_T_A, DNS_C_IN);
+	m_question(&m, "gitlab.com", DNS_T_A, DNS_C_IN);
+	fr_udp(&f, 0, G4, GW4, 40022, 53, &m);
+	judge(e, FROM, &f, "query with two questions", 0, "dns_malformed+1", NULL);
+	m_hdr(&m, 0x1127, 0x0100, 1, 0, 0, 0);
+	m_question(&m, "www@12", DNS_T_A, DNS_C_IN);
+	fr_udp(&f, 0, G4, GW4, 40023, 53, &m);
+	judge(e, FROM, &f, "query with compression", 0, "dns_malformed+1", NULL);
+	m_hdr(&m, 0x1128, 0x0100, 1, 0, 0, 1);
+	m_question(&m, "github.com", DNS_T_A, DNS_C_IN);
+	m_opt(&m);
+	fr_udp(&f, 0, G4, GW4, 40024, 53, &m);
+	judge(e, FROM, &f, "query with EDNS0", 1, "allow_dns+1", NULL);
+	m.len = 11;
+	fr_udp(&f, 0, G4, GW4, 40025, 53, &m);
+	judge(e, FROM, &f, "query of 11 bytes", 0, "dns_malformed+1", NULL);
+	m_query(&m, 0x1129, "github.com", DNS_T_A);
+	fr_udp(&f, 0, G4, GW4, 40026, 53, &m);
+	pk_put16(f.d + 14 + 20 + 4, 8 + m.len + 1);	/* UDP length past the IP packet */
+	judge(e, FROM, &f, "query whose UDP length exceeds the IP packet", 0, "dns_malformed+1",
+	      NULL);
+	m_query(&m, 0x112a, "github.com", DNS_T_A);
+	m.len = TF_DNS_MSG_MAX + 1;
+	fr_udp(&f, 0, G4, GW4, 40027, 53, &m);
+	judge(e, FROM, &f, "query longer than TF_DNS_MSG_MAX", 0, "dns_malformed+1", NULL);
+
+	/* The same port again: every query is judged, not just a flow's first. */
+	query(e, "second query on an allowed port, for a denied name", 40001, 0x112b, "gitlab.com",
+	      DNS_T_A, 0, "dns_name_denied+1", NULL);
+	query(e, "third query on that port, allowed", 40001, 0x112c, "github.com", DNS_T_A, 1,
+	      "allow_dns+1", NULL);
+
+	/* DNS anywhere else */
+	fr_tcp(&f, G4, GW4, 40030, 53, PK_SYN);
+	judge(e, FROM, &f, "TCP SYN to the resolver's port", 0, "dns_tcp+1", "dns_tcp[]");
+	fr_tcp(&f, G4, GW4, 40030, 53, PK_ACK);
+	judge(e, FROM, &f, "TCP ACK to the resolver's port", 0, "dns_tcp+1", NULL);
+	fr_udp_plain(&f, G4, "8.8.8.8", 40031, 53);
+	judge(e, FROM, &f, "UDP to 8.8.8.8:53", 0, "dns_not_resolver+1", NULL);
+	fr_tcp(&f, G4, "1.1.1.1", 40032, 853, PK_SYN);
+	judge(e, FROM, &f, "DNS over TLS to 1.1.1.1:853", 0, "dns_not_resolver+1", NULL);
+	fr_tcp(&f, G4, GW4, 40033, 853, PK_SYN);
+	judge(e, FROM, &f, "DNS over TLS to the resolver", 0, "dns_not_resolver+1", NULL);
+	fr_udp_plain(&f, G4, "1.1.1.1", 40034, 853);
+	judge(e, FROM, &f, "DNS over QUIC to 1.1.1.1:853", 0, "dns_not_resolver+1", NULL);
+	fr_udp_plain(&f, G4, "224.0.0.251", 5353, 5353);
+	judge(e, FROM, &f, "mDNS", 0, "dns_not_resolver+1", NULL);
+	fr_udp_plain(&f, G4, "224.0.0.252", 40035, 5355);
+	judge(e, FROM, &f, "LLMNR", 0, "dns_not_resolver+1", NULL);
+	fr_udp_plain(&f, G6, "ff02::1:3", 40036, 5355);
+	judge(e, FROM, &f, "LLMNR over IPv6", 0, "dns_not_resolver+1", NULL);
+}
+
+static void tf_learned_del(struct env *e, const char *addr)
+{
+	struct tf_learn_key k = { .sid = SID_A };
+
+	k.family = (__u8)pk_addr(addr, k.addr);
+	bpf_map_delete_elem(bpf_map__fd(e->dp.skel->maps.tf_learned), &k);
+}
+
+/* Answers: what is matched, what is learnt, and what the guest may then reach. */
+static void test_answers(struct env *e)
+{
+	struct tf_learned l;
+	struct tf_dnsq q;
+	struct frame f;
+	struct msg m;
+	char a[32], what[128], want[512];
+	unsigned int i;
+	size_t o;
+	__u8 rev[TF_DNS_NAME_MAX];
+
+	syn(e, "SYN to 140.82.112.3:443 before any answer", "140.82.112.3", 443, 0, "no_rule+1");
+
+	query(e, "query github.com", 41001, 0x2001, "github.com", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2001, 0, "github.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.3");
+	answer(e, "its answer", 41001, &m, 1, "allow_dns_answer+1", "allow_dns_answer[github.com]");
+	CHECK_EQ("the answered query is no longer outstanding", dnsq_get(e, SID_A, 41001, 0x2001, &q),
+		 -ENOENT);
+	CHECK_EQ("140.82.112.3 is learnt", learned_get(e, SID_A, "140.82.112.3", &l), 0);
+	rev_of("github.com", rev);
+	CHECK_EQ("140.82.112.3 is learnt with github.com's name, permission and generation",
+		 l.name_len == 11 && !memcmp(l.name, rev, 11) && l.perm.protos == TF_PB_TCP &&
+		 l.sub == 0 && l.ver == 1, 1);
+	CHECK_EQ("140.82.112.3 expires with the TTL (60 s)", learned_ttl(e, "140.82.112.3"), 60);
+	CHECK_EQ("140.82.112.3 is not learnt for session B", learned_get(e, SID_B, "140.82.112.3", &l),
+		 -ENOENT);
+	answer(e, "the same answer again", 41001, &m, 0, "dns_unmatched+1", "dns_unmatched[]");
+	syn(e, "SYN to learnt 140.82.112.3:443", "140.82.112.3", 443, 1, "allow_learned+1");
+	syn(e, "SYN to learnt 140.82.112.3:80, not its port", "140.82.112.3", 80, 0,
+	    "port_not_allowed+1");
+	syn(e, "SYN to 140.82.112.4:443, not learnt", "140.82.112.4", 443, 0, "no_rule+1");
+
+	/* Matching */
+	query(e, "query github.com", 41002, 0x2002, "github.com", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2003, 0, "github.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.5");
+	answer(e, "answer with another id", 41002, &m, 0, "dns_unmatched+1", NULL);
+	m_set16(&m, 0, 0x2002);
+	answer(e, "answer to another port", 41003, &m, 0, "dns_unmatched+1", NULL);
+	m_answer(&m, 0x2002, 0, "gitlab.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.5");
+	answer(e, "answer for another name", 41002, &m, 0, "dns_unmatched+1", NULL);
+	m_answer(&m, 0x2002, 0, "github.com", DNS_T_AAAA, 1);
+	m_a(&m, "@12", 60, "2001:db8::5");
+	answer(e, "answer for another type", 41002, &m, 0, "dns_unmatched+1", NULL);
+	CHECK_EQ("unmatched answers leave the query outstanding",
+		 dnsq_get(e, SID_A, 41002, 0x2002, &q), 0);
+	CHECK_EQ("unmatched answers teach nothing", learned_ttl(e, "140.82.112.5"), -1);
+	m_answer(&m, 0x2002, 0, "gItHuB.cOm", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.5");
+	answer(e, "answer with 0x20 case randomisation", 41002, &m, 1, "allow_dns_answer+1",
+	       "allow_dns_answer[github.com]");
+	CHECK_EQ("0x20 answer: 140.82.112.5 is learnt", learned_ttl(e, "140.82.112.5"), 60);
+	m_answer(&m, 0x2009, 0, "github.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.6");
+	fr_udp(&f, 1, GW4, G4, 5353, 41009, &m);
+	judge(e, TO, &f, "answer from the resolver's address, another port", 0, "unsolicited+1",
+	      NULL);
+	fr_udp(&f, 1, "10.10.0.9", G4, 53, 41009, &m);
+	judge(e, TO, &f, "answer from another address", 0, "unsolicited+1", NULL);
+
+	/* CNAME chain; the wildcard's permission (tcp 8080) */
+	query(e, "query www.example.com", 41010, 0x2010, "www.example.com", DNS_T_A, 1,
+	      "allow_dns+1", NULL);
+	m_answer(&m, 0x2010, 0, "www.example.com", DNS_T_A, 5);
+	m_cname(&m, "@12", 300, "cdn.example.net");
+	m_a(&m, "unrelated.org", 60, "203.0.113.99");
+	m_cname(&m, "cdn.example.net", 300, "edge.cdn.test");
+	m_a(&m, "edge.cdn.test", 120, "203.0.113.10");
+	m_a(&m, "cdn.example.net", 120, "203.0.113.11");
+	answer(e, "CNAME chain answer", 41010, &m, 1, "allow_dns_answer+1", NULL);
+	CHECK_EQ("the chain's end 203.0.113.10 is learnt", learned_ttl(e, "203.0.113.10"), 120);
+	CHECK_EQ("a chain name's 203.0.113.11 is learnt", learned_ttl(e, "203.0.113.11"), 120);
+	CHECK_EQ("unrelated 203.0.113.99 is not learnt", learned_ttl(e, "203.0.113.99"), -1);
+	syn(e, "SYN to 203.0.113.10:8080 (the wildcard's port)", "203.0.113.10", 8080, 1,
+	    "allow_learned+1");
+	syn(e, "SYN to 203.0.113.10:443", "203.0.113.10", 443, 0, "port_not_allowed+1");
+	syn(e, "SYN to 203.0.113.99:8080", "203.0.113.99", 8080, 0, "no_rule+1");
+
+	/* Many records */
+	query(e, "query a.test", 41020, 0x2020, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2020, 0, "a.test", DNS_T_A, TF_DNS_LEARN_MAX + 2);
+	for (i = 0; i < TF_DNS_LEARN_MAX + 2; i++) {
+		snprintf(a, sizeof(a), "203.0.113.%u", 100 + i);
+		m_a(&m, "@12", 60, a);
+	}
+	answer(e, "answer with more records than TF_DNS_LEARN_MAX", 41020, &m, 1,
+	       "dns_learn_limit+1,allow_dns_answer+1", "dns_learn_limit[a.test],allow_dns_answer[a.test]");
+	snprintf(a, sizeof(a), "203.0.113.%u", 100 + TF_DNS_LEARN_MAX - 1);
+	CHECK_EQ("the last record within the limit is learnt", learned_ttl(e, a), 60);
+	snprintf(a, sizeof(a), "203.0.113.%u", 100 + TF_DNS_LEARN_MAX);
+	CHECK_EQ("the first record past the limit is not", learned_ttl(e, a), -1);
+
+	/* Rebinding */
+	query(e, "query a.test", 41030, 0x2030, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2030, 0, "a.test", DNS_T_A, 6);
+	m_a(&m, "@12", 60, "10.0.0.1");
+	m_a(&m, "@12", 60, "169.254.169.254");
+	m_a(&m, "@12", 60, "127.0.0.1");
+	m_a(&m, "@12", 60, B6);
+	m_a(&m, "@12", 60, "10.99.0.5");	/* an operator exception */
+	m_a(&m, "@12", 60, "203.0.113.50");
+	answer(e, "answer with rebinding addresses", 41030, &m, 1,
+	       "dns_rebind+4,allow_dns_answer+1",
+	       "dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],"
+	       "allow_dns_answer[a.test]");
+	o = 0;
+	want[0] = '\0';
+	for (i = 0; i < 4 && i < (unsigned int)e->nev; i++) {
+		char s[INET6_ADDRSTRLEN];
+
+		inet_ntop(e->ev[i].family == 4 ? AF_INET : AF_INET6, e->ev[i].daddr, s, sizeof(s));
+		o += (size_t)snprintf(want + o, sizeof(want) - o, "%s%s", i ? "," : "", s);
+	}
+	CHECK_STR("dns_rebind events carry the refused addresses", want,
+		  "10.0.0.1,169.254.169.254,127.0.0.1," B6);
+	CHECK_EQ("10.0.0.1 is not learnt", learned_ttl(e, "10.0.0.1"), -1);
+	CHECK_EQ("169.254.169.254 is not learnt", learned_ttl(e, "169.254.169.254"), -1);
+	CHECK_EQ("127.0.0.1 is not learnt", learned_ttl(e, "127.0.0.1"), -1);
+	CHECK_EQ("session B's address is not learnt", learned_ttl(e, B6), -1);
+	CHECK_EQ("10.99.0.5 (floor exception) is learnt", learned_ttl(e, "10.99.0.5"), 60);
+	CHECK_EQ("203.0.113.50 beside them is learnt", learned_ttl(e, "203.0.113.50"), 60);
+	syn(e, "SYN to 10.99.0.5:443, learnt in a floor exception", "10.99.0.5", 443, 1,
+	    "allow_learned+1");
+	syn(e, "SYN to 10.0.0.1:443", "10.0.0.1", 443, 0, "floor_private+1");
+
+	/* TTLs */
+	query(e, "query a.test", 41040, 0x2040, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2040, 0, "a.test", DNS_T_A, 5);
+	m_a(&m, "@12", 0, "203.0.113.60");
+	m_a(&m, "@12", 1, "203.0.113.61");
+	m_a(&m, "@12", 100, "203.0.113.62");
+	m_a(&m, "@12", 99999, "203.0.113.63");
+	m_a(&m, "@12", 0x80000001u, "203.0.113.64");
+	answer(e, "answer with TTLs 0, 1, 100, 99999, 2^31+1", 41040, &m, 1, "allow_dns_answer+1",
+	       NULL);
+	CHECK_EQ("TTL 0 is clamped to the minimum (5 s)", learned_ttl(e, "203.0.113.60"), 5);
+	CHECK_EQ("TTL 1 is clamped to the minimum (5 s)", learned_ttl(e, "203.0.113.61"), 5);
+	CHECK_EQ("TTL 100 stays", learned_ttl(e, "203.0.113.62"), 100);
+	CHECK_EQ("TTL 99999 is clamped to the maximum (3600 s)", learned_ttl(e, "203.0.113.63"),
+		 3600);
+	CHECK_EQ("TTL 2^31+1 counts as 0 (RFC 2181), clamped to 5 s",
+		 learned_ttl(e, "203.0.113.64"), 5);
+
+	/* Expiry: a connection outlives it, a new one does not */
+	fr_tcp(&f, G4, "203.0.113.62", 50001, 443, PK_SYN);
+	judge(e, FROM, &f, "SYN to learnt 203.0.113.62:443", 1, "allow_learned+1", NULL);
+	if (!learned_get(e, SID_A, "203.0.113.62", &l)) {
+		struct tf_learn_key k = { .sid = SID_A, .family = 4 };
+
+		pk_addr("203.0.113.62", k.addr);
+		l.expires_ns = now_ns() - 1;
+		bpf_map_update_elem(bpf_map__fd(e->dp.skel->maps.tf_learned), &k, &l, BPF_EXIST);
+	}
+	fr_tcp(&f, G4, "203.0.113.62", 50001, 443, PK_ACK);
+	judge(e, FROM, &f, "ACK of that connection after the TTL ended", 1, "allow_flow+1", NULL);
+	fr_tcp(&f, G4, "203.0.113.62", 50002, 443, PK_SYN);
+	judge(e, FROM, &f, "new SYN after the TTL ended", 0, "no_rule+1", NULL);
+
+	/* TC, rcodes, EDNS0, malformed */
+	query(e, "query a.test", 41050, 0x2050, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2050, 0x0200, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.70");
+	answer(e, "truncated answer", 41050, &m, 0, "dns_truncated+1", "dns_truncated[a.test]");
+	CHECK_EQ("truncated answer: nothing learnt", learned_ttl(e, "203.0.113.70"), -1);
+	m_set16(&m, 2, 0x8180);
+	answer(e, "the full answer after a truncated one", 41050, &m, 0, "dns_unmatched+1", NULL);
+
+	query(e, "query a.test", 41051, 0x2051, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2051, 3, "a.test", DNS_T_A, 0);
+	answer(e, "NXDOMAIN answer", 41051, &m, 1, "allow_dns_answer+1", "allow_dns_answer[a.test]");
+
+	query(e, "query a.test", 41052, 0x2052, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2052, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.71");
+	m_set16(&m, 10, 1);
+	m_opt(&m);
+	answer(e, "answer with an EDNS0 OPT record", 41052, &m, 1, "allow_dns_answer+1", NULL);
+	CHECK_EQ("EDNS0 answer: 203.0.113.71 is learnt", learned_ttl(e, "203.0.113.71"), 60);
+
+	query(e, "query a.test", 41053, 0x2053, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2053, 0, "a.test", DNS_T_A, 2);
+	m_a(&m, "@12", 60, "203.0.113.72");
+	i = m.len;
+	m_u16(&m, 0xc000 | i);
+	m_u16(&m, DNS_T_A);
+	answer(e, "answer with a compression loop", 41053, &m, 0, "dns_malformed+1",
+	       "dns_malformed[a.test]");
+	CHECK_EQ("compression loop: nothing learnt, not even the record before it",
+		 learned_ttl(e, "203.0.113.72"), -1);
+
+	query(e, "query a.test", 41054, 0x2054, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2054, 0, "a.test", DNS_T_A, 1);
+	m_u16(&m, 0xc000 | (m.len + 2));
+	m_a(&m, "a.test", 60, "203.0.113.73");
+	answer(e, "answer with a forward pointer", 41054, &m, 0, "dns_malformed+1", NULL);
+
+	query(e, "query a.test", 41055, 0x2055, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2055, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.74");
+	m.len -= 2;
+	answer(e, "answer cut inside a record", 41055, &m, 0, "dns_malformed+1", NULL);
+
+	query(e, "query a.test", 41056, 0x2056, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2056, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.75");
+	m.len = TF_DNS_MSG_MAX + 1;
+	answer(e, "answer longer than TF_DNS_MSG_MAX", 41056, &m, 0, "dns_malformed+1", NULL);
+
+	m_answer(&m, 0x2057, 0, "a.test", DNS_T_A, 0);
+	m.len = 11;
+	answer(e, "answer of 11 bytes", 41057, &m, 0, "dns_malformed+1", NULL);
+
+	/* AAAA, and a learnt address inside a CIDR rule */
+	query(e, "query github.com AAAA", 41060, 0x2060, "github.com", DNS_T_AAAA, 1, "allow_dns+1",
+	      NULL);
+	m_answer(&m, 0x2060, 0, "github.com", DNS_T_AAAA, 1);
+	m_a(&m, "@12", 60, "2001:db8:1::10");
+	answer(e, "AAAA answer", 41060, &m, 1, "allow_dns_answer+1", NULL);
+	syn(e, "SYN to learnt [2001:db8:1::10]:443", "2001:db8:1::10", 443, 1, "allow_learned+1");
+	query(e, "query github.com", 41061, 0x2061, "github.com", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2061, 0, "github.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "198.51.100.7");
+	answer(e, "answer inside a CIDR rule's range", 41061, &m, 1, "allow_dns_answer+1", NULL);
+	syn(e, "SYN to 198.51.100.7:443, learnt", "198.51.100.7", 443, 1, "allow_learned+1");
+	syn(e, "SYN to 198.51.100.7:22, the CIDR rule", "198.51.100.7", 22, 1, "allow_rule+1");
+	syn(e, "SYN to 198.51.100.7:25, neither", "198.51.100.7", 25, 0, "port_not_allowed+1");
+	tf_learned_del(e, "198.51.100.7");
+	syn(e, "SYN to 198.51.100.7:443 once forgotten", "198.51.100.7", 443, 0,
+	    "port_not_allowed+1");
+
+	snprintf(what, sizeof(what), "answers: every outstanding query of the tests is consumed");
+	CHECK_EQ(what, dnsq_get(e, SID_A, 41030, 0x2030, &q), -ENOENT);
+}
+
+/* Session C: the same over IPv6, the message 20 bytes further into the frame. */
+static void test_ipv6(struct env *e)
+{
+	struct frame f;
+	struct msg m;
+
+	m_query(&m, 0x3001, "github.com", DNS_T_AAAA);
+	fr_udp(&f, 0, G6, GW6, 42001, 53, &m);
+	judge(e, FROM, &f, "IPv6 query github.com", 1, "allow_dns+1", "allow_dns[github.com]");
+	m_query(&m, 0x3002, "gitlab.com", DNS_T_AAAA);
+	fr_udp(&f, 0, G6, GW6, 42002, 53, &m);
+	judge(e, FROM, &f, "IPv6 query gitlab.com", 0, "dns_name_denied+1", NULL);
+	m_answer(&m, 0x3001, 0, "github.com", DNS_T_AAAA, 1);
+	m_a(&m, "@12", 60, "2001:db8:2::20");
+	fr_udp(&f, 1, GW6, G6, 53, 42001, &m);
+	judge(e, TO, &f, "IPv6 answer", 1, "allow_dns_answer+1", "allow_dns_answer[github.com]");
+	fr_tcp(&f, G6, "2001:db8:2::20", 50000, 443, PK_SYN);
+	judge(e, FROM, &f, "IPv6 SYN to the learnt address", 1, "allow_learned+1", NULL);
+	fr_tcp(&f, G6, GW6, 50001, 53, PK_SYN);
+	judge(e, FROM, &f, "IPv6 TCP to the resolver", 0, "dns_tcp+1", NULL);
+}
+
+static int private_netns(void)
+{
+	struct ifreq ifr = {};
+	int fd, ret = 0;
+
+	if (unshare(CLONE_NEWNET))
+		return -errno;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr)) {
+		ret = -errno;
+	} else {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
+			ret = -errno;
+	}
+	close(fd);
+	return ret;
+}
+
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static void test_datapath(void)
+{
+	static struct env e;
+	char buf[1024], err[TF_ERR_MAX] = "";
+	struct sess a, b, c;
+	int ret;
+
+	libbpf_set_print(quiet_libbpf);
+	ret = private_netns();
+	CHECK_EQ("a private network namespace with lo up", ret, 0);
+	if (ret)
+		return;
+	tf_config_defaults(&e.cfg);
+	ret = tf_config_parse(buf, unquote(operator_config, buf, sizeof(buf)), &e.cfg, err,
+			      sizeof(err));
+	CHECK_EQ("parse the operator config", ret, 0);
+	ret = tf_dp_open(&e.dp, &e.cfg, 0);
+	CHECK_EQ("load the datapath, unpinned", ret, 0);
+	if (ret)
+		return;
+	CHECK_EQ("write the hard floor", tf_dp_write_floor(&e.dp), 0);
+	e.rb = ring_buffer__new(tf_dp_ringbuf_fd(&e.dp), on_event, &e, NULL);
+	CHECK_EQ("open the event ring buffer", e.rb != NULL, 1);
+	CHECK_EQ("set up session B on ifindex 2", session_add(&e, &b, spec_b, SID_B, IFINDEX_B), 0);
+	ret = session_add(&e, &a, spec_a, SID_A, IFINDEX_LO);
+	CHECK_EQ("set up session A (host rules) on ifindex 1", ret, 0);
+	if (!ret && e.rb) {
+		e.sid = SID_A;
+		for (e.xdp = 0; e.xdp < 2; e.xdp++)
+			test_queries(&e);
+		e.xdp = 0;
+		test_answers(&e);
+	}
+	session_del(&e, &a);
+	ret = session_add(&e, &c, spec_c, SID_C, IFINDEX_LO);
+	CHECK_EQ("set up session C (IPv6 resolver) on ifindex 1", ret, 0);
+	if (!ret && e.rb) {
+		e.sid = SID_C;
+		for (e.xdp = 0; e.xdp < 2; e.xdp++)
+			test_ipv6(&e);
+	}
+	session_del(&e, &c);
+	session_del(&e, &b);
+	ring_buffer__free(e.rb);
+	tf_dp_close(&e.dp);
+}
+
+int main(void)
+{
+	size_t i;
+
+	/* 3 labels of 63 and one of 55 (247 bytes dotted), and one byte more */
+	snprintf(long247, sizeof(long247), "%s.%s.%s.%.55s", n63, n63, n63, n63);
+	snprintf(long248, sizeof(long248), "%s.%s.%s.%.56s", n63, n63, n63, n63);
+	for (i = 0; i < 247; i++)
+		rev247[i] = long247[246 - i];
+	rev247[247] = '.';
+	test_parse_queries();
+	test_parse_answers();
+	test_datapath();
+	return CHECK_EXIT();
+}
