@@ -9,6 +9,7 @@ PKGS=(
 	iproute2 iputils-ping procps psmisc socat curl
 	python3 python3-scapy
 	dnsmasq-base bind9-dnsutils libclang-rt-14-dev
+	iperf3 nftables gnuplot-nox
 )
 
 missing=()
