@@ -43,7 +43,7 @@ UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, skeletons, objects): deleting them forces rebuilds.
 .SECONDARY:
-.PHONY: all deps test test-unit test-san test-netns demo clean san
+.PHONY: all deps test test-unit test-san test-netns demo clean san fuzz
 
 all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS)
 
@@ -85,6 +85,28 @@ san:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/san CFLAGS='$(SAN_CFLAGS)' \
 		$(BUILD)/san/tapfenced $(BUILD)/san/tapfence \
 		$(UNIT_SRCS:tests/unit/%.c=$(BUILD)/san/tests/%)
+
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), each run for FUZZ_SECONDS from its committed
+# corpus (tests/fuzz/corpus/<name>/, read only); what it finds goes to build/fuzz/corpus-<name>/.
+FUZZ_SECONDS ?= 60
+FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS    := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_CFLAGS  := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-fno-omit-frame-pointer $(WARN) -std=gnu11 -Iinclude
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -MMD -MP -MF $@.d $< -o $@
+
+fuzz: deps $(FUZZ_BINS)
+	$(Q)for b in $(FUZZ_BINS); do \
+		n=$${b##*/fuzz_}; mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+		echo "  FUZZ     $$n for $(FUZZ_SECONDS)s"; \
+		$$b -max_total_time=$(FUZZ_SECONDS) -max_len=2112 -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/ \
+			$(BUILD)/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; \
+	done
 
 test: deps all san
 	$(Q)tests/run.sh

@@ -125,7 +125,8 @@ struct dns_name_walk {
  * @chain:    chain[0] is the question's name in forward form, chain_len[0]
  *            bytes, valid once @nchain > 0, which only a name of [a-z0-9-_.]
  *            within TF_DNS_FWD_MAX bytes reaches; an answer adds CNAME targets
- * @rev:      the question's name in reversed form, @rev_len bytes, zero padded
+ * @rev:      query: the question's name in reversed form, @rev_len bytes,
+ *            zero padded (an answer compares with @want instead)
  * @matched:  answer: the question is the stored query's (case-insensitively)
  * @rec:      answer: @nrec address records of chain names
  * @lost:     answer: some address records could not be collected (more than
