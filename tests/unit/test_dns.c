@@ -1239,6 +1239,16 @@ static void test_answers(struct env *e)
 	m.len = 11;
 	answer(e, "answer of 11 bytes", 41057, &m, 0, "dns_malformed+1", NULL);
 
+	query(e, "query a.test", 41058, 0x2058, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2058, 0, "a.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "203.0.113.76");
+	fr_udp(&f, 1, GW4, G4, 53, 41058, &m);
+	pk_put16(f.d + 14 + 6, 0x2000);	/* more fragments */
+	judge(e, TO, &f, "answer in IP fragments", 0, "fragment+1", NULL);
+	CHECK_EQ("fragmented answer: nothing learnt", learned_ttl(e, "203.0.113.76"), -1);
+	CHECK_EQ("fragmented answer: the query stays outstanding",
+		 dnsq_get(e, SID_A, 41058, 0x2058, &q), 0);
+
 	/* AAAA, and a learnt address inside a CIDR rule */
 	query(e, "query github.com AAAA", 41060, 0x2060, "github.com", DNS_T_AAAA, 1, "allow_dns+1",
 	      NULL);
