@@ -12,9 +12,12 @@ query:      from --src:--sport send one DNS query (--id, --name, --qtype) to SER
             to --log, one line each: "dns id=0x1234 qr=1 rcode=0 q=NAME an=A:1.2.3.4,CNAME:x".
 spoof:      send one forged DNS answer as an Ethernet frame on --iface (from --src:53 to
             --dst:--dport, --id, question --name, A record --addr), as an off-path host would.
+            Exit 0 when it went out, 3 when the device's egress path dropped it (ENOBUFS: a TC
+            egress program said drop).
 Standard library plus Debian's scapy: run it as /usr/bin/python3.
 """
 import argparse
+import errno
 import os
 import socket
 import sys
@@ -183,7 +186,17 @@ def spoof(args):
               an=DNSRR(rrname=args.name, type="A", ttl=300, rdata=args.addr))
     frame = (Ether(src=args.src_mac, dst=args.dst_mac) / IP(src=args.src, dst=args.dst) /
              UDP(sport=53, dport=args.dport) / dns)
-    sendp(frame, iface=args.iface, verbose=False)
+    try:
+        sendp(frame, iface=args.iface, verbose=False)
+    except OSError as e:
+        # A packet socket's send goes through the device's egress hooks: a frame a TC egress
+        # program drops makes dev_queue_xmit() return NET_XMIT_DROP, which the socket reports as
+        # ENOBUFS. It left no trace on the wire, which is what the caller wants to know.
+        if e.errno == errno.ENOBUFS:
+            print("spoof: dropped on egress (ENOBUFS)")
+            return 3
+        raise
+    print("spoof: sent")
     return 0
 
 

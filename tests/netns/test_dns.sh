@@ -156,6 +156,13 @@ dig_q() {
 	n "$ns" timeout 10 dig @"$server" +time=2 +tries=1 +short "$@" "$name" "$type" >"$T/dig.out" 2>&1
 }
 
+# dig_ttl_is NS SERVER NAME TTL: the A answer for NAME carries TTL.
+dig_ttl_is() {
+	n "$1" timeout 10 dig @"$2" +time=2 +tries=1 +noall +answer "$3" A >"$T/dig.out" 2>&1
+	awk -v name="$3." -v ttl="$4" '$1 == name && $4 == "A" { found = 1; if ($2 != ttl) bad = 1 }
+		END { exit !(found && !bad) }' "$T/dig.out" || { dig_note; return 1; }
+}
+
 # guest_ip NS: the guest address a probe leaves from (for log lines).
 guest_ip() { case $1 in "$ga") echo 10.10.1.2 ;; "$gb") echo 10.10.2.2 ;; esac; }
 
@@ -237,11 +244,21 @@ echo_client() {
 	defer kill_pid "$ECHO_PID"
 }
 
-# spoof ID NAME ADDR DPORT: a forged answer from the resolver's address to guest A, sent on ha
-# from $host as an off-path host would.
+# spoof DESC ID NAME ADDR DPORT: a forged answer from the resolver's address to guest A, sent on ha
+# from $host as an off-path host would. In phase 1 it must go out; in phase 2 tapfence's egress
+# program may drop it inside the send (dnsprobe.py exits 3, ENOBUFS), which is noted, not failed:
+# what counts is that it never reaches the guest's socket.
 spoof() {
+	local desc=$1 rc=0
+	shift
 	n "$host" "$PY" "$TF_NETNS_DIR/dnsprobe.py" spoof --iface ha --src-mac $A_GW_MAC --dst-mac $A_MAC \
-		--src $RES_A --dst 10.10.1.2 --dport "$4" --id "$1" --name "$2" --addr "$3" >>"$T/spoof.out" 2>&1
+		--src $RES_A --dst 10.10.1.2 --dport "$4" --id "$1" --name "$2" --addr "$3" >"$T/spoof1.out" 2>&1 || rc=$?
+	cat "$T/spoof1.out" >>"$T/spoof.out"
+	if [ $rc = 0 ] || { [ $rc = 3 ] && [ $ENFORCED = 1 ]; }; then
+		note "$desc: $(tail -n 1 "$T/spoof1.out")"
+	else
+		fail "$desc: cannot inject: $(tail -n 1 "$T/spoof1.out")"
+	fi
 }
 
 # spoof_round: guest A asks allowed.example.com from port $Q_SPORT with id $Q_ID while dnsmasq is
@@ -260,13 +277,11 @@ spoof_round() {
 	defer kill_pid "$qpid"
 	wait_for 10 test -e "$T/query.sent" || fail "spoof: guest A's query was not sent: $(tail -n 2 "$T/spoof.out")"
 	tf_mark
-	spoof $Q_BAD_ID denied.example.com 203.0.113.10 $Q_SPORT ||
-		fail "spoof: cannot inject: $(tail -n 2 "$T/spoof.out")"
+	spoof "forged answer, wrong transaction id" $Q_BAD_ID denied.example.com 203.0.113.10 $Q_SPORT
 	[ $ENFORCED = 1 ] && expect_event session=a direction=to_guest verdict=deny reason=dns_unmatched \
 		src=$RES_A dport=$Q_SPORT -- "spoof, wrong transaction id: event dns_unmatched"
 	tf_mark
-	spoof $Q_ID denied.example.com 203.0.113.10 $Q_SPORT ||
-		fail "spoof: cannot inject: $(tail -n 2 "$T/spoof.out")"
+	spoof "forged answer, right id and port, other name" $Q_ID denied.example.com 203.0.113.10 $Q_SPORT
 	[ $ENFORCED = 1 ] && expect_event session=a direction=to_guest verdict=deny reason=dns_unmatched \
 		src=$RES_A dport=$Q_SPORT -- "spoof, right id and port, other name: event dns_unmatched"
 	sleep 0.5
@@ -327,6 +342,10 @@ dns_ok "baseline: A A rebind.example.com" "$ga" $RES_A rebind.example.com A 10.1
 dns_ok "baseline: A A meta.example.com" "$ga" $RES_A meta.example.com A 169.254.169.254
 dns_ok "baseline: A A short.example.com" "$ga" $RES_A short.example.com A 198.51.100.40
 dns_ok "baseline: A A ttl.example.org" "$ga" $RES_A ttl.example.org A 198.51.100.60
+# The TTLs the guest is given, which phase 2 expects the learnt entries to follow.
+for r in short.example.com:2 ttl.example.org:86400 allowed.example.com:300; do
+	check "baseline: dnsmasq answers ${r%:*} with TTL ${r#*:}" dig_ttl_is "$ga" $RES_A "${r%:*}" "${r#*:}"
+done
 dns_ok "baseline: A A allowed.example.com over TCP" "$ga" $RES_A allowed.example.com A 198.51.100.10 +tcp
 dns_ok "baseline: B A bee.example.net" "$gb" $RES_B bee.example.net A 203.0.113.20
 dns_ok "baseline: B A allowed.example.com" "$gb" $RES_B allowed.example.com A 198.51.100.10
