@@ -27,6 +27,8 @@
 /* TTLs of learnt addresses are clamped to [min, max] seconds; set by tapfenced before load. */
 const volatile __u32 cfg_ttl_min_s = 5;
 const volatile __u32 cfg_ttl_max_s = 3600;
+/* An outstanding query older than this no longer matches an answer. */
+const volatile __u32 cfg_dnsq_timeout_s = 10;
 
 /*
  * The parse as one bpf_loop(): the verifier checks dns_step_cb() once
@@ -243,6 +245,10 @@ static __always_inline int dns_answer(struct judge *j, struct dns_scratch *s, __
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	/* A copy: an LRU element can be recycled under a reader. */
 	copy_words(&s->q, q, sizeof(s->q));
+	if (bpf_ktime_get_ns() - s->q.created_ns > (__u64)cfg_dnsq_timeout_s * 1000000000ULL) {
+		bpf_map_delete_elem(&tf_dnsq, &qk);
+		return deny(j, TF_REASON_DNS_UNMATCHED);
+	}
 	dns_parse_start(&s->p, 1, s->q.name, s->q.name_len, s->q.qtype);
 	st = dns_parse_run(&s->p, s->msg, len);
 	if (!s->p.matched)

@@ -27,6 +27,7 @@ void tf_config_defaults(struct tf_config *c)
 	c->learned_entries = 65536;
 	c->dns_ttl_min_s = 5;
 	c->dns_ttl_max_s = 3600;
+	c->dns_query_timeout_s = 10;
 	c->ringbuf_bytes = 8u << 20;
 	c->max_clients = 64;
 	c->max_subscribers = 16;
@@ -161,6 +162,7 @@ static const struct limit_field limit_fields[] = {
 	LIMIT(learned_entries, 1024, 1u << 24),
 	LIMIT(dns_ttl_min_s, 0, 86400),
 	LIMIT(dns_ttl_max_s, 1, 7 * 86400),
+	LIMIT(dns_query_timeout_s, 1, 600),
 	LIMIT(ringbuf_bytes, 4096, 1u << 30),
 	LIMIT(max_clients, 1, 4096),
 	LIMIT(max_subscribers, 1, 1024),

@@ -43,6 +43,7 @@ struct tf_config {
 	unsigned int learned_entries;	/* tf_learned: learnt addresses, all sessions */
 	unsigned int dns_ttl_min_s;	/* learnt TTLs are clamped to [min, max] */
 	unsigned int dns_ttl_max_s;
+	unsigned int dns_query_timeout_s;	/* an answer after this matches no query */
 	unsigned int ringbuf_bytes;	/* power of two */
 	unsigned int max_clients;
 	unsigned int max_subscribers;

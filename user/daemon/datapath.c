@@ -75,6 +75,12 @@ static int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
+/* Per-CPU scratch, not state: never pinned, so its size may change across upgrades. */
+static int map_is_state(const struct bpf_map *map)
+{
+	return !bpf_map__is_internal(map) && strcmp(bpf_map__name(map), "tf_dnsbuf");
+}
+
 /* Reuse every map already pinned; after load, pin the rest. */
 static int maps_reuse(struct tf_dp *dp)
 {
@@ -83,7 +89,7 @@ static int maps_reuse(struct tf_dp *dp)
 	int fd, err;
 
 	bpf_object__for_each_map(map, dp->skel->obj) {
-		if (!bpf_map__is_internal(map)) {
+		if (map_is_state(map)) {
 			map_pin_path(dp, bpf_map__name(map), path, sizeof(path));
 			fd = bpf_obj_get(path);
 			if (fd < 0)
@@ -107,7 +113,7 @@ static int maps_pin(struct tf_dp *dp)
 	int err;
 
 	bpf_object__for_each_map(map, dp->skel->obj) {
-		if (bpf_map__is_internal(map) || bpf_map__is_pinned(map))
+		if (!map_is_state(map) || bpf_map__is_pinned(map))
 			continue;
 		map_pin_path(dp, bpf_map__name(map), path, sizeof(path));
 		if (access(path, F_OK) == 0)
@@ -119,6 +125,14 @@ static int maps_pin(struct tf_dp *dp)
 		}
 	}
 	return 0;
+}
+
+/* Load-time knobs (rodata), set between open and load of every instance. */
+static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
+{
+	skel->rodata->cfg_ttl_min_s = cfg->dns_ttl_min_s;
+	skel->rodata->cfg_ttl_max_s = cfg->dns_ttl_max_s;
+	skel->rodata->cfg_dnsq_timeout_s = cfg->dns_query_timeout_s;
 }
 
 int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
@@ -135,6 +149,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		return -errno;
 	dp->skel = skel;
 
+	set_knobs(skel, cfg);
 	bpf_map__set_max_entries(skel->maps.tf_rules, cfg->rule_entries);
 	bpf_map__set_max_entries(skel->maps.tf_ports, cfg->port_entries);
 	bpf_map__set_max_entries(skel->maps.tf_names, cfg->name_entries);
@@ -731,6 +746,7 @@ static int xdp_prepare(struct tf_dp *dp)
 	skel = tapfence_bpf__open();
 	if (!skel)
 		return -errno;
+	set_knobs(skel, dp->cfg);
 	bpf_object__for_each_program(prog, skel->obj)
 		bpf_program__set_autoload(prog, prog == skel->progs.xdp_from_guest);
 	bpf_object__for_each_map(map, skel->obj) {
