@@ -1053,6 +1053,26 @@ static void test_answers(struct env *e)
 	CHECK_EQ("140.82.112.3 is not learnt for session B", learned_get(e, SID_B, "140.82.112.3", &l),
 		 -ENOENT);
 	answer(e, "the same answer again", 41001, &m, 0, "dns_unmatched+1", "dns_unmatched[]");
+
+	/* A query older than the operator's dns_query_timeout_s matches nothing. */
+	query(e, "query github.com, answered late", 41009, 0x2009, "github.com", DNS_T_A, 1,
+	      "allow_dns+1", NULL);
+	CHECK_EQ("the late query is outstanding", dnsq_get(e, SID_A, 41009, 0x2009, &q), 0);
+	q.created_ns -= (__u64)(e->cfg.dns_query_timeout_s + 1) * 1000000000ULL;
+	{
+		struct tf_dnsq_key k = { .sid = SID_A, .gport = htons(41009), .id = htons(0x2009) };
+
+		CHECK_EQ("age the outstanding query past the timeout",
+			 bpf_map_update_elem(bpf_map__fd(e->dp.skel->maps.tf_dnsq), &k, &q, BPF_EXIST), 0);
+	}
+	m_answer(&m, 0x2009, 0, "github.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.9");
+	answer(e, "an answer after the query timed out", 41009, &m, 0, "dns_unmatched+1",
+	       "dns_unmatched[]");
+	CHECK_EQ("nothing is learnt from it", learned_get(e, SID_A, "140.82.112.9", &l), -ENOENT);
+	CHECK_EQ("the timed-out query is gone", dnsq_get(e, SID_A, 41009, 0x2009, &q), -ENOENT);
+	m_answer(&m, 0x2001, 0, "github.com", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "140.82.112.3");
 	syn(e, "SYN to learnt 140.82.112.3:443", "140.82.112.3", 443, 1, "allow_learned+1");
 	syn(e, "SYN to learnt 140.82.112.3:80, not its port", "140.82.112.3", 80, 0,
 	    "port_not_allowed+1");
