@@ -92,18 +92,21 @@ FUZZ_SECONDS ?= 60
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS  := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-fno-omit-frame-pointer $(WARN) -std=gnu11 -Iinclude
+		-fno-omit-frame-pointer $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser
+# The pure parsers a harness may call (no I/O, no BPF).
+FUZZ_LIBS    := user/common/addr.c user/daemon/spec.c user/daemon/policy.c user/daemon/config.c
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBS)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -MMD -MP -MF $@.d $< -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -MMD -MP -MF $@.d $< $(FUZZ_LIBS) -ljansson -o $@
 
 fuzz: deps $(FUZZ_BINS)
 	$(Q)for b in $(FUZZ_BINS); do \
 		n=$${b##*/fuzz_}; mkdir -p $(BUILD)/fuzz/corpus-$$n; \
 		echo "  FUZZ     $$n for $(FUZZ_SECONDS)s"; \
-		$$b -max_total_time=$(FUZZ_SECONDS) -max_len=2112 -print_final_stats=1 \
+		case $$n in dns) ml=2112 ;; *) ml=16384 ;; esac; \
+		$$b -max_total_time=$(FUZZ_SECONDS) -max_len=$$ml -print_final_stats=1 \
 			-artifact_prefix=$(BUILD)/fuzz/ \
 			$(BUILD)/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; \
 	done
