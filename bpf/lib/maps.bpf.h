@@ -62,9 +62,9 @@ struct {
 
 /*
  * One flow table per session (slot -> inner LRU map), so one session's
- * flood only ever evicts its own flows. Hash maps refuse BPF_F_INNER_MAP,
- * so every inner map has the template's size, which the daemon sets from
- * its config before load.
+ * flood only ever evicts its own flows. The daemon creates each inner map
+ * with the configured flows_per_session; the template only fixes the
+ * key and value sizes (the kernel does not compare a hash map's size).
  */
 struct tf_flow_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

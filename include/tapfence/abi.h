@@ -286,7 +286,7 @@ enum tf_stat {
  * @policy_ver: policy generation that decided it
  * @reason:    enum tf_reason; @verdict: TF_VERDICT_*; @dir: TF_DIR_*
  * @family:    TF_FAM_* or 0 for non-IP (then @ethertype says what it was)
- * @proto:     IP protocol; @sport/@dport: network order (ICMP: type/code)
+ * @proto:     IP protocol; @sport/@dport: network order (ICMP echo: id and 0)
  * @name_len:  bytes of @name in use (DNS name or SNI; 0 if none)
  * @smac:      frame's source MAC
  */

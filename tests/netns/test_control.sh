@@ -534,6 +534,16 @@ probe_allowed "after restart: g1 -> 198.51.100.10:80 (s1 rule)" "$g1" 10.20.1.2 
 
 check "inet listener still running" kill -0 "$PID_INET"
 
+note "SIGHUP: the event log is reopened by name after a rotation"
+mv "$TF_EVENTS" "$T/events.rotated"
+kill -HUP "$TFD_PID"
+wait_for 5 test -e "$TF_EVENTS"
+check "after SIGHUP: a new event log exists" test -e "$TF_EVENTS"
+check "after SIGHUP: tapfenced is still running" kill -0 "$TFD_PID"
+probe_denied "after SIGHUP: g1 -> 203.0.113.10:80 (no rule)" "$g1" 10.20.1.2 203.0.113.10 80
+wait_for 3 grep -q '"dst":"203.0.113.10"' "$TF_EVENTS"
+check "after SIGHUP: the deny is in the new log" grep -q '"reason":"no_rule".*"dst":"203.0.113.10"' "$TF_EVENTS"
+
 # --- --cleanup --------------------------------------------------------------------------------
 
 note "stop, --cleanup"

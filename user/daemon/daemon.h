@@ -73,6 +73,7 @@ int tf_caps_drop(void) __attribute__((warn_unused_result));
 /* Event feed (events.c). */
 int tf_events_open(struct tf_daemon *d) __attribute__((warn_unused_result));
 int tf_events_drain(struct tf_daemon *d);
+int tf_events_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));
 /* A control-plane decision (e.g. a refused peer) as a feed line. */
 void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigned int uid,
 		       unsigned int gid);

@@ -81,6 +81,20 @@ static int map_is_state(const struct bpf_map *map)
 	return !bpf_map__is_internal(map) && strcmp(bpf_map__name(map), "tf_dnsbuf");
 }
 
+/* A pinned map keeps the size it was created with; say so when the config asks for another. */
+static void warn_resized(const struct bpf_map *map, int fd, const char *path)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.max_entries == bpf_map__max_entries(map))
+		return;
+	pr_warn("pinned map `%s' keeps %u entries, not the configured %u "
+		"(tapfenced --cleanup, then start again, to resize)\n",
+		path, info.max_entries, bpf_map__max_entries(map));
+}
+
 /* Reuse every map already pinned; after load, pin the rest. */
 static int maps_reuse(struct tf_dp *dp)
 {
@@ -94,6 +108,7 @@ static int maps_reuse(struct tf_dp *dp)
 			fd = bpf_obj_get(path);
 			if (fd < 0)
 				continue;
+			warn_resized(map, fd, path);
 			err = bpf_map__reuse_fd(map, fd);
 			close(fd);
 			if (err) {

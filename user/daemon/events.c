@@ -200,6 +200,20 @@ int tf_events_open(struct tf_daemon *d)
 }
 
 /* One read of the lost counter per drain, not per event. */
+/* Reopen the log file by name, after a rotation moved the old one away. */
+int tf_events_reopen(struct tf_daemon *d)
+{
+	FILE *f = fopen(d->cfg.event_log, "ae");
+
+	if (!f)
+		return -errno;
+	chmod(d->cfg.event_log, 0640);
+	if (d->event_log)
+		fclose(d->event_log);
+	d->event_log = f;
+	return 0;
+}
+
 int tf_events_drain(struct tf_daemon *d)
 {
 	__u64 total = lost_total(d);

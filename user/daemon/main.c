@@ -232,10 +232,27 @@ static int signal_fd(void)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL))
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);
 	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* SIGHUP reopens the event log (after rotation); SIGTERM/SIGINT stop. Returns 1 to stop. */
+static int on_signal(struct tf_daemon *d, int sfd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(sfd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	if (si.ssi_signo != SIGHUP)
+		return 1;
+	if (tf_events_reopen(d))
+		pr_warn("SIGHUP: cannot reopen the event log; still writing the old one\n");
+	else
+		pr_info("SIGHUP: event log reopened\n");
+	return 0;
 }
 
 static int run(struct tf_daemon *d)
@@ -260,7 +277,7 @@ static int run(struct tf_daemon *d)
 			break;
 		for (i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &sig_tag)
-				stop = 1;
+				stop = on_signal(d, sfd);
 			else if (evs[i].data.ptr != &rb_tag)
 				tf_ctl_event(d, 0, evs[i].data.ptr, evs[i].events);
 		}

@@ -338,7 +338,10 @@ int tf_sess_restore(struct tf_daemon *d)
 		if (n < 6 || strcmp(de->d_name + n - 5, ".json"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		/* A session that cannot be restored keeps its pinned (denying) state. */
+		/*
+		 * A session that cannot be restored keeps enforcing what its pinned
+		 * links and maps hold (never less); --cleanup removes it.
+		 */
 		(void)restore_one(d, path);
 	}
 	closedir(dp);
