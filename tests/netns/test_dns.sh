@@ -264,6 +264,8 @@ spoof() {
 # spoof_round: guest A asks allowed.example.com from port $Q_SPORT with id $Q_ID while dnsmasq is
 # stopped (so the query is outstanding), two forged answers are injected (a wrong id; the right id
 # with another name), then dnsmasq answers. What guest A's socket received goes to $Q_LOG.
+# dnsmasq stays stopped 2-3 s (at worst 9 s, when both event checks time out), under the daemon's
+# default query timeout (limits.dns_query_timeout_s, 10 s) after which the real answer would be late.
 Q_SPORT=45353 Q_ID=0x2b2b Q_BAD_ID=0x7171 Q_LOG=$T/query.log
 spoof_round() {
 	local qpid
