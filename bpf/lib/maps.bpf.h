@@ -144,6 +144,14 @@ struct {
 	__type(value, __u64);
 } tf_stats SEC(".maps");
 
+/* Event rate limit per session and CPU (struct tf_evbucket). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__type(value, struct tf_evbucket);
+} tf_evrate SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);

@@ -91,13 +91,59 @@ static __always_inline void copy_words(void *dst, const void *src, __u32 n)
 		d[i] = s[i];
 }
 
-/* Reserve an event and fill it from j; NULL (counted as lost) when the ringbuf is full. */
+/*
+ * Events per second and burst a session may emit on one CPU (0: no limit).
+ * A packet is judged the same whether or not its event is suppressed.
+ */
+const volatile __u32 cfg_events_per_s = 200;
+const volatile __u32 cfg_events_burst = 400;
+
+/*
+ * GCRA over the session's per-CPU bucket: 1 if an event may go out now;
+ * *suppressed gets (and resets) what was held back before it.
+ */
+static __always_inline int event_budget(__u32 sid, __u32 *suppressed)
+{
+	struct tf_evbucket *b;
+	__u64 now, t, tau;
+
+	*suppressed = 0;
+	if (!cfg_events_per_s)
+		return 1;
+	b = bpf_map_lookup_elem(&tf_evrate, &sid);
+	if (!b)
+		return 1;
+	now = bpf_ktime_get_ns();
+	t = 1000000000ULL / cfg_events_per_s;
+	tau = (__u64)(cfg_events_burst ? cfg_events_burst - 1 : 0) * t;
+	if (b->tat_ns < now)
+		b->tat_ns = now;
+	if (b->tat_ns - now > tau) {
+		b->suppressed++;
+		return 0;
+	}
+	b->tat_ns += t;
+	*suppressed = b->suppressed;
+	b->suppressed = 0;
+	return 1;
+}
+
+/*
+ * Reserve an event and fill it from j; NULL when the session's rate limit
+ * holds it back (counted as suppressed) or the ringbuf is full (counted as
+ * lost).
+ */
 static __always_inline struct tf_event *event_fill(const struct judge *j, int verdict, __u16 reason)
 {
-	struct tf_event *e = bpf_ringbuf_reserve(&tf_events, sizeof(*e), 0);
+	struct tf_event *e;
 	struct dns_scratch *s;
-	__u32 zero = 0;
+	__u32 zero = 0, suppressed;
 
+	if (!event_budget(j->sid, &suppressed)) {
+		count(j->sid, TF_CNT_EVENTS_SUPPRESSED);
+		return NULL;
+	}
+	e = bpf_ringbuf_reserve(&tf_events, sizeof(*e), 0);
 	if (!e) {
 		stat_inc(TF_STAT_EVENTS_LOST);
 		count(j->sid, TF_CNT_EVENTS_LOST);
@@ -118,6 +164,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, int ve
 	__builtin_memcpy(e->saddr, j->p.saddr, 16);
 	__builtin_memcpy(e->daddr, j->p.daddr, 16);
 	__builtin_memcpy(e->smac, j->p.smac, 6);
+	e->suppressed = suppressed;
 	e->name_len = 0;
 	if (j->name_len) {
 		s = bpf_map_lookup_elem(&tf_dnsbuf, &zero);

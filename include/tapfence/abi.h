@@ -279,6 +279,16 @@ enum tf_stat {
 };
 
 /**
+ * struct tf_evbucket - per-session, per-CPU event rate limit (GCRA): the
+ * theoretical arrival time of the next event, and what was suppressed.
+ */
+struct tf_evbucket {
+	__u64 tat_ns;
+	__u32 suppressed;
+	__u32 pad;
+};
+
+/**
  * struct tf_event - one boundary decision, through the tf_events ringbuf.
  * @ts_ns:     bpf_ktime_get_ns() (CLOCK_MONOTONIC); userspace makes it wall time
  * @sid:       session slot (0: no session)
@@ -289,6 +299,8 @@ enum tf_stat {
  * @proto:     IP protocol; @sport/@dport: network order (ICMP echo: id and 0)
  * @name_len:  bytes of @name in use (DNS name or SNI; 0 if none)
  * @smac:      frame's source MAC
+ * @suppressed: events of this session the rate limit dropped on this CPU
+ *             since the previous event that got through there
  */
 struct tf_event {
 	__u64 ts_ns;
@@ -308,7 +320,9 @@ struct tf_event {
 	__u8 smac[6];
 	__u16 name_len;
 	__u8 name[TF_NAME_MAX];
+	__u32 suppressed;
+	__u8 pad[4];
 };
-_Static_assert(sizeof(struct tf_event) == 328, "tf_event layout");
+_Static_assert(sizeof(struct tf_event) == 336, "tf_event layout");
 
 #endif /* TAPFENCE_ABI_H */

@@ -75,7 +75,8 @@ enum tf_reason {
  * Per-session counter slots: reasons first, then a few non-reason
  * counters at the top. TF_REASON_MAX must stay below TF_CNT_EVENTS_LOST.
  */
-#define TF_CNT_SLOTS        64
-#define TF_CNT_EVENTS_LOST  63
+#define TF_CNT_SLOTS             64
+#define TF_CNT_EVENTS_LOST       63
+#define TF_CNT_EVENTS_SUPPRESSED 62
 
 #endif /* TAPFENCE_REASON_H */

@@ -1042,6 +1042,73 @@ static void run_pass(struct env *e)
 	session_del(e, &c);
 }
 
+/*
+ * The per-session event rate limit (GCRA, per CPU): a burst of denies gets
+ * the configured burst of events, the rest are counted as suppressed, the
+ * verdict never changes, and the next event that gets out says how many
+ * were held back. Pinned to one CPU, since the buckets are per CPU.
+ */
+static void test_rate_limit(struct env *e)
+{
+	static const struct pk deny = { TCP(G4, "198.51.99.77", 40077, 9, SYN) };
+	__u64 before[TF_CNT_SLOTS] = {}, after[TF_CNT_SLOTS] = {};
+	unsigned int i, n = e->cfg.events_burst + 100, drops = 0, events = 0;
+	int ncpu = libbpf_num_possible_cpus(), retval, cpu = sched_getcpu();
+	struct tf_evbucket *b = calloc(ncpu > 0 ? ncpu : 1, sizeof(*b));
+	struct pk_frame f;
+	cpu_set_t set;
+	struct sess a;
+	__u32 sid = SID_A;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	CHECK_EQ("rate limit: pin to one CPU", sched_setaffinity(0, sizeof(set), &set), 0);
+	CHECK_EQ("rate limit: set up session A", session_add(e, &a, spec_a, SID_A, IFINDEX_LO), 0);
+	judge_as(e, &a, GMAC, HMAC);
+	CHECK_EQ("rate limit: frame builds", pk_build(&deny, e->gmac, e->hmac, &f), 0);
+	ring_buffer__consume(e->rb);
+	tf_dp_counters(&e->dp, e->sid, before);
+	for (i = 0; i < n; i++) {
+		if (!run_prog(e, FROM, &f, &retval) && retval == 2)
+			drops++;
+		e->nev = 0;
+		ring_buffer__consume(e->rb);
+		events += e->nev;
+	}
+	tf_dp_counters(&e->dp, e->sid, after);
+	CHECK_EQ("rate limit: every packet of the burst is dropped", drops, n);
+	CHECK_EQ("rate limit: every packet counted no_rule",
+		 after[TF_REASON_NO_RULE] - before[TF_REASON_NO_RULE], n);
+	/* 100 over the burst, at 200/s: the run may earn a few tokens back, never 100. */
+	CHECK_EQ("rate limit: about the burst gets out as events",
+		 events >= e->cfg.events_burst && events < n, 1);
+	CHECK_EQ("rate limit: the rest are counted as suppressed",
+		 after[TF_CNT_EVENTS_SUPPRESSED] - before[TF_CNT_EVENTS_SUPPRESSED], n - events);
+
+	/* Time passes (the bucket empties): the next event carries the suppressed count. */
+	if (b && !bpf_map_lookup_elem(bpf_map__fd(e->dp.skel->maps.tf_evrate), &sid, b)) {
+		unsigned int held = b[cpu].suppressed;
+
+		for (i = 0; i < (unsigned int)ncpu; i++)
+			b[i].tat_ns = 0;
+		CHECK_EQ("rate limit: empty the bucket",
+			 bpf_map_update_elem(bpf_map__fd(e->dp.skel->maps.tf_evrate), &sid, b, BPF_EXIST), 0);
+		e->nev = 0;
+		run_prog(e, FROM, &f, &retval);
+		ring_buffer__consume(e->rb);
+		CHECK_EQ("rate limit: the next deny is an event again", e->nev, 1);
+		CHECK_EQ("rate limit: it says how many were suppressed before it",
+			 e->nev == 1 ? e->ev[0].suppressed : 0, held);
+		CHECK_EQ("rate limit: held back on this CPU", held, n - events);
+	}
+	free(b);
+	session_del(e, &a);
+	CPU_SET(cpu, &set);
+	for (i = 0; i < (unsigned int)ncpu; i++)
+		CPU_SET(i, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
 /* A network namespace of our own, with lo up, so the host's loopback is never involved. */
 static int private_netns(void)
 {
@@ -1097,6 +1164,8 @@ int main(void)
 	if (e.rb && !ret) {
 		for (e.xdp = 0; e.xdp < 2; e.xdp++)
 			run_pass(&e);
+		e.xdp = 0;
+		test_rate_limit(&e);
 	}
 	session_del(&e, &b);
 	ring_buffer__free(e.rb);

@@ -219,7 +219,7 @@ void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t l
 	}
 }
 
-static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost)
+static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost, __u64 *suppressed)
 {
 	__u64 cnt[TF_CNT_SLOTS] = {};
 	json_t *o = json_object();
@@ -233,6 +233,7 @@ static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost)
 				json_object_set_new(o, tf_reason_name(r), json_integer(cnt[r]));
 	}
 	*lost = cnt[TF_CNT_EVENTS_LOST];
+	*suppressed = cnt[TF_CNT_EVENTS_SUPPRESSED];
 	return o;
 }
 
@@ -346,7 +347,7 @@ static json_t *op_session_show(struct tf_daemon *d, json_t *req, char *err, size
 	const char *id = req_id(req, err, errlen);
 	struct tf_sess *s;
 	json_t *o;
-	__u64 lost = 0;
+	__u64 lost = 0, suppressed = 0;
 
 	if (!id)
 		return NULL;
@@ -357,8 +358,9 @@ static json_t *op_session_show(struct tf_daemon *d, json_t *req, char *err, size
 	}
 	o = sess_summary(s);
 	json_object_set_new(o, "spec", tf_spec_to_json(&s->spec));
-	json_object_set_new(o, "counters", counters_json(d, s->sid, &lost));
+	json_object_set_new(o, "counters", counters_json(d, s->sid, &lost, &suppressed));
 	json_object_set_new(o, "events_lost", json_integer(lost));
+	json_object_set_new(o, "events_suppressed", json_integer(suppressed));
 	json_object_set_new(o, "learned", learned_json(d, s));
 	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
 }

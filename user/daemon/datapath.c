@@ -148,6 +148,8 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_ttl_min_s = cfg->dns_ttl_min_s;
 	skel->rodata->cfg_ttl_max_s = cfg->dns_ttl_max_s;
 	skel->rodata->cfg_dnsq_timeout_s = cfg->dns_query_timeout_s;
+	skel->rodata->cfg_events_per_s = cfg->events_per_s;
+	skel->rodata->cfg_events_burst = cfg->events_burst;
 }
 
 int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
@@ -342,16 +344,18 @@ void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struc
 	}
 }
 
+/* A fresh slot: zero counters, an empty event-rate bucket on every CPU. */
 static int counters_zero(struct tf_dp *dp, __u32 sid)
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_counters);
-	__u64 *zero;
+	int rfd = bpf_map__fd(dp->skel->maps.tf_evrate);
+	void *zero;
 	__u32 i, idx;
 	int err = 0;
 
 	if (ncpu < 0)
 		return ncpu;
-	zero = calloc(ncpu, sizeof(*zero));
+	zero = calloc(ncpu, sizeof(struct tf_evbucket));
 	if (!zero)
 		return -ENOMEM;
 	for (i = 0; i < TF_CNT_SLOTS && !err; i++) {
@@ -359,6 +363,8 @@ static int counters_zero(struct tf_dp *dp, __u32 sid)
 		if (bpf_map_update_elem(fd, &idx, zero, BPF_ANY))
 			err = -errno;
 	}
+	if (!err && bpf_map_update_elem(rfd, &sid, zero, BPF_ANY))
+		err = -errno;
 	free(zero);
 	return err;
 }

@@ -75,7 +75,7 @@ static json_t *event_json(struct tf_daemon *d, const struct tf_event *e, __u64 l
 		      "verdict", e->verdict == TF_VERDICT_ALLOW ? "allow" : "deny",
 		      "reason", tf_reason_name(e->reason),
 		      "policy_version", (json_int_t)e->policy_ver,
-		      "suppressed", (json_int_t)0,
+		      "suppressed", (json_int_t)e->suppressed,
 		      "lost", (json_int_t)lost);
 	if (!o)
 		return NULL;
