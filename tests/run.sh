@@ -45,7 +45,11 @@ for tier in "${tiers[@]}"; do
 			[ -x "$t" ] && run_one "san/$(basename "$t")" \
 				env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$t"
-		done ;;
+		done
+		# The control test again against the sanitized daemon and CLI.
+		run_one "san/test_control.sh" env BUILD="$BUILD/san" \
+			ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+			bash tests/netns/test_control.sh ;;
 	netns)
 		for t in tests/netns/test_*.sh; do
 			[ -f "$t" ] && run_one "netns/$(basename "$t")" bash "$t"

@@ -558,5 +558,10 @@ for dev in h1 h3; do
 done
 probe_allowed "after --cleanup: g1 -> 203.0.113.10:80 (nothing enforces)" "$g1" 10.20.1.2 203.0.113.10 80
 
+# Under `make san' the daemon and CLI are built with ASan+UBSan (BUILD=build/san): any report,
+# leaks at exit included, lands in the daemon's log.
+check "tapfenced's log has no sanitizer report" \
+	test -z "$(grep -E 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$T/tapfenced.log" | head -n 1)"
+
 tfd_log_tail 5
 tf_done
