@@ -94,7 +94,8 @@ FUZZ_BINS    := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS  := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-fno-omit-frame-pointer $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser
 # The pure parsers a harness may call (no I/O, no BPF).
-FUZZ_LIBS    := user/common/addr.c user/daemon/spec.c user/daemon/policy.c user/daemon/config.c
+FUZZ_LIBS    := user/common/addr.c user/daemon/spec.c user/daemon/policy.c user/daemon/config.c \
+		user/daemon/request.c
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBS)
 	$(call msg,FUZZ-CC,$@)

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/reason.h"
 #include "daemon.h"
+#include "request.h"
 
 /* A subscriber that falls this far behind is disconnected (and told why in the log). */
 #define TF_SUB_OUT_MAX (4u << 20)
@@ -245,50 +246,31 @@ static json_t *sess_summary(const struct tf_sess *s)
 			 "rules", (json_int_t)s->spec.nrules, "attach", s->at.xdp ? "xdp" : "tcx");
 }
 
-static json_t *op_session_add(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+static json_t *op_session_add(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
 {
-	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
-	struct tf_spec spec = {};
 	struct tf_sess *s;
-	json_t *resp = NULL;
 
-	if (tf_spec_from_json(json_object_get(req, "spec"), &lim, &spec, err, errlen))
-		goto cleanup;
-	if (tf_sess_add(d, &spec, 0, err, errlen))
-		goto cleanup;
-	s = tf_sess_find(d, spec.id);
-	resp = json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id,
+	if (tf_sess_add(d, &r->spec, 0, err, errlen))
+		return NULL;
+	s = tf_sess_find(d, r->spec.id);
+	return json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id,
 			 "ifindex", (json_int_t)s->ifindex, "slot", (json_int_t)s->sid,
 			 "policy_version", (json_int_t)s->ver);
-cleanup:
-	tf_spec_free(&spec);
-	return resp;
 }
 
-static const char *req_id(json_t *req, char *err, size_t errlen)
+static json_t *op_session_del(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
 {
-	const char *id = json_string_value(json_object_get(req, "id"));
-
-	if (!id)
-		snprintf(err, errlen, "id: expected a session id string");
-	return id;
-}
-
-static json_t *op_session_del(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
-{
-	const char *id = req_id(req, err, errlen);
-
-	if (!id || tf_sess_del(d, id, err, errlen))
+	if (tf_sess_del(d, r->id, err, errlen))
 		return NULL;
-	return json_pack("{s:b, s:s}", "ok", 1, "id", id);
+	return json_pack("{s:b, s:s}", "ok", 1, "id", r->id);
 }
 
-static json_t *op_session_list(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+static json_t *op_session_list(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
 {
 	json_t *arr = json_array();
 	struct tf_sess *s;
 
-	(void)req, (void)err, (void)errlen;
+	(void)r, (void)err, (void)errlen;
 	for (s = d->sessions; s; s = s->next)
 		json_array_append_new(arr, sess_summary(s));
 	return json_pack("{s:b, s:o}", "ok", 1, "sessions", arr);
@@ -342,18 +324,14 @@ static json_t *learned_json(struct tf_daemon *d, const struct tf_sess *s)
 	return lc.arr;
 }
 
-static json_t *op_session_show(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+static json_t *op_session_show(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
 {
-	const char *id = req_id(req, err, errlen);
-	struct tf_sess *s;
+	struct tf_sess *s = tf_sess_find(d, r->id);
 	json_t *o;
 	__u64 lost = 0, suppressed = 0;
 
-	if (!id)
-		return NULL;
-	s = tf_sess_find(d, id);
 	if (!s) {
-		snprintf(err, errlen, "id: no session `%s'", id);
+		snprintf(err, errlen, "id: no session `%s'", r->id);
 		return NULL;
 	}
 	o = sess_summary(s);
@@ -365,32 +343,15 @@ static json_t *op_session_show(struct tf_daemon *d, json_t *req, char *err, size
 	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
 }
 
-static json_t *op_rule(struct tf_daemon *d, json_t *req, char *err, size_t errlen, int add)
+static json_t *op_rule(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
 {
-	const char *id = req_id(req, err, errlen);
-	struct tf_rule r;
-
-	if (!id)
+	if (tf_sess_rule(d, r->id, &r->rule, r->op == TF_OP_RULE_ADD, err, errlen))
 		return NULL;
-	if (tf_rule_from_json(json_object_get(req, "rule"), "rule", &r, err, errlen))
-		return NULL;
-	if (tf_sess_rule(d, id, &r, add, err, errlen))
-		return NULL;
-	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", id, "policy_version",
-			 (json_int_t)tf_sess_find(d, id)->ver);
+	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
+			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
 
-static json_t *op_rule_add(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
-{
-	return op_rule(d, req, err, errlen, 1);
-}
-
-static json_t *op_rule_del(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
-{
-	return op_rule(d, req, err, errlen, 0);
-}
-
-static json_t *op_stats(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+static json_t *op_stats(struct tf_daemon *d, struct tf_request *req, char *err, size_t errlen)
 {
 	__u64 st[TF_STAT_MAX] = {}, cnt[TF_CNT_SLOTS], tot[TF_REASON_MAX] = {};
 	json_t *counters = json_object();
@@ -421,17 +382,16 @@ static json_t *op_stats(struct tf_daemon *d, json_t *req, char *err, size_t errl
 			 "counters", counters);
 }
 
-static json_t *op_version(struct tf_daemon *d, json_t *req, char *err, size_t errlen)
+static json_t *op_version(struct tf_daemon *d, struct tf_request *req, char *err, size_t errlen)
 {
 	(void)d, (void)req, (void)err, (void)errlen;
 	return json_pack("{s:b, s:s, s:i}", "ok", 1, "version", TF_VERSION, "abi", TF_ABI_VERSION);
 }
 
-static json_t *op_subscribe(struct tf_daemon *d, struct tf_client *c, json_t *req, char *err,
-			    size_t errlen)
+static json_t *op_subscribe(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
+			    char *err, size_t errlen)
 {
-	json_t *jsid = json_object_get(req, "session");
-	struct tf_sess *s;
+	struct tf_sess *s = NULL;
 
 	if (c->subscriber) {
 		snprintf(err, errlen, "already subscribed");
@@ -441,11 +401,10 @@ static json_t *op_subscribe(struct tf_daemon *d, struct tf_client *c, json_t *re
 		snprintf(err, errlen, "too many subscribers (limit %u)", d->cfg.max_subscribers);
 		return NULL;
 	}
-	if (jsid) {
-		s = json_is_string(jsid) ? tf_sess_find(d, json_string_value(jsid)) : NULL;
+	if (r->session) {
+		s = tf_sess_find(d, r->session);
 		if (!s) {
-			snprintf(err, errlen, "session: no session `%s'",
-				 json_is_string(jsid) ? json_string_value(jsid) : "?");
+			snprintf(err, errlen, "session: no session `%s'", r->session);
 			return NULL;
 		}
 		c->sub_sid = s->sid;
@@ -455,82 +414,45 @@ static json_t *op_subscribe(struct tf_daemon *d, struct tf_client *c, json_t *re
 	return json_pack("{s:b, s:b}", "ok", 1, "subscribed", 1);
 }
 
-struct op {
-	const char *name;
-	json_t *(*fn)(struct tf_daemon *d, json_t *req, char *err, size_t errlen);
-	const char *const *fields;	/* allowed request fields besides "op" */
-};
-
-static const char *const f_none[] = { NULL };
-static const char *const f_spec[] = { "spec", NULL };
-static const char *const f_id[] = { "id", NULL };
-static const char *const f_rule[] = { "id", "rule", NULL };
-static const char *const f_sub[] = { "session", NULL };
-
-static const struct op ops[] = {
-	{ "version", op_version, f_none },
-	{ "stats", op_stats, f_none },
-	{ "session.add", op_session_add, f_spec },
-	{ "session.del", op_session_del, f_id },
-	{ "session.list", op_session_list, f_none },
-	{ "session.show", op_session_show, f_id },
-	{ "rule.add", op_rule_add, f_rule },
-	{ "rule.del", op_rule_del, f_rule },
-	{ "events.subscribe", NULL, f_sub },
-};
-
-static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)
+static json_t *dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
+			size_t errlen)
 {
-	const char *key;
-	json_t *v;
-	size_t i;
-
-	json_object_foreach(req, key, v) {
-		if (!strcmp(key, "op"))
-			continue;
-		for (i = 0; fields[i] && strcmp(fields[i], key); i++)
-			;
-		if (!fields[i]) {
-			snprintf(err, errlen, "unknown field `%s'", key);
-			return -EINVAL;
-		}
+	switch (r->op) {
+	case TF_OP_VERSION:
+		return op_version(d, r, err, errlen);
+	case TF_OP_STATS:
+		return op_stats(d, r, err, errlen);
+	case TF_OP_SESSION_ADD:
+		return op_session_add(d, r, err, errlen);
+	case TF_OP_SESSION_DEL:
+		return op_session_del(d, r, err, errlen);
+	case TF_OP_SESSION_LIST:
+		return op_session_list(d, r, err, errlen);
+	case TF_OP_SESSION_SHOW:
+		return op_session_show(d, r, err, errlen);
+	case TF_OP_RULE_ADD:
+	case TF_OP_RULE_DEL:
+		return op_rule(d, r, err, errlen);
+	case TF_OP_SUBSCRIBE:
+		return op_subscribe(d, c, r, err, errlen);
 	}
-	return 0;
+	snprintf(err, errlen, "op: not handled");
+	return NULL;
 }
 
 static void handle_line(struct tf_daemon *d, struct tf_client *c, const char *line, size_t len)
 {
+	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
 	char err[TF_ERR_MAX] = "";
-	json_error_t jerr;
-	json_t *req, *resp = NULL;
-	const char *opname;
-	size_t i;
+	struct tf_request r;
+	json_t *resp = NULL;
 
-	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!req) {
-		snprintf(err, sizeof(err), "invalid JSON: %s", jerr.text);
-		goto reply;
+	if (!tf_request_parse(line, len, &lim, &r, err, sizeof(err))) {
+		resp = dispatch(d, c, &r, err, sizeof(err));
+		if (!resp && !err[0])
+			snprintf(err, sizeof(err), "out of memory");
+		tf_request_free(&r);
 	}
-	opname = json_string_value(json_object_get(req, "op"));
-	if (!json_is_object(req) || !opname) {
-		snprintf(err, sizeof(err), "op: expected a request object with an \"op\" string");
-		goto reply;
-	}
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (!strcmp(ops[i].name, opname))
-			break;
-	if (i == sizeof(ops) / sizeof(ops[0])) {
-		snprintf(err, sizeof(err), "op: unknown operation `%s'", opname);
-		goto reply;
-	}
-	if (check_fields(req, ops[i].fields, err, sizeof(err)))
-		goto reply;
-	resp = ops[i].fn ? ops[i].fn(d, req, err, sizeof(err)) :
-			   op_subscribe(d, c, req, err, sizeof(err));
-	if (!resp && !err[0])
-		snprintf(err, sizeof(err), "out of memory");
-reply:
-	json_decref(req);
 	client_reply(d, c, resp ? resp : error_resp(err));
 }
 
