@@ -66,7 +66,14 @@ int tc_from_guest(struct __sk_buff *skb)
 	v = judge_from_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	if (v == TF_JUDGE_DNS) {
 		s = dns_scratch();
-		if (!s)
+		/*
+		 * A GSO skb (a guest's UDP segmentation offload write) is split
+		 * into several datagrams after us: only the first would be
+		 * judged. One query is one datagram.
+		 */
+		if (skb->gso_size || skb->gso_segs > 1)
+			v = deny(&j, TF_REASON_DNS_MALFORMED);
+		else if (!s)
 			v = deny(&j, TF_REASON_UNKNOWN);
 		else if ((len = tc_dns_copy(skb, &j, s)))
 			v = dns_query(&j, s, len);

@@ -74,6 +74,13 @@ static __always_inline int ndp_from_guest(struct judge *j, struct cursor *c,
 		return deny(j, TF_REASON_SPOOFED_SRC);
 	if (!mac_is_ip6_mcast(eth->h_dest) && !mac_eq(eth->h_dest, s->gw_mac))
 		return deny(j, TF_REASON_L2_DST_MAC);
+	/*
+	 * NDP stays on the link: to link-scope multicast or to the gateway. The
+	 * stack forwards NDP-typed ICMPv6 to anywhere like any other packet.
+	 */
+	if (!ip6_is_ll_mcast(&ip6->daddr) && !ip6_eq(&ip6->daddr, s->gw_ip6) &&
+	    !ip6_eq(&ip6->daddr, s->gw_ip6_ll))
+		return deny(j, TF_REASON_NDP);
 	if (type == NDISC_ROUTER_SOLICITATION)
 		return allow(j, TF_REASON_ALLOW_NDP, 0);
 	/* parse_l4() took type, code, checksum and the 4 flag bytes: the target follows. */

@@ -123,6 +123,14 @@ static __always_inline int ip6_is_unspec(const void *a)
 	return (x[0] | x[1] | x[2] | x[3]) == 0;
 }
 
+/* ff02::/16, link-scope multicast (all-nodes, all-routers, solicited-node). */
+static __always_inline int ip6_is_ll_mcast(const void *a)
+{
+	const __u8 *b = a;
+
+	return b[0] == 0xff && b[1] == 0x02;
+}
+
 static __always_inline int ip6_is_link_local(const __u8 *a)
 {
 	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;

@@ -189,7 +189,9 @@ static __always_inline int ip6_to_guest(struct judge *j, struct cursor *c, const
 	    (is_ndp_type(j->p.icmp_type) || j->p.icmp_type == NDISC_ROUTER_ADVERTISEMENT)) {
 		/* NDP from the gateway: its MAC, its addresses, hop limit 255. */
 		if (ip6->hop_limit != 255 ||
-		    (!ip6_eq(&ip6->saddr, s->gw_ip6) && !ip6_eq(&ip6->saddr, s->gw_ip6_ll)))
+		    (!ip6_eq(&ip6->saddr, s->gw_ip6) && !ip6_eq(&ip6->saddr, s->gw_ip6_ll)) ||
+		    (!ip6_is_ll_mcast(&ip6->daddr) && !ip6_eq(&ip6->daddr, s->guest_ip6) &&
+		     !ip6_eq(&ip6->daddr, s->guest_ip6_ll)))
 			return deny(j, TF_REASON_NDP);
 		if (!mac_is_ip6_mcast(eth->h_dest) && !mac_eq(eth->h_dest, s->guest_mac))
 			return deny(j, TF_REASON_L2_DST_MAC);

@@ -61,6 +61,7 @@
 #define DNS_T_A             1
 #define DNS_T_CNAME         5
 #define DNS_T_AAAA          28
+#define DNS_T_OPT           41
 #define DNS_C_IN            1
 
 #define DNS_F_QR            0x8000
@@ -151,7 +152,7 @@ struct dns_parse {
 	__u16 want_len;
 	__u16 rev_len;
 	__u16 k;		/* reversal: next byte */
-	__u16 pad;
+	__u16 arcount;
 	__u32 pos;		/* next fixed field */
 	__u32 rd_end;		/* end of the current record's data */
 	__u32 ttl;		/* TTL a CNAME target being read gets */
@@ -312,6 +313,7 @@ DNS_INLINE int dns_hdr(struct dns_parse *p, const __u8 *msg, __u32 len)
 	p->ancount = dns_u16(msg, len, 6);
 	nscount = dns_u16(msg, len, 8);
 	arcount = dns_u16(msg, len, 10);
+	p->arcount = arcount;
 	if (qdcount != 1 || (p->flags & DNS_F_OPCODE))
 		return dns_finish(p, DNS_MALFORMED);
 	if (p->answer) {
@@ -347,6 +349,22 @@ DNS_INLINE int dns_qname(struct dns_parse *p, const __u8 *msg, __u32 len)
 	return 0;
 }
 
+/*
+ * After a query's question: nothing, or (arcount 1) one EDNS0 OPT record
+ * (root owner, type 41) ending exactly at the end of the message. Bytes
+ * beyond what was judged could reach the resolver unjudged.
+ */
+DNS_INLINE int dns_query_tail_ok(const struct dns_parse *p, const __u8 *msg, __u32 len)
+{
+	__u32 pos = p->pos;
+
+	if (!p->arcount)
+		return pos == len;
+	if (pos + 11 > len || dns_u8(msg, len, pos) != 0 || dns_u16(msg, len, pos + 1) != DNS_T_OPT)
+		return 0;
+	return pos + 11 + dns_u16(msg, len, pos + 9) == len;
+}
+
 DNS_INLINE int dns_qtail(struct dns_parse *p, const __u8 *msg, __u32 len)
 {
 	__u16 qclass;
@@ -363,6 +381,8 @@ DNS_INLINE int dns_qtail(struct dns_parse *p, const __u8 *msg, __u32 len)
 	} else if (qclass != DNS_C_IN ||
 		   (p->qtype != DNS_T_A && p->qtype != DNS_T_AAAA && p->qtype != DNS_T_CNAME)) {
 		return dns_finish(p, DNS_QTYPE);
+	} else if (!dns_query_tail_ok(p, msg, len)) {
+		return dns_finish(p, DNS_MALFORMED);
 	}
 	p->k = 0;
 	p->phase = DNS_PH_REV;

@@ -336,9 +336,27 @@ static void test_parse_queries(void)
 	m_query(&m, 1, "www.GitHub.com", DNS_T_A);
 	parse(&m, 0, NULL, 0);
 	CHECK_STR("parser: forward form of a query, lowered", fwd_name(&P, buf), "www.github.com");
+	/*
+	 * Bytes after the question would reach the resolver unjudged (a UDP GSO
+	 * write can carry a second query there): only one exact EDNS0 OPT may follow.
+	 */
 	m_query(&m, 1, "a.b", DNS_T_A);
-	m.len += 3;	/* trailing bytes after the question are not read */
-	CHECK_EQ("parser: query with trailing bytes", parse(&m, 0, NULL, 0), DNS_OK);
+	m.len += 3;
+	CHECK_EQ("parser: query with trailing bytes", parse(&m, 0, NULL, 0), DNS_MALFORMED);
+	m_query(&m, 1, "a.b", DNS_T_A);
+	m_set16(&m, 10, 1);
+	m_opt(&m);
+	CHECK_EQ("parser: query with an EDNS0 OPT record", parse(&m, 0, NULL, 0), DNS_OK);
+	m.len += 1;
+	CHECK_EQ("parser: query with a byte after its OPT record", parse(&m, 0, NULL, 0), DNS_MALFORMED);
+	m_query(&m, 1, "a.b", DNS_T_A);
+	m_opt(&m);
+	CHECK_EQ("parser: query with an OPT record arcount does not announce", parse(&m, 0, NULL, 0),
+		 DNS_MALFORMED);
+	m_query(&m, 1, "a.b", DNS_T_A);
+	m_set16(&m, 10, 1);
+	CHECK_EQ("parser: query whose announced OPT record is missing", parse(&m, 0, NULL, 0),
+		 DNS_MALFORMED);
 	m.len = TF_DNS_MSG_MAX + 1;
 	CHECK_EQ("parser: query longer than TF_DNS_MSG_MAX", parse(&m, 0, NULL, 0), DNS_MALFORMED);
 }
