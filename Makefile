@@ -127,6 +127,32 @@ test-netns: deps all
 demo: deps all
 	$(Q)tools/demo.sh
 
+# --- bench (tools/bench, docs/performance.md); not part of `make test' -------------------------
+# `make bench [QUICK=1]': tools/bench/*.c built into build/bench/ against the daemon's library
+# objects, the no-op baseline programs tools/bench/*.bpf.c as skeletons beside them.
+BENCH_BPF_SRCS := $(wildcard tools/bench/*.bpf.c)
+BENCH_SKELS    := $(BENCH_BPF_SRCS:tools/bench/%.bpf.c=$(BUILD)/bench/%.skel.h)
+BENCH_SRCS     := $(filter-out %.bpf.c,$(wildcard tools/bench/*.c))
+BENCH_BINS     := $(BENCH_SRCS:tools/bench/%.c=$(BUILD)/bench/%)
+
+$(BUILD)/bench/%.bpf.o: tools/bench/%.bpf.c vmlinux/$(ARCH).h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $@.tmp && mv $@.tmp $@
+
+$(BUILD)/bench/%.skel.h: $(BUILD)/bench/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
+$(BENCH_BINS): $(BUILD)/bench/%: tools/bench/%.c $(DAEMON_OBJS) $(COMMON_OBJS) | $(SKELS) $(BENCH_SKELS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -MF $@.d -MT $@ $< $(DAEMON_OBJS) $(COMMON_OBJS) $(LDLIBS) -o $@
+
+.PHONY: bench
+bench: deps all $(BENCH_BINS)
+	$(Q)QUICK=$(QUICK) BUILD=$(BUILD) tools/bench/run.sh
+# --- end of bench ------------------------------------------------------------------------------
+
 clean:
 	$(call msg,CLEAN,$(BUILD))
 	$(Q)rm -rf $(BUILD)

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Control-plane latency: a client of tapfenced's control socket
+ * (docs/control-protocol.md) that adds N sessions on interfaces d1..dN,
+ * adds one rule to each, or deletes them, on one connection, timing each
+ * request from its first byte written to its response line read. Every
+ * response must say "ok": true. Prints JSON metrics (ms percentiles).
+ *
+ * Usage: bench_ctl SOCKET N OUT.json OP...   (OP: session_add, rule_add, session_del, in order)
+ * The interfaces must exist in tapfenced's network namespace
+ * (tools/bench/ctl.sh makes them as tap devices).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <jansson.h>
+
+#define REQ_MAX   8192
+#define RESP_MAX  65536
+#define MAX_N     4095
+
+struct conn {
+	int fd;
+	char buf[RESP_MAX];
+	size_t len;		/* bytes in buf */
+};
+
+static int conn_open(struct conn *c, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 10 };	/* no request may take longer */
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	c->len = 0;
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return -errno;
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(c->fd);
+		c->fd = -1;
+		return -errno;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Send one request line, read one response line into c->buf (NUL-terminated). */
+static int roundtrip(struct conn *c, const char *req, size_t len)
+{
+	char *nl;
+	ssize_t r;
+	int err;
+
+	err = write_all(c->fd, req, len);
+	if (err)
+		return err;
+	c->len = 0;
+	for (;;) {
+		nl = memchr(c->buf, '\n', c->len);
+		if (nl) {
+			*nl = '\0';
+			return 0;
+		}
+		if (c->len == sizeof(c->buf) - 1)
+			return -E2BIG;
+		r = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ECONNRESET;
+		c->len += (size_t)r;
+	}
+}
+
+static int response_ok(const char *line)
+{
+	json_t *j = json_loads(line, 0, NULL);
+	int ok = j && json_is_true(json_object_get(j, "ok"));
+
+	json_decref(j);
+	return ok;
+}
+
+/* The requests, as in tools/bench/bench_dp.c: slot i's addresses, 10 CIDR rules and a host rule. */
+static int req_session_add(char *b, size_t n, unsigned int i)
+{
+	unsigned int k, v;
+	int o;
+
+	o = snprintf(b, n, "{\"op\":\"session.add\",\"spec\":{\"id\":\"s%u\",\"ifname\":\"d%u\","
+		     "\"guest\":{\"mac\":\"02:00:00:%02x:%02x:02\",\"ipv4\":\"10.%u.%u.2\"},"
+		     "\"gateway\":{\"mac\":\"02:00:00:%02x:%02x:01\",\"ipv4\":\"10.%u.%u.1\"},"
+		     "\"resolver\":{\"ipv4\":\"10.%u.%u.1\"},\"allow\":["
+		     "{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,443,\"8000-8100\"]},"
+		     "{\"host\":\"example.com\",\"proto\":\"tcp\",\"ports\":[443]}",
+		     i, i, (i >> 8) & 0xff, i & 0xff, 100 + (i >> 8), i & 0xff, (i >> 8) & 0xff,
+		     i & 0xff, 100 + (i >> 8), i & 0xff, 100 + (i >> 8), i & 0xff);
+	for (k = 0; k < 9 && o > 0 && (size_t)o < n; k++) {
+		v = (k * 40503u + 977u) & 0x1ffff;	/* hosts of 198.18.0.0/15 */
+		o += snprintf(b + o, n - (size_t)o,
+			      ",{\"cidr\":\"198.%u.%u.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}",
+			      18 + (v >> 16), (v >> 8) & 0xff, v & 0xff);
+	}
+	if (o > 0 && (size_t)o < n)
+		o += snprintf(b + o, n - (size_t)o, "]}}\n");
+	return o > 0 && (size_t)o < n ? o : -ENOSPC;
+}
+
+static int req_rule_add(char *b, size_t n, unsigned int i)
+{
+	int o = snprintf(b, n, "{\"op\":\"rule.add\",\"id\":\"s%u\",\"rule\":{\"cidr\":"
+			 "\"203.0.113.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}}\n", i, i & 0xff);
+
+	return o > 0 && (size_t)o < n ? o : -ENOSPC;
+}
+
+static int req_session_del(char *b, size_t n, unsigned int i)
+{
+	int o = snprintf(b, n, "{\"op\":\"session.del\",\"id\":\"s%u\"}\n", i);
+
+	return o > 0 && (size_t)o < n ? o : -ENOSPC;
+}
+
+static const struct op {
+	const char *id;
+	int (*req)(char *b, size_t n, unsigned int i);
+	double p99_max_ms;	/* target on p99 (0: none) */
+} ops[] = {
+	{ "session_add", req_session_add, 5.0 },
+	{ "rule_add", req_rule_add, 1.0 },
+	{ "session_del", req_session_del, 0 },
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v. */
+static double pct(const double *v, unsigned int n, double p)
+{
+	unsigned int k = (unsigned int)(p / 100.0 * n + 0.999999);
+
+	return v[(k ? k : 1) - 1];
+}
+
+static int run_op(struct conn *c, const struct op *op, unsigned int n, json_t *metrics)
+{
+	static double lat[MAX_N];
+	static char req[REQ_MAX];
+	static const struct {
+		const char *name;
+		double p;
+	} ps[] = { { "p50", 50 }, { "p99", 99 }, { "max", 100 } };
+	char id[64], desc[128];
+	unsigned int i, k;
+	double t0, sum = 0;
+	json_t *m;
+	int len, err;
+
+	for (i = 1; i <= n; i++) {
+		len = op->req(req, sizeof(req), i);
+		if (len < 0)
+			return len;
+		t0 = now_ms();
+		err = roundtrip(c, req, (size_t)len);
+		lat[i - 1] = now_ms() - t0;
+		if (err)
+			return err;
+		if (!response_ok(c->buf)) {
+			fprintf(stderr, "bench_ctl: %s %u: %s\n", op->id, i, c->buf);
+			return -EPROTO;
+		}
+		sum += lat[i - 1];
+	}
+	qsort(lat, n, sizeof(*lat), cmp_double);
+	for (k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
+		snprintf(id, sizeof(id), "ctl.%s.%s", op->id, ps[k].name);
+		snprintf(desc, sizeof(desc), "%s latency, %s over %u requests", op->id, ps[k].name, n);
+		m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:i}", "id", id, "group", "control", "desc",
+			      desc, "unit", "ms", "value", pct(lat, n, ps[k].p), "n", n);
+		if (m && !strcmp(ps[k].name, "p99") && op->p99_max_ms > 0)
+			json_object_set_new(m, "target", json_pack("{s:s, s:f}", "on", "value", "max",
+								    op->p99_max_ms));
+		json_array_append_new(metrics, m);
+	}
+	fprintf(stderr, "  %-12s p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  mean %6.2f ms (n = %u)\n",
+		op->id, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100), sum / n, n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct conn c;
+	json_t *root, *metrics;
+	unsigned int n;
+	size_t k;
+	int a, err = 0;
+
+	if (argc < 5 || !(n = (unsigned int)strtoul(argv[2], NULL, 10)) || n > MAX_N) {
+		fprintf(stderr, "Usage: bench_ctl SOCKET N OUT.json OP...   (1 <= N <= %u)\n", MAX_N);
+		return 2;
+	}
+	for (a = 4; a < argc; a++) {
+		for (k = 0; k < sizeof(ops) / sizeof(ops[0]) && strcmp(argv[a], ops[k].id); k++)
+			;
+		if (k == sizeof(ops) / sizeof(ops[0])) {
+			fprintf(stderr, "bench_ctl: unknown operation `%s'\n", argv[a]);
+			return 2;
+		}
+	}
+	err = conn_open(&c, argv[1]);
+	if (err) {
+		fprintf(stderr, "bench_ctl: cannot connect to `%s': %s\n", argv[1], strerror(-err));
+		return 1;
+	}
+	metrics = json_array();
+	root = json_pack("{s:s, s:i, s:o}", "tool", "bench_ctl", "sessions", n, "metrics", metrics);
+	for (a = 4; root && a < argc && !err; a++) {
+		for (k = 0; strcmp(argv[a], ops[k].id); k++)
+			;
+		err = run_op(&c, &ops[k], n, metrics);
+	}
+	close(c.fd);
+	if (err)
+		fprintf(stderr, "bench_ctl: %s\n", strerror(-err));
+	else if (!root || json_dump_file(root, argv[3], JSON_INDENT(1)))
+		err = -EIO;
+	json_decref(root);
+	return err ? 1 : 0;
+}

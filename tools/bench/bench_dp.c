@@ -1,0 +1,1108 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The per-packet cost of each datapath path, and how it scales with rules,
+ * sessions and flows: every program run through BPF_PROG_TEST_RUN with the
+ * kernel's repeat loop and its reported duration (net/bpf/test_run.c,
+ * bpf_test_timer: time spent in the loop divided by repeat, time away on
+ * cond_resched() not counted), over several rounds, next to the no-op
+ * programs of tools/bench/noop.bpf.c measured in the same rounds.
+ *
+ * The datapath is the real object, loaded by tf_dp_open() without pinning
+ * inside a private network namespace, with sessions set up as the daemon
+ * does (spec parser, policy compiler, map writers). Skb test runs judge on
+ * ifindex 1 (net/bpf/test_run.c keeps the loopback device for ctx ifindex
+ * 0 or 1) and XDP runs say ingress_ifindex 1, so the measured session is
+ * keyed on ifindex 1; other sessions sit on ifindexes no device has.
+ *
+ * Every path is measured twice: with the daemon's defaults, where the
+ * per-session event rate limit sends a repeated packet's first events and
+ * suppresses the rest (what a flood costs), and with events_per_s = 0,
+ * where every packet writes its event (what a new flow costs at ordinary
+ * rates). Every timed run is checked: the expected reason counter must
+ * have moved by exactly the repeat count, and every expected event must
+ * have been either received from the ring buffer (sized to hold a whole
+ * run, drained after each) or counted as suppressed, none lost, so a
+ * result always belongs to the path it is named after.
+ *
+ * DNS answers consume the query they answer, so a repeated answer would
+ * measure repeat - 1 unmatched ones: each is armed by a query and timed as
+ * a single run (repeat 1), many times per round, beside single runs of the
+ * no-op program; the round's sample is the median of its single runs.
+ *
+ * Usage: bench_dp [--quick] [--only paths|scaling] [--out FILE]   (JSON results to FILE)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <jansson.h>
+
+#include <tapfence/abi.h>
+#include <tapfence/dns.h>
+#include "tapfence.skel.h"
+#include "bench/noop.skel.h"
+#include "common/log.h"
+#include "daemon/datapath.h"
+#include "../../tests/unit/pkt.h"
+
+#define IFINDEX_LO   1		/* what a test run judges on: the measured session */
+#define IFINDEX_BASE 100000	/* other sessions: ifindex IFINDEX_BASE + slot, no such device */
+#define MAIN_SID     1
+#define REPEAT       1000000	/* the kernel's repeat count per timed run */
+#define SINGLES      4000	/* single runs per round (DNS answers) */
+#define MAX_ROUNDS   16
+#define RINGBUF_SZ   (512u << 20)	/* holds REPEAT events of 336 bytes */
+#define DNS_ID       0x1234
+#define DNS_GPORT    40001
+#define DNS_NAME     "example.com"
+#define R(x)         TF_REASON_##x
+#define N(a)         (sizeof(a) / sizeof((a)[0]))
+
+/* Addresses of the measured session's far ends, all outside the hard floor. */
+#define WEB          "198.51.100.1"	/* tcp 80, 443, 8000-8100 */
+#define NORULE       "203.0.113.50"	/* no rule */
+#define METADATA     "169.254.169.254"	/* hard floor */
+
+/* ---- hooks: which program a frame is judged by ---------------------------- */
+
+enum hook { TC_NOOP, XDP_NOOP, TC_FROM, XDP_FROM, TC_TO, NHOOKS };
+
+static const struct {
+	const char *name;
+	int xdp;
+	enum hook base;		/* the no-op program of the same hook */
+} hooks[NHOOKS] = {
+	[TC_NOOP] = { "tc", 0, TC_NOOP },
+	[XDP_NOOP] = { "xdp", 1, XDP_NOOP },
+	[TC_FROM] = { "tc", 0, TC_NOOP },
+	[XDP_FROM] = { "xdp", 1, XDP_NOOP },
+	[TC_TO] = { "tc", 0, TC_NOOP },
+};
+
+#define H(h)  (1u << (h))
+#define FROM  (H(TC_FROM) | H(XDP_FROM))
+#define TO    H(TC_TO)
+#define NOOP  (H(TC_NOOP) | H(XDP_NOOP))
+
+/* ---- what one packet is and what must come of it ---------------------------- */
+
+#define DNS_QUERY (-1)	/* struct pcase.dns: a query; n > 0: an answer with n A records */
+
+struct pcase {
+	const char *id;		/* metric id: pkt.<id>.<hook> */
+	const char *desc;
+	unsigned int hooks;	/* H(...) bits: measured once per hook */
+	enum { D_FROM, D_TO } dir;
+	struct pk p;		/* addresses: "G" / "GW" stand for the session's */
+	int dns;		/* DNS_QUERY, or an answer with this many A records */
+	__u16 reason;		/* the counter every run must move */
+	unsigned int events;	/* events per packet */
+	double max_ratio;	/* target: at most this many times the no-op (0: none) */
+};
+
+#define TCP(s, d, sp, dp, fl) \
+	.src = s, .dst = d, .proto = IPPROTO_TCP, .sport = sp, .dport = dp, .flags = fl
+#define UDP(s, d, sp, dp) .src = s, .dst = d, .proto = IPPROTO_UDP, .sport = sp, .dport = dp
+
+/* Part 1: every path of the issue, on a session with 10 CIDR rules. */
+static const struct pcase pcases[] = {
+	{ "fast_path", "established allowed TCP flow, second packet (ACK)", FROM, D_FROM,
+	  { TCP("G", WEB, 40000, 443, PK_ACK) }, 0, R(ALLOW_FLOW), 0, 2.0 },
+	{ "deny_floor", "new flow denied by the hard floor (metadata address)", FROM, D_FROM,
+	  { TCP("G", METADATA, 40002, 80, PK_SYN) }, 0, R(FLOOR_METADATA), 1, 4.0 },
+	{ "deny_no_rule", "new flow denied by no rule", FROM, D_FROM,
+	  { TCP("G", NORULE, 40003, 80, PK_SYN) }, 0, R(NO_RULE), 1, 4.0 },
+	{ "new_flow", "new flow allowed by a CIDR rule (SYN: evaluated and inserted)", FROM, D_FROM,
+	  { TCP("G", WEB, 40004, 443, PK_SYN) }, 0, R(ALLOW_RULE), 1, 4.0 },
+	{ "reply", "host->guest reply of a tracked flow", TO, D_TO,
+	  { TCP(WEB, "G", 443, 40000, PK_ACK) }, 0, R(ALLOW_FLOW), 0, 2.0 },
+	{ "dns_query", "DNS query for an allowed name (recorded, flow opened)", FROM, D_FROM,
+	  { UDP("G", "GW", DNS_GPORT, 53) }, DNS_QUERY, R(ALLOW_DNS), 1, 0 },
+	{ "dns_answer_1", "DNS answer, 1 A record learnt (single runs)", TO, D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) }, 1, R(ALLOW_DNS_ANSWER), 1, 0 },
+	{ "dns_answer_8", "DNS answer, 8 A records learnt (single runs)", TO, D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) }, 8, R(ALLOW_DNS_ANSWER), 1, 0 },
+	{ "dns_answer_16", "DNS answer, 16 A records learnt (single runs)", TO, D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) }, 16, R(ALLOW_DNS_ANSWER), 1, 0 },
+};
+
+/* Part 2: what is measured at each point of a scaling curve (TC, guest -> host). */
+enum scase { S_NOOP, S_FAST, S_NEW, S_NORULE, NSCASES };
+
+static const char *const scase_ids[NSCASES] = { "noop", "fast_path", "new_flow", "no_rule" };
+
+struct dim {
+	const char *id;		/* rules, sessions, flows */
+	const char *desc;
+	unsigned int xs[6];	/* the points, 0-terminated */
+	unsigned int quick_xs[6];
+	double max_growth;	/* target: cost at the last point / at the first (0: none) */
+};
+
+static const struct dim dims[] = {
+	{ "rules", "CIDR rules in the measured session", { 10, 1000, 100000 }, { 10, 1000, 100000 },
+	  1.2 },
+	/* Each session's flow table costs the daemon a synchronize_rcu() (see docs/performance.md). */
+	{ "sessions", "sessions (10 rules each)", { 1, 100, 4095 }, { 1, 100, 1000 }, 1.2 },
+	{ "flows", "flows in the measured session's table (1310720 slots)",
+	  { 1, 1000, 100000, 1000000 }, { 1, 1000, 100000 }, 0 },
+};
+
+#define FLOW_TABLE_BIG 1310720	/* flows dimension: 1M entries plus LRU slack */
+
+/* ---- a loaded datapath and its baselines ------------------------------------ */
+
+struct bench {
+	struct tf_config cfg;
+	struct tf_dp dp;
+	struct noop_bpf *noop;
+	struct ring_buffer *rb;
+	__u64 nev;
+	unsigned int rounds, repeat, singles;
+};
+
+/* A frame ready to run: its program and what the run must show. */
+struct target {
+	int fd, xdp;
+	struct pk_frame f;
+	__u16 reason;		/* 0: not checked (no-op) */
+	unsigned int events;
+};
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct bench *b = ctx;
+
+	(void)data;
+	(void)len;
+	b->nev++;
+	return 0;
+}
+
+/* A network namespace of our own, with lo up: test runs never touch the host's loopback. */
+static int private_netns(void)
+{
+	struct ifreq ifr = {};
+	int fd, err = 0;
+
+	if (unshare(CLONE_NEWNET))
+		return -errno;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr)) {
+		err = -errno;
+	} else {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
+			err = -errno;
+	}
+	close(fd);
+	return err;
+}
+
+static void bench_close(struct bench *b)
+{
+	ring_buffer__free(b->rb);
+	b->rb = NULL;
+	noop_bpf__destroy(b->noop);
+	b->noop = NULL;
+	tf_dp_close(&b->dp);
+}
+
+/* Load the datapath with b->cfg (already adjusted by the caller), the floor and the no-ops. */
+static int bench_open(struct bench *b)
+{
+	int err;
+
+	b->cfg.ringbuf_bytes = RINGBUF_SZ;
+	err = tf_dp_open(&b->dp, &b->cfg, 0);
+	if (err) {
+		pr_warn("cannot load the datapath: %s\n", strerror(-err));
+		return err;
+	}
+	err = tf_dp_write_floor(&b->dp);
+	if (err)
+		goto cleanup;
+	b->noop = noop_bpf__open_and_load();
+	if (!b->noop) {
+		err = -errno;
+		pr_warn("cannot load the no-op programs: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	b->rb = ring_buffer__new(tf_dp_ringbuf_fd(&b->dp), on_event, b, NULL);
+	if (!b->rb) {
+		err = -errno;
+		goto cleanup;
+	}
+	return 0;
+cleanup:
+	bench_close(b);
+	return err;
+}
+
+/* ---- sessions, the daemon's way --------------------------------------------- */
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static int sb_printf(struct sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sb_printf(struct sbuf *s, const char *fmt, ...)
+{
+	va_list ap;
+	size_t need;
+	char *np;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	need = s->len + (size_t)n + 1;
+	if (need > s->cap) {
+		s->cap = need > 2 * s->cap ? need : 2 * s->cap;
+		np = realloc(s->p, s->cap);
+		if (!np)
+			return -ENOMEM;
+		s->p = np;
+	}
+	va_start(ap, fmt);
+	vsnprintf(s->p + s->len, s->cap - s->len, fmt, ap);
+	va_end(ap);
+	s->len += (size_t)n;
+	return 0;
+}
+
+/* Session slot i's addresses: guest 10.(100 + i / 256).(i % 256).2, gateway .1; MACs alike. */
+struct addrs {
+	char gmac[24], hmac[24], g4[24], gw4[24], g6[40], gw6[40];
+};
+
+static void session_addrs(unsigned int i, struct addrs *a)
+{
+	snprintf(a->gmac, sizeof(a->gmac), "02:00:00:%02x:%02x:02", (i >> 8) & 0xff, i & 0xff);
+	snprintf(a->hmac, sizeof(a->hmac), "02:00:00:%02x:%02x:01", (i >> 8) & 0xff, i & 0xff);
+	snprintf(a->g4, sizeof(a->g4), "10.%u.%u.2", 100 + (i >> 8), i & 0xff);
+	snprintf(a->gw4, sizeof(a->gw4), "10.%u.%u.1", 100 + (i >> 8), i & 0xff);
+	snprintf(a->g6, sizeof(a->g6), "fd00:%x::2", i);
+	snprintf(a->gw6, sizeof(a->gw6), "fd00:%x::1", i);
+}
+
+/*
+ * Host k of 198.18.0.0/15 (RFC 2544's benchmarking range): k -> k * 40503
+ * + 977 mod 2^17 is a bijection (40503 is odd), so the first n are n
+ * distinct /32s spread over the range, and any k >= n is none of them.
+ */
+static void bench_host(unsigned int k, char *buf, size_t len)
+{
+	unsigned int v = (k * 40503u + 977u) & 0x1ffff;
+
+	snprintf(buf, len, "198.%u.%u.%u", 18 + (v >> 16), (v >> 8) & 0xff, v & 0xff);
+}
+
+/*
+ * Slot i's spec: TCP 80, 443, 8000-8100 to 198.51.100.0/24, then nrules - 1
+ * TCP 443 rules to hosts of 198.18.0.0/15, and a host rule for DNS_NAME.
+ */
+static int spec_text(unsigned int i, unsigned int nrules, struct sbuf *s)
+{
+	struct addrs a;
+	char host[16];
+	unsigned int k;
+	int err;
+
+	session_addrs(i, &a);
+	s->len = 0;
+	err = sb_printf(s, "{\"id\":\"s%u\",\"ifname\":\"tap%u\","
+			"\"guest\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
+			"\"gateway\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
+			"\"resolver\":{\"ipv4\":\"%s\"},\"allow\":["
+			"{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,443,\"8000-8100\"]},"
+			"{\"host\":\"" DNS_NAME "\",\"proto\":\"tcp\",\"ports\":[443]}",
+			i, i, a.gmac, a.g4, a.g6, a.hmac, a.gw4, a.gw6, a.gw4);
+	for (k = 0; k + 1 < nrules && !err; k++) {
+		bench_host(k, host, sizeof(host));
+		err = sb_printf(s, ",{\"cidr\":\"%s/32\",\"proto\":\"tcp\",\"ports\":[443]}", host);
+	}
+	return err ? err : sb_printf(s, "]}");
+}
+
+/* What the daemon's session add does, minus attaching to a device; keeps nothing. */
+static int session_add(struct bench *b, unsigned int sid, __u32 ifindex, unsigned int nrules,
+		       struct sbuf *s)
+{
+	struct tf_spec_limits lim = { .max_rules = b->cfg.max_rules };
+	char err[TF_ERR_MAX] = "";
+	struct tf_policy pol = {};
+	struct tf_spec spec = {};
+	struct tf_session v;
+	int ret;
+
+	ret = spec_text(sid, nrules, s);
+	if (ret)
+		return ret;
+	ret = tf_spec_parse(s->p, s->len, &lim, &spec, err, sizeof(err));
+	if (ret) {
+		pr_warn("session %u: %s\n", sid, err);
+		return ret;
+	}
+	ret = tf_policy_compile(spec.rules, spec.nrules, &pol);
+	if (!ret)
+		ret = tf_dp_slot_init(&b->dp, sid, 0);
+	if (!ret)
+		ret = tf_dp_policy_write(&b->dp, sid, 1, &pol);
+	if (!ret)
+		ret = tf_dp_addrs_set(&b->dp, &spec, sid);
+	if (!ret) {
+		tf_dp_session_value(&spec, sid, 1, &v);
+		ret = tf_dp_session_set(&b->dp, ifindex, &v);
+	}
+	if (ret)
+		pr_warn("session %u: cannot write it: %s\n", sid, strerror(-ret));
+	tf_policy_free(&pol);
+	tf_spec_free(&spec);
+	return ret;
+}
+
+/* The measured session on ifindex 1, then nsessions - 1 others. */
+static int sessions_add(struct bench *b, unsigned int nsessions, unsigned int nrules)
+{
+	struct sbuf s = {};
+	unsigned int i;
+	int err;
+
+	err = session_add(b, MAIN_SID, IFINDEX_LO, nrules, &s);
+	for (i = MAIN_SID + 1; i < MAIN_SID + nsessions && !err; i++)
+		err = session_add(b, i, IFINDEX_BASE + i, 10, &s);
+	free(s.p);
+	return err;
+}
+
+/*
+ * Fill the measured session's flow table with n flows to hosts of
+ * 198.18.0.0/15 (guest ports from 1024 up), in batches of 4096.
+ */
+static int flows_fill(struct bench *b, unsigned int n)
+{
+	enum { BATCH = 4096 };
+	static struct tf_flow_key keys[BATCH];
+	static struct tf_flow vals[BATCH];
+	int outer = bpf_map__fd(b->dp.skel->maps.tf_flows), fd, err = 0;
+	__u32 sid = MAIN_SID, id, cnt, i, k, v;
+
+	if (!n)
+		return 0;
+	if (bpf_map_lookup_elem(outer, &sid, &id))
+		return -errno;
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
+		return -errno;
+	for (k = 0; k < n && !err; k += cnt) {
+		cnt = n - k < BATCH ? n - k : BATCH;
+		for (i = 0; i < cnt; i++) {
+			v = k + i;
+			memset(&keys[i], 0, sizeof(keys[i]));
+			keys[i].raddr[0] = 198;
+			keys[i].raddr[1] = (__u8)(18 + ((v >> 16) & 1));
+			keys[i].raddr[2] = (__u8)(v >> 8);
+			keys[i].raddr[3] = (__u8)v;
+			keys[i].gport = htons((__u16)(1024 + (v >> 17)));
+			keys[i].rport = htons(443);
+			keys[i].family = TF_FAM_IPV4;
+			keys[i].proto = IPPROTO_TCP;
+			vals[i] = (struct tf_flow){ .policy_ver = 1, .state = TF_FLOW_OPEN };
+		}
+		if (bpf_map_update_batch(fd, keys, vals, &cnt, NULL))
+			err = -errno;
+	}
+	close(fd);
+	return err;
+}
+
+/* ---- frames ----------------------------------------------------------------- */
+
+struct dnsmsg {
+	__u8 b[PK_MAX];
+	unsigned int len;
+};
+
+static void m_u16(struct dnsmsg *m, unsigned int v)
+{
+	pk_put16(m->b + m->len, v);
+	m->len += 2;
+}
+
+/* Header, then one question for DNS_NAME, type A, class IN. */
+static void m_head(struct dnsmsg *m, unsigned int flags, unsigned int ancount)
+{
+	const char *p = DNS_NAME, *dot;
+
+	m->len = 0;
+	m_u16(m, DNS_ID);
+	m_u16(m, flags);
+	m_u16(m, 1);
+	m_u16(m, ancount);
+	m_u16(m, 0);
+	m_u16(m, 0);
+	for (; *p; p = *dot ? dot + 1 : dot) {
+		dot = strchrnul(p, '.');
+		m->b[m->len++] = (__u8)(dot - p);
+		memcpy(m->b + m->len, p, (size_t)(dot - p));
+		m->len += (unsigned int)(dot - p);
+	}
+	m->b[m->len++] = 0;
+	m_u16(m, DNS_T_A);
+	m_u16(m, DNS_C_IN);
+}
+
+/* A query (RD), or an answer with n A records 203.0.113.1.. (owner: a pointer to the question). */
+static void dns_msg(struct dnsmsg *m, int n)
+{
+	int i;
+
+	if (n == DNS_QUERY) {
+		m_head(m, 0x0100, 0);
+		return;
+	}
+	m_head(m, 0x8180, (unsigned int)n);
+	for (i = 0; i < n; i++) {
+		m_u16(m, 0xc00c);
+		m_u16(m, DNS_T_A);
+		m_u16(m, DNS_C_IN);
+		m_u16(m, 0);
+		m_u16(m, 300);	/* TTL */
+		m_u16(m, 4);
+		m->b[m->len++] = 203;
+		m->b[m->len++] = 0;
+		m->b[m->len++] = 113;
+		m->b[m->len++] = (__u8)(1 + i);
+	}
+}
+
+/* pk_build() with "G"/"GW" standing for slot sid's addresses, plus a DNS payload if dns. */
+static int frame(const struct pcase *c, unsigned int sid, struct pk_frame *f)
+{
+	const unsigned int ip = 14, udp = ip + 20, payload = udp + 8;
+	struct pk p = c->p;
+	struct dnsmsg m;
+	struct addrs a;
+
+	session_addrs(sid, &a);
+	if (p.src && !strcmp(p.src, "G"))
+		p.src = a.g4;
+	else if (p.src && !strcmp(p.src, "GW"))
+		p.src = a.gw4;
+	if (p.dst && !strcmp(p.dst, "G"))
+		p.dst = a.g4;
+	else if (p.dst && !strcmp(p.dst, "GW"))
+		p.dst = a.gw4;
+	if (c->dir == D_FROM ? pk_build(&p, a.gmac, a.hmac, f) : pk_build(&p, a.hmac, a.gmac, f))
+		return -EINVAL;
+	if (!c->dns)
+		return 0;
+	dns_msg(&m, c->dns);
+	if (f->family != TF_FAM_IPV4 || payload + m.len > PK_MAX)
+		return -EINVAL;
+	memcpy(f->data + payload, m.b, m.len);
+	pk_put16(f->data + ip + 2, 20 + 8 + m.len);
+	pk_put16(f->data + udp + 4, 8 + m.len);
+	f->len = payload + m.len;
+	return 0;
+}
+
+static int hook_fd(const struct bench *b, enum hook h)
+{
+	switch (h) {
+	case TC_NOOP:
+		return bpf_program__fd(b->noop->progs.tc_noop);
+	case XDP_NOOP:
+		return bpf_program__fd(b->noop->progs.xdp_noop);
+	case TC_FROM:
+		return bpf_program__fd(b->dp.skel->progs.tc_from_guest);
+	case XDP_FROM:
+		return bpf_program__fd(b->dp.skel->progs.xdp_from_guest);
+	default:
+		return bpf_program__fd(b->dp.skel->progs.tc_to_guest);
+	}
+}
+
+static int target_make(const struct bench *b, const struct pcase *c, enum hook h, unsigned int sid,
+		       struct target *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->fd = hook_fd(b, h);
+	t->xdp = hooks[h].xdp;
+	t->reason = c->reason;
+	t->events = c->events;
+	if (H(h) & NOOP) {
+		/* Any frame: the no-op never reads it. */
+		struct pcase any = { .dir = D_FROM, .p = { TCP("G", WEB, 40000, 443, PK_ACK) } };
+
+		return frame(&any, sid, &t->f);
+	}
+	return frame(c, sid, &t->f);
+}
+
+/* ---- running and checking --------------------------------------------------- */
+
+static int test_run(const struct target *t, __u32 repeat, __u32 *ns)
+{
+	struct __sk_buff skb = { .ifindex = IFINDEX_LO };
+	struct xdp_md xmd = { .ingress_ifindex = IFINDEX_LO, .data_end = t->f.len };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = t->f.data, .data_size_in = t->f.len,
+		    .repeat = repeat);
+
+	if (t->xdp) {
+		o.ctx_in = &xmd;
+		o.ctx_size_in = sizeof(xmd);
+	} else {
+		o.ctx_in = &skb;
+		o.ctx_size_in = sizeof(skb);
+	}
+	if (bpf_prog_test_run_opts(t->fd, &o))
+		return -errno;
+	*ns = o.duration;
+	return 0;
+}
+
+/*
+ * n runs of t must have moved its reason counter by exactly n packets, and
+ * each packet must have had its events either sent or held back by the
+ * session's rate limit (suppressed), none lost to a full ring buffer.
+ */
+struct check {
+	__u64 c0[TF_CNT_SLOTS];
+	__u64 nev0;
+	__u64 extra_events;	/* expected besides the checked target's (arming queries) */
+};
+
+static int check_begin(struct bench *b, const struct target *t, struct check *ck)
+{
+	int err = ring_buffer__consume(b->rb);
+
+	if (err < 0)
+		return err;
+	ck->nev0 = b->nev;
+	ck->extra_events = 0;
+	return t->reason ? tf_dp_counters(&b->dp, MAIN_SID, ck->c0) : 0;
+}
+
+static int check_end(struct bench *b, const struct target *t, const struct check *ck, __u64 packets,
+		     const char *what)
+{
+	__u64 c[TF_CNT_SLOTS], moved, sent, held, lost;
+	int err = ring_buffer__consume(b->rb);
+
+	if (err < 0)
+		return err;
+	if (!t->reason)
+		return 0;
+	err = tf_dp_counters(&b->dp, MAIN_SID, c);
+	if (err)
+		return err;
+	moved = c[t->reason] - ck->c0[t->reason];
+	sent = b->nev - ck->nev0;
+	held = c[TF_CNT_EVENTS_SUPPRESSED] - ck->c0[TF_CNT_EVENTS_SUPPRESSED];
+	lost = c[TF_CNT_EVENTS_LOST] - ck->c0[TF_CNT_EVENTS_LOST];
+	if (moved != packets || sent + held != packets * t->events + ck->extra_events || lost) {
+		pr_warn("%s: %llu packets moved the expected counter by %llu, sent %llu events, "
+			"suppressed %llu, lost %llu (expected %llu events): not the path it is named "
+			"after\n", what, (unsigned long long)packets, (unsigned long long)moved,
+			(unsigned long long)sent, (unsigned long long)held, (unsigned long long)lost,
+			(unsigned long long)(packets * t->events + ck->extra_events));
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* One timed run of repeat packets, checked. */
+static int measure(struct bench *b, const struct target *t, const char *what, double *ns)
+{
+	struct check ck;
+	__u32 d;
+	int err;
+
+	err = check_begin(b, t, &ck);
+	if (!err)
+		err = test_run(t, b->repeat, &d);
+	if (!err)
+		err = check_end(b, t, &ck, b->repeat, what);
+	*ns = d;
+	return err;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, unsigned int n)
+{
+	double s[SINGLES > MAX_ROUNDS ? SINGLES : MAX_ROUNDS];
+
+	memcpy(s, v, n * sizeof(*v));
+	qsort(s, n, sizeof(*s), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/*
+ * One round of single runs: each DNS answer target armed by its query and
+ * run once, the no-op once beside it; the medians go to ans_ns / noop_ns.
+ */
+static int measure_singles(struct bench *b, const struct target *query, const struct target *ans,
+			   const struct target *noop, const char *what, double *ans_ns,
+			   double *noop_ns)
+{
+	static double a[SINGLES], z[SINGLES];
+	struct check ck;
+	unsigned int i;
+	__u32 d;
+	int err;
+
+	err = check_begin(b, ans, &ck);
+	for (i = 0; i < b->singles && !err; i++) {
+		err = test_run(query, 1, &d);
+		if (!err)
+			err = test_run(ans, 1, &d);
+		a[i] = d;
+		if (!err)
+			err = test_run(noop, 1, &d);
+		z[i] = d;
+	}
+	if (err)
+		return err;
+	/* Each arming query had its own event, besides the answer's. */
+	ck.extra_events = (__u64)b->singles * query->events;
+	err = check_end(b, ans, &ck, b->singles, what);
+	*ans_ns = median(a, b->singles);
+	*noop_ns = median(z, b->singles);
+	return err;
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+/* The samples of one measured thing, one per round. */
+struct series {
+	char id[64];
+	const char *desc;
+	double s[MAX_ROUNDS];
+	unsigned int n;
+	int base;		/* index of its baseline series, or -1 */
+	double max_ratio;
+	const char *mode;	/* "repeat" or "single" */
+};
+
+static json_t *samples_json(const double *s, unsigned int n)
+{
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; a && i < n; i++)
+		json_array_append_new(a, json_real(s[i]));
+	return a;
+}
+
+static double vmin(const double *s, unsigned int n)
+{
+	double m = s[0];
+	unsigned int i;
+
+	for (i = 1; i < n; i++)
+		m = s[i] < m ? s[i] : m;
+	return m;
+}
+
+static double vmax(const double *s, unsigned int n)
+{
+	double m = s[0];
+	unsigned int i;
+
+	for (i = 1; i < n; i++)
+		m = s[i] > m ? s[i] : m;
+	return m;
+}
+
+/* A metric object: median, spread, samples; the ratio to its baseline and a target on it. */
+static json_t *metric_json(const struct series *v, const struct series *base, const char *group,
+			   unsigned int repeat)
+{
+	double med = median(v->s, v->n), bmed;
+	json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:o, s:i, s:s}", "id", v->id,
+			      "group", group, "desc", v->desc, "unit", "ns", "value", med, "min",
+			      vmin(v->s, v->n), "max", vmax(v->s, v->n), "samples",
+			      samples_json(v->s, v->n), "repeat", v->mode[0] == 's' ? 1 : (int)repeat,
+			      "mode", v->mode);
+
+	if (!m || !base)
+		return m;
+	bmed = median(base->s, base->n);
+	json_object_set_new(m, "baseline", json_string(base->id));
+	json_object_set_new(m, "ratio", json_real(bmed > 0 ? med / bmed : 0));
+	json_object_set_new(m, "net_ns", json_real(med - bmed));
+	if (v->max_ratio > 0)
+		json_object_set_new(m, "target", json_pack("{s:s, s:f}", "on", "ratio", "max",
+							    v->max_ratio));
+	return m;
+}
+
+static void progress(const struct series *v, const struct series *base)
+{
+	double med = median(v->s, v->n);
+
+	fprintf(stderr, "  %-34s %8.1f ns  [%.0f..%.0f]", v->id, med, vmin(v->s, v->n),
+		vmax(v->s, v->n));
+	if (base)
+		fprintf(stderr, "  %5.2fx %s", med / median(base->s, base->n), base->id);
+	fprintf(stderr, "\n");
+}
+
+/* ---- part 1: every path --------------------------------------------------------- */
+
+#define MAX_SERIES 32
+
+static void series_init(struct series *v, const char *pfx, const char *id, const char *hook,
+			const char *desc, int base, double max_ratio, const char *mode)
+{
+	snprintf(v->id, sizeof(v->id), "%s.%s.%s", pfx, id, hook);
+	v->desc = desc;
+	v->n = 0;
+	v->base = base;
+	v->max_ratio = max_ratio;
+	v->mode = mode;
+}
+
+/* The SYN of the flow fast_path and reply belong to (guest port 40000 to WEB:443). */
+static int prime_flow(struct bench *b)
+{
+	static const struct pcase syn = { .dir = D_FROM, .p = { TCP("G", WEB, 40000, 443, PK_SYN) } };
+	struct target t;
+	__u32 d;
+	int err = target_make(b, &syn, TC_FROM, MAIN_SID, &t);
+
+	return err ? err : test_run(&t, 1, &d);
+}
+
+/*
+ * Every path of pcases. every = 0: the daemon's defaults, so a repeated
+ * packet's events are rate limited per session (its burst goes out, the
+ * rest is suppressed: what a flood costs); every = 1: events_per_s = 0,
+ * each packet writes its event (what a new flow costs at ordinary rates);
+ * then only the paths that have events are run.
+ */
+static int part_paths(struct bench *b, int every, json_t *out)
+{
+	const char *pfx = every ? "pkt_ev" : "pkt";
+	enum { B_TC, B_XDP, B_SINGLE };	/* the baselines come first */
+	static const struct pcase noop = { .hooks = NOOP };
+	static struct series v[MAX_SERIES];
+	static struct target t[MAX_SERIES];
+	int base[NHOOKS] = { [TC_NOOP] = B_TC, [XDP_NOOP] = B_XDP }, query = -1, err;
+	const struct pcase *c;
+	unsigned int nv, i, r;
+	double ns, zns;
+	enum hook h;
+
+	err = sessions_add(b, 1, 10);
+	if (!err)
+		err = prime_flow(b);
+	if (!err)
+		err = target_make(b, &noop, TC_NOOP, MAIN_SID, &t[B_TC]);
+	if (!err)
+		err = target_make(b, &noop, XDP_NOOP, MAIN_SID, &t[B_XDP]);
+	if (err)
+		return err;
+	t[B_SINGLE] = t[B_TC];
+	series_init(&v[B_TC], pfx, "noop", "tc", "no-op program (baseline)", -1, 0, "repeat");
+	series_init(&v[B_XDP], pfx, "noop", "xdp", "no-op program (baseline)", -1, 0, "repeat");
+	series_init(&v[B_SINGLE], pfx, "noop", "tc.single",
+		    "no-op program, single runs (baseline of the DNS answers)", -1, 0, "single");
+	nv = B_SINGLE + 1;
+	for (c = pcases; c < pcases + N(pcases); c++) {
+		for (h = 0; h < NHOOKS; h++) {
+			if (!(c->hooks & H(h)) || (every && !c->events))
+				continue;
+			if (nv == MAX_SERIES)
+				return -E2BIG;
+			err = target_make(b, c, h, MAIN_SID, &t[nv]);
+			if (err)
+				return err;
+			if (c->dns > 0)
+				series_init(&v[nv], pfx, c->id, hooks[h].name, c->desc, B_SINGLE,
+					    c->max_ratio, "single");
+			else
+				series_init(&v[nv], pfx, c->id, hooks[h].name, c->desc,
+					    base[hooks[h].base], c->max_ratio, "repeat");
+			if (c->dns == DNS_QUERY && h == TC_FROM)
+				query = (int)nv;
+			nv++;
+		}
+	}
+	if (query < 0)
+		return -EINVAL;
+
+	fprintf(stderr, "part 1%s: %u rounds of %u packets (DNS answers: %u single runs), %s\n",
+		every ? "b" : "a", b->rounds, b->repeat, b->singles,
+		every ? "every packet writes its event" : "daemon defaults (events rate limited)");
+	for (r = 0; r < b->rounds; r++) {
+		for (i = 0; i < nv; i++) {
+			if (i == B_SINGLE)
+				continue;	/* measured beside the answers */
+			if (v[i].mode[0] == 's') {
+				err = measure_singles(b, &t[query], &t[i], &t[B_SINGLE], v[i].id, &ns,
+						      &zns);
+				/* One no-op sample per round: the one beside the first answer. */
+				if (!err && v[B_SINGLE].n == r)
+					v[B_SINGLE].s[v[B_SINGLE].n++] = zns;
+			} else {
+				err = measure(b, &t[i], v[i].id, &ns);
+			}
+			if (err)
+				return err;
+			v[i].s[v[i].n++] = ns;
+		}
+	}
+	for (i = 0; i < nv; i++) {
+		const struct series *bs = v[i].base >= 0 ? &v[v[i].base] : NULL;
+
+		progress(&v[i], bs);
+		json_array_append_new(out, metric_json(&v[i], bs, every ? "packet_events" : "packet",
+						       b->repeat));
+	}
+	return 0;
+}
+
+/* ---- part 2: scaling -------------------------------------------------------------- */
+
+/* The targets of one point: rule hosts k = nrules - 2 (the last one) and k = nrules (none). */
+static int scale_targets(struct bench *b, unsigned int nrules, struct target t[NSCASES])
+{
+	char last[16], none[16];
+	struct pcase c[NSCASES] = {
+		[S_NOOP] = { .hooks = H(TC_NOOP) },
+		[S_FAST] = { .dir = D_FROM, .p = { TCP("G", WEB, 40000, 443, PK_ACK) },
+			     .reason = R(ALLOW_FLOW) },
+		[S_NEW] = { .dir = D_FROM, .p = { TCP("G", last, 40004, 443, PK_SYN) },
+			    .reason = R(ALLOW_RULE), .events = 1 },
+		[S_NORULE] = { .dir = D_FROM, .p = { TCP("G", none, 40003, 443, PK_SYN) },
+			       .reason = R(NO_RULE), .events = 1 },
+	};
+	unsigned int i;
+	int err;
+
+	bench_host(nrules - 2, last, sizeof(last));
+	bench_host(nrules, none, sizeof(none));
+	for (i = 0; i < NSCASES; i++) {
+		err = target_make(b, &c[i], i == S_NOOP ? TC_NOOP : TC_FROM, MAIN_SID, &t[i]);
+		if (err)
+			return err;
+	}
+	return prime_flow(b);
+}
+
+static int scale_point(const struct dim *d, unsigned int x, struct bench *b, json_t *out,
+		       double med[NSCASES])
+{
+	static struct series v[NSCASES];
+	unsigned int nrules = 10, nsessions = 1, nflows = 0, i, r;
+	struct target t[NSCASES];
+	struct timespec t0, t1;
+	double ns;
+	int err;
+
+	tf_config_defaults(&b->cfg);
+	b->cfg.max_rules = 200000;
+	if (!strcmp(d->id, "rules"))
+		nrules = x;
+	else if (!strcmp(d->id, "sessions"))
+		nsessions = x;
+	else
+		nflows = x - 1;	/* and the measured flow */
+	if (nflows || !strcmp(d->id, "flows"))
+		b->cfg.flows_per_session = FLOW_TABLE_BIG;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err = bench_open(b);
+	if (err)
+		return err;
+	err = sessions_add(b, nsessions, nrules);
+	if (!err)
+		err = flows_fill(b, nflows);
+	if (!err)
+		err = scale_targets(b, nrules, t);
+	if (err)
+		goto cleanup;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	fprintf(stderr, "part 2: %s = %u (set up in %.1f s)\n", d->id, x,
+		(double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	for (i = 0; i < NSCASES; i++) {
+		snprintf(v[i].id, sizeof(v[i].id), "scale.%s.%s.%u", d->id, scase_ids[i], x);
+		v[i].desc = d->desc;
+		v[i].n = 0;
+		v[i].base = i == S_NOOP ? -1 : S_NOOP;
+		v[i].mode = "repeat";
+		v[i].max_ratio = 0;
+	}
+	for (r = 0; r < b->rounds && !err; r++) {
+		for (i = 0; i < NSCASES && !err; i++) {
+			err = measure(b, &t[i], v[i].id, &ns);
+			v[i].s[v[i].n++] = ns;
+		}
+	}
+	for (i = 0; i < NSCASES && !err; i++) {
+		json_t *m = metric_json(&v[i], i == S_NOOP ? NULL : &v[S_NOOP], "scale", b->repeat);
+
+		json_object_set_new(m, "dim", json_string(d->id));
+		json_object_set_new(m, "series", json_string(scase_ids[i]));
+		json_object_set_new(m, "x", json_integer(x));
+		json_array_append_new(out, m);
+		progress(&v[i], i == S_NOOP ? NULL : &v[S_NOOP]);
+		med[i] = median(v[i].s, v[i].n);
+	}
+cleanup:
+	bench_close(b);
+	return err;
+}
+
+/* The growth of each series from the first point to the last, against the target. */
+static void growth_json(const struct dim *d, const unsigned int *xs, unsigned int n,
+			double med[][NSCASES], json_t *out)
+{
+	char id[96], desc[160];
+	unsigned int i;
+	json_t *m;
+
+	for (i = S_FAST; i < NSCASES; i++) {
+		snprintf(id, sizeof(id), "scale.%s.%s.growth", d->id, scase_ids[i]);
+		snprintf(desc, sizeof(desc), "%s: cost at %u %s / at %u", scase_ids[i], xs[n - 1],
+			 d->id, xs[0]);
+		m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:s, s:i, s:i}", "id", id, "group",
+			      "scale_growth", "desc", desc, "unit", "x", "value",
+			      med[0][i] > 0 ? med[n - 1][i] / med[0][i] : 0, "dim", d->id, "from",
+			      xs[0], "to", xs[n - 1]);
+		if (m && d->max_growth > 0)
+			json_object_set_new(m, "target",
+					    json_pack("{s:s, s:f}", "on", "value", "max", d->max_growth));
+		json_array_append_new(out, m);
+	}
+}
+
+static int part_scaling(struct bench *b, int quick, json_t *out)
+{
+	double med[6][NSCASES];
+	const unsigned int *xs;
+	unsigned int n, k;
+	size_t i;
+	int err;
+
+	for (i = 0; i < N(dims); i++) {
+		xs = quick ? dims[i].quick_xs : dims[i].xs;
+		for (n = 0; n < 6 && xs[n]; n++)
+			;
+		for (k = 0; k < n; k++) {
+			err = scale_point(&dims[i], xs[k], b, out, med[k]);
+			if (err)
+				return err;
+		}
+		growth_json(&dims[i], xs, n, med, out);
+	}
+	return 0;
+}
+
+/* ---- main ----------------------------------------------------------------------- */
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return tf_log_libbpf(level, fmt, ap);
+}
+
+static int write_json(json_t *root, const char *path)
+{
+	char tmp[PATH_MAX];
+
+	if (!path)
+		return json_dumpf(root, stdout, JSON_INDENT(1)) ? -EIO : 0;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (json_dump_file(root, tmp, JSON_INDENT(1)))
+		return -EIO;
+	return rename(tmp, path) ? -errno : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "quick", no_argument, NULL, 'q' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "only", required_argument, NULL, 'O' },
+		{},
+	};
+	static struct bench b;
+	const char *out = NULL, *only = NULL;
+	json_t *root, *metrics;
+	int quick = 0, every, opt, err;
+
+	while ((opt = getopt_long(argc, argv, "qo:O:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'q':
+			quick = 1;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'O':
+			only = optarg;	/* "paths" or "scaling" */
+			break;
+		default:
+			fprintf(stderr, "Usage: bench_dp [--quick] [--only paths|scaling] [--out FILE]\n");
+			return 2;
+		}
+	}
+	libbpf_set_print(libbpf_print);
+	err = private_netns();
+	if (err) {
+		pr_warn("cannot make a private network namespace: %s\n", strerror(-err));
+		return 1;
+	}
+	b.rounds = quick ? 3 : 7;
+	b.repeat = REPEAT;
+	b.singles = quick ? 1000 : SINGLES;
+	metrics = json_array();
+	root = json_pack("{s:s, s:b, s:i, s:i, s:i, s:o}", "tool", "bench_dp", "quick", quick,
+			 "rounds", b.rounds, "repeat", b.repeat, "singles", b.singles, "metrics",
+			 metrics);
+	if (!root)
+		return 1;
+
+	err = 0;
+	for (every = 0; every < 2 && !err && (!only || !strcmp(only, "paths")); every++) {
+		tf_config_defaults(&b.cfg);
+		if (every)
+			b.cfg.events_per_s = 0;
+		err = bench_open(&b);
+		if (!err) {
+			err = part_paths(&b, every, metrics);
+			bench_close(&b);
+		}
+	}
+	if (!err && (!only || !strcmp(only, "scaling")))
+		err = part_scaling(&b, quick, metrics);
+	if (err)
+		pr_warn("bench_dp: %s\n", strerror(-err));
+	if (!err)
+		err = write_json(root, out);
+	json_decref(root);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Sum up a `make bench' run, show a results file, or compare two.
+
+  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,ctl}.json (those present) with
+                                              the machine's description into one results file,
+                                              RESULTS_DIR/<UTC time>-<commit>.json; print the table;
+                                              plot the scaling curves into PLOT_DIR/*.png
+  report.py show FILE                         print the table of a results file
+  report.py compare OLD NEW                   both runs' values side by side, with the change
+  report.py plot FILE PLOT_DIR                the PNGs again, from a results file
+
+A metric is {"id", "group", "desc", "unit", "value"} with optional "min"/"max"/"samples",
+"baseline"/"ratio" (to a baseline measured in the same run) and "target": {"on": "ratio"|"value",
+"max"|"min": X}. Targets are printed as met / not met, never asserted: the exit status only says
+whether the files could be read and written. Standard library only.
+"""
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+
+SCHEMA = 1
+PARTS = ("dp", "tput", "ctl")
+
+
+def sh(*cmd):
+    """First line of a command's output, or None."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.splitlines()[0] if out else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def proc_field(path, key):
+    try:
+        for line in open(path):
+            if line.startswith(key):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def machine():
+    """What the numbers were measured on."""
+    mem = proc_field("/proc/meminfo", "MemTotal")
+    osr = {}
+    try:
+        for line in open("/etc/os-release"):
+            k, _, v = line.strip().partition("=")
+            osr[k] = v.strip('"')
+    except OSError:
+        pass
+    return {
+        "cpu": proc_field("/proc/cpuinfo", "model name"),
+        "cpus": os.cpu_count(),
+        "mem_mib": int(mem.split()[0]) // 1024 if mem else None,
+        "kernel": platform.release(),
+        "kernel_build": platform.version(),
+        "arch": platform.machine(),
+        "os": osr.get("PRETTY_NAME"),
+        "virt": sh("systemd-detect-virt") or None,
+        "clang": sh("clang", "--version"),
+        "gcc": sh("gcc", "--version"),
+        "libbpf": sh("dpkg-query", "-W", "-f=${Version}", "libbpf-dev"),
+        "iperf3": sh("iperf3", "--version"),
+        "nft": sh("nft", "--version"),
+        # Other work on the machine moves the numbers: what the load was when the report was made.
+        "loadavg": open("/proc/loadavg").read().split()[:3],
+    }
+
+
+def git():
+    commit = sh("git", "rev-parse", "HEAD")
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip() != ""
+    return {"commit": commit, "subject": sh("git", "log", "-1", "--format=%s"), "dirty": dirty}
+
+
+# --- throughput: raw runs -> metrics -------------------------------------------------------------
+
+TPUT_DESC = {
+    "none": "no enforcement",
+    "tc": "tapfence, TC mode (tcx)",
+    "xdp": "tapfence, XDP mode",
+    "nft": "nftables, same policy (sets, forward chain, conntrack)",
+}
+
+
+def tput_metrics(raw):
+    runs = raw["runs"]
+    by = {}
+    for r in runs:
+        by.setdefault(r["config"], {})[r["rep"]] = r["bits_per_second"] / 1e9
+    base = by.get("none", {})
+    out = []
+    for cfg, reps in by.items():
+        vals = list(reps.values())
+        m = {"id": f"tput.{cfg}", "group": "throughput",
+             "desc": f"{TPUT_DESC.get(cfg, cfg)}; iperf3, 1 stream, {raw['seconds']} s x {len(vals)}",
+             "unit": "Gbit/s", "value": statistics.median(vals), "min": min(vals),
+             "max": max(vals), "samples": vals}
+        if cfg != "none" and base:
+            # Per repetition (configurations alternate within one), then the median.
+            m["baseline"] = "tput.none"
+            m["ratio"] = statistics.median(reps[k] / base[k] for k in reps if k in base)
+            if cfg == "tc":
+                m["target"] = {"on": "ratio", "min": 0.95}
+        out.append(m)
+    for p in raw.get("profile", []):
+        out.append({"id": f"tput.cost.{p['config']}.{p['prog']}", "group": "throughput_cost",
+                    "desc": f"{p['prog']} in {p['config']} mode under iperf3 load, average over "
+                            f"{p['runs']} runs (BPF run-time statistics)",
+                    "unit": "ns", "value": p["ns_per_run"], "runs": p["runs"]})
+    if "tc" in by and "nft" in by:
+        ks = [k for k in by["tc"] if k in by["nft"]]
+        out.append({"id": "tput.tc_vs_nft", "group": "throughput",
+                    "desc": "tapfence TC mode / nftables, per repetition, median",
+                    "unit": "x", "value": statistics.median(by["tc"][k] / by["nft"][k] for k in ks),
+                    "target": {"on": "value", "min": 1.0}})
+    return out
+
+
+# --- targets and the table -----------------------------------------------------------------------
+
+def judge(m):
+    """Set m["met"] from its target; returns it (None without a target)."""
+    t = m.get("target")
+    if not t:
+        return None
+    v = m.get("ratio") if t.get("on") == "ratio" else m.get("value")
+    if v is None:
+        m["met"] = None
+    elif "max" in t:
+        m["met"] = v <= t["max"]
+    else:
+        m["met"] = v >= t["min"]
+    return m["met"]
+
+
+def target_text(m):
+    t = m.get("target")
+    if not t:
+        return ""
+    what = "ratio" if t.get("on") == "ratio" else m["unit"]
+    if "max" in t:
+        return f"<= {t['max']:g} {what}"
+    return f">= {t['min']:g} {what}"
+
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "ns" or unit == "KiB":
+        return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
+    return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+
+
+GROUPS = [
+    ("packet", "Per-packet cost, daemon defaults: events rate limited, so a repeated packet's are "
+               "mostly suppressed (BPF_PROG_TEST_RUN; ratio to the no-op of the same hook)"),
+    ("packet_events", "Per-packet cost, every packet writing its event (events_per_s = 0)"),
+    ("scale", "Scaling (TC, guest -> host; ratio to the no-op)"),
+    ("scale_growth", "Scaling: cost at the largest point / at the smallest"),
+    ("throughput", "Throughput (ratio to no enforcement, per repetition)"),
+    ("throughput_cost", "Per-run cost of the daemon's programs under that load (one more run each, stats on)"),
+    ("control", "Control plane"),
+    ("memory", "Memory"),
+]
+
+
+def table(res, out=sys.stdout):
+    m = res["machine"]
+    g = res["git"]
+    print(f"tapfence bench, {res['time']}{' (QUICK)' if res.get('quick') else ''}", file=out)
+    print(f"  commit {g['commit'][:12] if g.get('commit') else '?'}{' (tree dirty)' if g.get('dirty') else ''}"
+          f"; {m['cpus']} x {m['cpu']}, {m['mem_mib']} MiB; kernel {m['kernel']}; {m['clang']}; "
+          f"load {' '.join(m.get('loadavg', []))}", file=out)
+    met = missed = 0
+    for gid, title in GROUPS:
+        rows = [x for x in res["metrics"] if x["group"] == gid]
+        if not rows:
+            continue
+        print(f"\n{title}", file=out)
+        print(f"  {'metric':<34} {'value':>9} {'unit':<7} {'spread':>15} {'ratio':>7}  {'target':<14} result",
+              file=out)
+        for x in rows:
+            spread = f"[{fmt(x['min'], x['unit'])}..{fmt(x['max'], x['unit'])}]" if "min" in x else ""
+            ratio = f"{x['ratio']:.2f}x" if x.get("ratio") is not None else ""
+            ok = judge(x)
+            result = "" if ok is None and not x.get("target") else ("met" if ok else "NOT MET")
+            met += ok is True
+            missed += ok is False
+            print(f"  {x['id']:<34} {fmt(x['value'], x['unit']):>9} {x['unit']:<7} {spread:>15} {ratio:>7}  "
+                  f"{target_text(x):<14} {result}", file=out)
+    for p in res.get("failed", []):
+        print(f"\nPART FAILED: {p} (see the output above)", file=out)
+    print(f"\ntargets: {met} met, {missed} not met", file=out)
+
+
+# --- plots ---------------------------------------------------------------------------------------
+
+DIM_TITLE = {"rules": "CIDR rules in the session", "sessions": "sessions",
+             "flows": "flows in the session's table"}
+SERIES = ("noop", "fast_path", "new_flow", "no_rule")
+
+
+def plot(res, outdir):
+    """One PNG per scaling dimension: ns per packet against the dimension, log x."""
+    if not shutil.which("gnuplot"):
+        print("report: gnuplot not found, no plots", file=sys.stderr)
+        return []
+    os.makedirs(outdir, exist_ok=True)
+    pts = {}
+    for x in res["metrics"]:
+        if x["group"] == "scale":
+            pts.setdefault(x["dim"], {}).setdefault(x["x"], {})[x["series"]] = x["value"]
+    made = []
+    for dim, byx in pts.items():
+        dat = os.path.join(outdir, f"scale_{dim}.dat")
+        png = os.path.join(outdir, f"scale_{dim}.png")
+        with open(dat, "w") as f:
+            f.write("# x " + " ".join(SERIES) + "\n")
+            for xv in sorted(byx):
+                f.write(f"{xv} " + " ".join(str(byx[xv].get(s, "NaN")) for s in SERIES) + "\n")
+        script = f"""
+set terminal pngcairo size 720,480 noenhanced font ",10"
+set output "{png}"
+set title "tapfence: ns per packet vs {DIM_TITLE.get(dim, dim)} (TC, BPF_PROG_TEST_RUN)"
+set logscale x
+set xlabel "{DIM_TITLE.get(dim, dim)}"
+set ylabel "ns per packet (median of rounds)"
+set yrange [0:*]
+set key outside below
+set grid
+plot "{dat}" using 1:3 with linespoints lw 2 title "fast path (established flow)", \\
+     "{dat}" using 1:4 with linespoints lw 2 title "new flow allowed by a rule (lookups, flow insert)", \\
+     "{dat}" using 1:5 with linespoints lw 2 title "new flow denied, no rule (lookups)", \\
+     "{dat}" using 1:2 with linespoints lw 1 dt 2 title "no-op program"
+"""
+        r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+        if r.returncode:
+            print(f"report: gnuplot failed for {dim}: {r.stderr.strip()}", file=sys.stderr)
+            continue
+        made.append(png)
+    return made
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+def cmd_run(rundir, resdir, plotdir):
+    metrics, failed, parts = [], [], {}
+    for p in PARTS:
+        f = os.path.join(rundir, f"{p}.json")
+        if not os.path.exists(f):
+            failed.append(p)
+            continue
+        raw = json.load(open(f))
+        parts[p] = {k: v for k, v in raw.items() if k not in ("metrics", "runs")}
+        metrics += tput_metrics(raw) if p == "tput" else raw["metrics"]
+    skipped = [p for p in os.environ.get("BENCH_SKIPPED", "").split() if p]
+    failed = [p for p in failed if p not in skipped]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    res = {"schema": SCHEMA, "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "quick": os.environ.get("QUICK", "") not in ("", "0"), "git": git(), "machine": machine(),
+           "parts": parts, "skipped": skipped, "failed": failed, "metrics": metrics}
+    for x in metrics:
+        judge(x)
+    os.makedirs(resdir, exist_ok=True)
+    commit = (res["git"]["commit"] or "nogit")[:12]
+    path = os.path.join(resdir, f"{now.strftime('%Y%m%dT%H%M%SZ')}-{commit}.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.rename(path + ".tmp", path)
+    table(res)
+    for png in plot(res, plotdir):
+        print(f"plot: {png}")
+    print(f"results: {path}")
+    return 0
+
+
+def cmd_compare(old_path, new_path):
+    a, b = json.load(open(old_path)), json.load(open(new_path))
+    for k in ("commit",):
+        print(f"{k}: {a['git'].get(k)} -> {b['git'].get(k)}")
+    for k in ("kernel", "cpu", "cpus", "clang"):
+        if a["machine"].get(k) != b["machine"].get(k):
+            print(f"machine {k} differs: {a['machine'].get(k)} -> {b['machine'].get(k)}")
+    am = {x["id"]: x for x in a["metrics"]}
+    bm = {x["id"]: x for x in b["metrics"]}
+    print(f"\n  {'metric':<34} {'old':>9} {'new':>9} {'unit':<7} {'change':>8} {'old ratio':>9} {'new ratio':>9}")
+    for mid in list(am) + [k for k in bm if k not in am]:
+        x, y = am.get(mid), bm.get(mid)
+        u = (x or y)["unit"]
+        ch = ""
+        if x and y and x["value"]:
+            ch = f"{(y['value'] - x['value']) / abs(x['value']) * 100:+.1f}%"
+        r = lambda m: f"{m['ratio']:.2f}x" if m and m.get("ratio") is not None else ""
+        print(f"  {mid:<34} {fmt(x['value'], u) if x else '-':>9} {fmt(y['value'], u) if y else '-':>9} "
+              f"{u:<7} {ch:>8} {r(x):>9} {r(y):>9}")
+    return 0
+
+
+def main(argv):
+    if len(argv) == 5 and argv[1] == "run":
+        return cmd_run(*argv[2:])
+    if len(argv) == 3 and argv[1] == "show":
+        table(json.load(open(argv[2])))
+        return 0
+    if len(argv) == 4 and argv[1] == "compare":
+        return cmd_compare(argv[2], argv[3])
+    if len(argv) == 4 and argv[1] == "plot":
+        for png in plot(json.load(open(argv[2])), argv[3]):
+            print(f"plot: {png}")
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench [QUICK=1]: every part of the benchmark, then one results file and the table.
+#   dp    build/bench/bench_dp       per-packet cost of each path, and scaling (BPF_PROG_TEST_RUN)
+#   tput  tools/bench/throughput.sh  iperf3 through a session's veth: none / TC / XDP / nftables
+#   ctl   tools/bench/ctl.sh         control-socket latency over many sessions, BPF memory
+# Results: build/bench/results/<UTC time>-<commit>.json (compare two with
+# `tools/bench/report.py compare OLD NEW'), plots: build/bench/scale_*.png. QUICK=1 runs a subset
+# in under two minutes. BENCH_PARTS="dp ctl" runs only those parts. Targets are reported, never
+# asserted: the exit status is non-zero only if a part could not run.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+BUILD=${BUILD:-build}
+QUICK=${QUICK:-}
+[ "$QUICK" = 0 ] && QUICK=
+PARTS=${BENCH_PARTS:-dp tput ctl}
+[ "$(id -u)" -eq 0 ] || { echo "bench: must run as root (BPF, namespaces)" >&2; exit 1; }
+
+run=$BUILD/bench/run-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$run"
+if [ -n "$QUICK" ]; then
+	dp_args=(--quick) tput_args=(1 3) ctl_n=100
+else
+	dp_args=() tput_args=(5 5) ctl_n=1000
+fi
+
+skipped=()
+for p in dp tput ctl; do
+	[[ " $PARTS " == *" $p "* ]] || skipped+=("$p")
+done
+
+part() { # name cmd...
+	local name=$1 t0=$SECONDS
+	shift
+	[[ " $PARTS " == *" $name "* ]] || return 0
+	echo "== bench: $name" >&2
+	"$@" || echo "bench: part $name failed" >&2
+	echo "== bench: $name took $((SECONDS - t0)) s" >&2
+}
+
+part dp "$BUILD/bench/bench_dp" "${dp_args[@]}" --out "$run/dp.json"
+part tput tools/bench/throughput.sh "$run/tput.json" "${tput_args[@]}"
+part ctl tools/bench/ctl.sh "$run/ctl.json" "$ctl_n"
+
+QUICK=$QUICK BENCH_SKIPPED="${skipped[*]}" /usr/bin/python3 tools/bench/report.py run "$run" \
+	"$BUILD/bench/results" "$BUILD/bench" | tee "$run/table.txt"
+rc=${PIPESTATUS[0]}
+grep -q '^PART FAILED' "$run/table.txt" && rc=1
+exit "$rc"
