@@ -97,6 +97,9 @@ listener_start "$ga" "$L_A" tcp:10.10.1.2:8081
 PID_A=$LISTENER_PID
 listener_start "$gb" "$L_B" tcp:10.10.2.2:8082 udp:10.10.2.2:7
 PID_B=$LISTENER_PID
+# Session c's resolver address: a plain UDP listener, so every datagram that arrives is logged.
+L_RES=$T/resolver-c.log
+listener_start "$host" "$L_RES" udp:10.10.3.1:53
 
 # --- probes -----------------------------------------------------------------------------------
 # probe NAME VERDICT REASON "EVENT FILTER" LOG TEXT "DESC" -- CLIENT...
@@ -235,6 +238,28 @@ run_probe() {
 note "phase 1: baseline, nothing enforces"
 for p in "${probes[@]}"; do run_probe "$p" baseline; done
 
+# dns_gso PHASE: session c writes two DNS queries to its resolver as one UDP segmentation offload
+# write (the host cuts it in two datagrams): an allowed name's query, then another name's.
+dns_gso() {
+	local n
+	tf_mark
+	tapc dns-gso 10.10.3.1 allowed.example.com exfil.denied.example.net >/dev/null 2>&1
+	sleep 0.5
+	n=$(since "$L_RES" | grep -c "udp 10.10.3.1:53 from 10.10.3.2:40053")
+	if [ "$1" = baseline ]; then
+		check "baseline: C (tap) two queries in one UDP GSO write: both reach the resolver ($n)" test "$n" -eq 2
+	else
+		check "enforced: C (tap) two queries in one UDP GSO write: none reaches the resolver ($n)" test "$n" -eq 0
+		expect_event $C4 proto=udp dst=10.10.3.1 dport=53 verdict=deny reason=dns_malformed \
+			-- "enforced: C (tap) UDP GSO write to the resolver: event deny/dns_malformed"
+		tf_mark
+		tapc dns-gso 10.10.3.1 allowed.example.com >/dev/null 2>&1
+		expect_reached "$L_RES" "udp 10.10.3.1:53 from 10.10.3.2:40053" \
+			"enforced: C (tap) the allowed name's query alone reaches the resolver"
+	fi
+}
+dns_gso baseline
+
 if [ -n "${TF_BASELINE_ONLY:-}" ]; then
 	tf_done
 	exit
@@ -255,7 +280,8 @@ session_spec "$T/b.json" b hb $B_MAC 10.10.2.2 fd00:a:2::2 $B_GW_MAC 10.10.2.1 f
 	{"cidr":"203.0.113.0/24","proto":"tcp","ports":[443]},
 	{"cidr":"203.0.113.0/24","proto":"udp","ports":[7]}]'
 session_spec "$T/c.json" c tc $C_MAC 10.10.3.2 fd00:a:3::2 $C_GW_MAC 10.10.3.1 fd00:a:3::1 '[
-	{"cidr":"198.51.100.0/24","proto":"udp","ports":[7]}]'
+	{"cidr":"198.51.100.0/24","proto":"udp","ports":[7]},
+	{"host":"allowed.example.com","proto":"tcp","ports":[443]}]'
 sessions_added=0
 for s in a b c; do
 	if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
@@ -270,6 +296,7 @@ tfc session list 2>&1 | sed 's/^/#   session list: /'
 [ "$sessions_added" -eq 3 ] || { tf_done; exit 1; }
 
 for p in "${probes[@]}"; do run_probe "$p" enforced; done
+dns_gso enforced
 
 # --- phase 3: live rule changes on session a --------------------------------------------------
 
