@@ -24,11 +24,14 @@ trap cleanup EXIT
 command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
 command -v dig >/dev/null || die "dig is not installed (tools/deps.sh: bind9-dnsutils)"
 
-host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX inet=tf-inet-$TF_SFX
-ns_add "$host" "$ga" "$gb" "$inet"
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX gc=tf-gc-$TF_SFX gd=tf-gd-$TF_SFX
+inet=tf-inet-$TF_SFX
+ns_add "$host" "$ga" "$gb" "$gc" "$gd" "$inet"
 ns_router "$host"
 guest_link "$ga" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
 guest_link "$gb" gb 02:00:00:00:1b:02 10.10.2.2/24 fd00:a:2::2/64 "$host" hb 02:00:00:00:1b:01 10.10.2.1/24 fd00:a:2::1/64
+guest_link "$gc" gc 02:00:00:00:1c:02 10.10.3.2/24 fd00:a:3::2/64 "$host" hc 02:00:00:00:1c:01 10.10.3.1/24 fd00:a:3::1/64
+guest_link "$gd" gd 02:00:00:00:1d:02 10.10.4.2/24 fd00:a:4::2/64 "$host" hd 02:00:00:00:1d:01 10.10.4.1/24 fd00:a:4::1/64
 veth_pair "$host" hi "$inet" ii
 ip -n "$host" addr add 10.99.0.1/30 dev hi
 ip -n "$inet" addr add 10.99.0.2/30 dev ii
@@ -65,8 +68,9 @@ defer kill_pid "$!"
 wait_for 5 test -e "$T/echo.ready" || die "echo server did not start"
 
 bpffs_mount "$T/bpffs"
-# Small flow tables, so a flood really fills A's.
-tfd_config "$T/tf.json" '"limits":{"flows_per_session":256}'
+# Small flow tables, so a flood really fills A's; a small rule table, so re-adopting a large
+# session after a restart (old and new generation side by side) runs out of room.
+tfd_config "$T/tf.json" '"limits":{"flows_per_session":256,"rule_entries":1024}'
 session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
 	'[{"host":"web.example.com","proto":"tcp","ports":[80,9000]},{"host":"web2.example.com","proto":"tcp","ports":[80]},
 	  {"cidr":"192.0.2.0/24","proto":"udp"}]'
@@ -76,7 +80,9 @@ session_spec "$T/b.json" b hb 02:00:00:00:1b:02 10.10.2.2 fd00:a:2::2 02:00:00:0
 # probe DESC NS HOST PORT reached|blocked
 probe() {
 	local desc=$1 ns=$2 dst=$3 port=$4 want=$5 src
-	src=$([ "$ns" = "$ga" ] && echo 10.10.1.2 || echo 10.10.2.2)
+	case $ns in
+	"$ga") src=10.10.1.2 ;; "$gb") src=10.10.2.2 ;; "$gc") src=10.10.3.2 ;; *) src=10.10.4.2 ;;
+	esac
 	tf_mark
 	if [ "$want" = reached ]; then
 		check "$desc: the client got the reply" tcp_get "$ns" "$dst" "$port"
@@ -213,5 +219,39 @@ s = json.load(open(sys.argv[1]))["session"]
 sys.exit(not s["counters"].get("no_rule", 0) >= 20000)' "$T/a.show"
 touch "$T/gob"
 check "B's connection held across A's flood fills A's flow table" wait_for 5 grep -q "echo 2 ok" "$T/echob.out"
+
+note "a session that cannot be re-adopted keeps its pinned enforcement and its slot"
+# D: 601 rules, so re-adopting it (new generation beside the old) overflows the 1024-entry table.
+"$PY" - "$T/d.rules" <<-'EOF'
+	import json, sys
+	nets = ("192.0.2.%d/32", "198.51.100.%d/32", "203.0.113.%d/32")
+	rules = [{"cidr": "198.51.100.10/32", "proto": "tcp", "ports": [80]}]
+	rules += [{"cidr": nets[i // 256] % (i % 256), "proto": "udp", "ports": [9]} for i in range(600)]
+	json.dump(rules, open(sys.argv[1], "w"))
+EOF
+session_spec "$T/d.json" d hd 02:00:00:00:1d:02 10.10.4.2 fd00:a:4::2 02:00:00:00:1d:01 10.10.4.1 fd00:a:4::1 \
+	"$(cat "$T/d.rules")"
+check "session d (601 rules) added" tfc session add "$T/d.json"
+d_slot=$(tfc --json session show d | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
+probe "D -> 198.51.100.10:80 (D's rule)" "$gd" 198.51.100.10 80 reached
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+tfd_start "$host"
+check "restart: D's restore fails for want of room" wait_for 5 grep -q "cannot restore session.*d.json" "$T/tapfenced.log"
+tfc --json session list >"$T/list2.json"
+check "restart: a and b re-adopted, d not" "$PY" -c '
+import json, sys
+sys.exit(sorted(s["id"] for s in json.load(open(sys.argv[1]))["sessions"]) != ["a", "b"])' "$T/list2.json"
+check "restart: D's links are still pinned" test -e "$TF_PIN_DIR/links/d-in" -a -e "$TF_PIN_DIR/links/d-out"
+probe "restart: D -> 198.51.100.10:80 still allowed by its pinned policy" "$gd" 198.51.100.10 80 reached
+probe "restart: D -> 203.0.113.10:80 still denied" "$gd" 203.0.113.10 80 blocked
+session_spec "$T/c.json" c hc 02:00:00:00:1c:02 10.10.3.2 fd00:a:3::2 02:00:00:00:1c:01 10.10.3.1 fd00:a:3::1 \
+	'[{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}]'
+check "a new session c is added" tfc session add "$T/c.json"
+c_slot=$(tfc --json session show c | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
+check "c does not get D's slot ($c_slot, D had $d_slot)" test "$c_slot" != "$d_slot"
+probe "C -> 203.0.113.10:80 (C's rule)" "$gc" 203.0.113.10 80 reached
+probe "C -> 198.51.100.10:80 (only D's rule: not inherited)" "$gc" 198.51.100.10 80 blocked
 
 tf_done

@@ -25,8 +25,8 @@
 #include "daemon.h"
 #include "request.h"
 
-/* A subscriber that falls this far behind is disconnected (and told why in the log). */
-#define TF_SUB_OUT_MAX (4u << 20)
+/* A client that falls this far behind in reading is disconnected (and the log says so). */
+#define TF_OUT_MAX (4u << 20)
 
 struct tf_client {
 	int fd;
@@ -39,6 +39,7 @@ struct tf_client {
 	int subscriber;
 	__u32 sub_sid;		/* 0: all sessions */
 	int closing;		/* close once out is flushed */
+	int dead;		/* closed; freed by tf_ctl_reap() */
 	__u64 deadline_ms;	/* a partial request must complete by then */
 	struct tf_client *next;
 };
@@ -109,16 +110,17 @@ int tf_ctl_open(struct tf_daemon *d)
 	return 0;
 }
 
+/*
+ * End a client: its socket is closed at once, its memory only in
+ * tf_ctl_reap() after the event loop's batch, because a later event of
+ * the same batch may still point at it (a broadcast from one client's
+ * request can end another).
+ */
 static void client_free(struct tf_daemon *d, struct tf_client *c)
 {
-	struct tf_client **pp;
-
-	for (pp = &d->clients; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
+	if (c->dead)
+		return;
+	c->dead = 1;
 	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	if (c->subscriber)
@@ -126,7 +128,22 @@ static void client_free(struct tf_daemon *d, struct tf_client *c)
 	d->nclients--;
 	free(c->in);
 	free(c->out);
-	free(c);
+	c->in = c->out = NULL;
+	c->in_len = c->in_cap = c->out_len = c->out_off = 0;
+}
+
+void tf_ctl_reap(struct tf_daemon *d)
+{
+	struct tf_client **pp = &d->clients, *c;
+
+	while ((c = *pp)) {
+		if (c->dead) {
+			*pp = c->next;
+			free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
 }
 
 static void client_want_write(struct tf_daemon *d, struct tf_client *c, int on)
@@ -141,6 +158,8 @@ static int client_flush(struct tf_daemon *d, struct tf_client *c)
 {
 	ssize_t n;
 
+	if (c->dead)
+		return -1;
 	while (c->out_off < c->out_len) {
 		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
@@ -168,6 +187,10 @@ static int client_queue(struct tf_client *c, const char *buf, size_t len)
 {
 	char *p;
 
+	/* No client, subscriber or not, may make the daemon hold more than this for it. */
+	if (c->out_len - c->out_off + len + 1 > TF_OUT_MAX)
+		return -ENOBUFS;
+
 	if (c->out_off) {
 		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
 		c->out_len -= c->out_off;
@@ -188,10 +211,11 @@ static void client_reply(struct tf_daemon *d, struct tf_client *c, json_t *resp)
 	char *s = json_dumps(resp, JSON_COMPACT);
 
 	json_decref(resp);
-	if (!s || client_queue(c, s, strlen(s)))
-		c->closing = 1;
+	if (!s || client_queue(c, s, strlen(s))) {
+		pr_warn("control client does not read its replies: disconnected\n");
+		client_free(d, c);
+	}
 	free(s);
-	(void)d;
 }
 
 static json_t *error_resp(const char *msg)
@@ -207,12 +231,10 @@ void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t l
 		next = c->next;
 		if (!c->subscriber || (c->sub_sid && c->sub_sid != sid))
 			continue;
-		if (c->out_len - c->out_off + len > TF_SUB_OUT_MAX) {
-			pr_warn("subscriber fell %u bytes behind: disconnected\n", TF_SUB_OUT_MAX);
-			client_free(d, c);
+		if (c->dead)
 			continue;
-		}
 		if (client_queue(c, line, len)) {
+			pr_warn("subscriber fell %u bytes behind: disconnected\n", TF_OUT_MAX);
 			client_free(d, c);
 			continue;
 		}
@@ -490,6 +512,8 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 		c->in_len += n;
 		while (!c->closing && (nl = memchr(c->in, '\n', c->in_len))) {
 			handle_line(d, c, c->in, nl - c->in);
+			if (c->dead)
+				return -1;
 			completed = 1;
 			p = nl + 1;
 			c->in_len -= p - c->in;
@@ -497,6 +521,8 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 		}
 		if (c->in_len > max) {
 			client_reply(d, c, error_resp("request too large"));
+			if (c->dead)
+				return -1;
 			c->closing = 1;
 		}
 		if (c->closing)
@@ -594,6 +620,8 @@ void tf_ctl_event(struct tf_daemon *d, int unused, void *ptr, __u32 events)
 		client_accept(d);
 		return;
 	}
+	if (c->dead)
+		return;
 	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
 		client_free(d, c);
 		return;
@@ -615,10 +643,12 @@ void tf_ctl_tick(struct tf_daemon *d)
 
 	for (c = d->clients; c; c = next) {
 		next = c->next;
-		if (c->subscriber || now < c->deadline_ms)
+		if (c->dead || c->subscriber || now < c->deadline_ms)
 			continue;
 		if (c->in_len) {
 			client_reply(d, c, error_resp("request incomplete: timed out"));
+			if (c->dead)
+				continue;
 			c->closing = 1;
 			client_flush(d, c);
 		} else if (!c->out_len) {
@@ -629,8 +659,11 @@ void tf_ctl_tick(struct tf_daemon *d)
 
 void tf_ctl_close(struct tf_daemon *d)
 {
-	while (d->clients)
-		client_free(d, d->clients);
+	struct tf_client *c;
+
+	for (c = d->clients; c; c = c->next)
+		client_free(d, c);
+	tf_ctl_reap(d);
 	if (d->listen_fd >= 0) {
 		close(d->listen_fd);
 		unlink(d->cfg.control_socket);

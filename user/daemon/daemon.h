@@ -29,6 +29,7 @@ struct tf_daemon {
 	struct tf_sess *sessions;
 	unsigned int nsessions;
 	struct tf_sess *by_sid[TF_MAX_SESSIONS];
+	__u8 stale_sid[TF_MAX_SESSIONS];	/* pinned, enforcing, not restored: never reused */
 	time_t started;
 	int foreground;
 	/* control socket */
@@ -56,6 +57,8 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 struct tf_sess *tf_sess_find(struct tf_daemon *d, const char *id);
 /* Re-adopt the sessions saved in state_dir (daemon start). */
 int tf_sess_restore(struct tf_daemon *d);
+/* After restore: reserve stale slots, sweep every other slot's leftovers. */
+void tf_sess_reconcile(struct tf_daemon *d);
 /* Forget every session in memory; enforcement stays pinned. */
 void tf_sess_forget_all(struct tf_daemon *d);
 
@@ -63,6 +66,8 @@ void tf_sess_forget_all(struct tf_daemon *d);
 int tf_ctl_open(struct tf_daemon *d) __attribute__((warn_unused_result));
 void tf_ctl_event(struct tf_daemon *d, int epfd_ev, void *ptr, __u32 events);
 void tf_ctl_tick(struct tf_daemon *d);
+/* Free the clients ended during this loop iteration. */
+void tf_ctl_reap(struct tf_daemon *d);
 void tf_ctl_close(struct tf_daemon *d);
 /* Send one event line to the subscribers of sid (or of all sessions). */
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Loading, map writes and attachment of the tapfence datapath. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -885,6 +886,74 @@ void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_a
 	at->xdp = 0;
 	link_detach(dp, name, "in", &at->link_in);
 	link_detach(dp, name, "out", &at->link_out);
+}
+
+void tf_dp_attach_close(struct tf_attach *at)
+{
+	if (at->link_in >= 0)
+		close(at->link_in);
+	if (at->link_out >= 0)
+		close(at->link_out);
+	at->link_in = at->link_out = -1;
+}
+
+int tf_dp_sessions_each(struct tf_dp *dp,
+			int (*fn)(__u32 ifindex, const struct tf_session *v, void *ctx), void *ctx)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_sessions), more, err;
+	__u32 k, next;
+	struct tf_session v;
+
+	for (more = !bpf_map_get_next_key(fd, NULL, &next); more;) {
+		k = next;
+		more = !bpf_map_get_next_key(fd, &k, &next);
+		if (bpf_map_lookup_elem(fd, &k, &v))
+			continue;
+		err = fn(k, &v, ctx);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * One pass over a hash or LPM map, deleting the entries whose sid (read at
+ * sid_off in the key, or in the value when in_value) keep() refuses.
+ */
+static void sweep_map(struct bpf_map *map, size_t sid_off, int in_value,
+		      int (*keep)(__u32 sid, void *ctx), void *ctx)
+{
+	int fd = bpf_map__fd(map), more;
+	__u8 key[512], next[512], val[512];
+	__u32 sid;
+
+	if (bpf_map__key_size(map) > sizeof(key) || bpf_map__value_size(map) > sizeof(val))
+		return;
+	for (more = !bpf_map_get_next_key(fd, NULL, next); more;) {
+		memcpy(key, next, bpf_map__key_size(map));
+		more = !bpf_map_get_next_key(fd, key, next);
+		if (in_value && bpf_map_lookup_elem(fd, key, val))
+			continue;
+		memcpy(&sid, (in_value ? val : key) + sid_off, sizeof(sid));
+		if (!keep(sid, ctx))
+			bpf_map_delete_elem(fd, key);
+	}
+}
+
+void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), void *ctx)
+{
+	struct tapfence_bpf *sk = dp->skel;
+	__u32 sid;
+
+	sweep_map(sk->maps.tf_rules, offsetof(struct tf_rule_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_ports, offsetof(struct tf_port_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_names, offsetof(struct tf_name_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_learned, offsetof(struct tf_learn_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_dnsq, offsetof(struct tf_dnsq_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_addrs, 0, 1, keep, ctx);
+	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
+		if (!keep(sid, ctx))
+			tf_dp_slot_release(dp, sid);
 }
 
 static int percpu_sum(int fd, __u32 idx, __u64 *values, int ncpu, __u64 *sum)

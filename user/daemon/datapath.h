@@ -93,6 +93,13 @@ void tf_dp_addrs_unset(struct tf_dp *dp, const struct tf_spec *spec);
 int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
 	__attribute__((warn_unused_result));
 void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at);
+/* Close an attachment's fds without detaching (its pins keep it). */
+void tf_dp_attach_close(struct tf_attach *at);
+/* Call fn(ifindex, value) for every device with a tf_sessions entry. */
+int tf_dp_sessions_each(struct tf_dp *dp,
+			int (*fn)(__u32 ifindex, const struct tf_session *v, void *ctx), void *ctx);
+/* Delete every entry, in every per-slot map, of a slot keep() says no to. */
+void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), void *ctx);
 /* Remove our XDP program from a device (XDP attachments are not pinned links). */
 void tf_dp_xdp_detach(__u32 ifindex);
 

@@ -283,6 +283,7 @@ static int run(struct tf_daemon *d)
 		}
 		tf_events_drain(d);
 		tf_ctl_tick(d);
+		tf_ctl_reap(d);
 	}
 	pr_info("stopping; enforcement stays in place (pinned under %s)\n", d->cfg.pin_dir);
 	close(sfd);
@@ -359,6 +360,7 @@ int main(int argc, char **argv)
 	if (tf_events_open(&d))
 		goto cleanup;
 	tf_sess_restore(&d);
+	tf_sess_reconcile(&d);
 	if (tf_ctl_open(&d))
 		goto cleanup;
 	if (tf_caps_drop())

@@ -63,7 +63,7 @@ static __u32 free_sid(struct tf_daemon *d)
 	__u32 sid;
 
 	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
-		if (!d->by_sid[sid])
+		if (!d->by_sid[sid] && !d->stale_sid[sid])
 			return sid;
 	return 0;
 }
@@ -108,7 +108,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 {
 	struct tf_session val, old;
 	struct tf_sess *s, *o;
-	int ret, had_old;
+	int ret, had_old, readopt;
 
 	if (tf_sess_find(d, spec->id)) {
 		snprintf(err, errlen, "id: session `%s' already exists", spec->id);
@@ -146,6 +146,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		ret = -ENOSPC;
 		goto cleanup;
 	}
+	readopt = want_sid && want_sid == s->sid;
 	ret = tf_spec_copy(&s->spec, spec);
 	if (ret)
 		goto cleanup;
@@ -163,7 +164,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname, strerror(-ret));
 		goto cleanup;
 	}
-	ret = tf_dp_slot_init(&d->dp, s->sid, want_sid == s->sid);
+	ret = tf_dp_slot_init(&d->dp, s->sid, readopt);
 	if (!ret)
 		ret = tf_dp_policy_write(&d->dp, s->sid, s->ver, &s->policy);
 	if (!ret)
@@ -176,13 +177,16 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		snprintf(err, errlen, "cannot write session maps: %s", strerror(-ret));
 		goto undo;
 	}
-	tf_dp_policy_sweep(&d->dp, s->sid, s->ver);
-	/*
-	 * A restart compiles the same saved spec to the same name entries, so
-	 * learnt addresses carry over; a fresh slot starts with none.
-	 */
-	tf_dp_names_rebase(&d->dp, s->sid, s->ver, &s->policy,
-			   want_sid == s->sid ? &s->policy : NULL);
+	if (readopt) {
+		/*
+		 * What the previous run left of this slot goes; a restart compiles
+		 * the same saved spec to the same name entries, so learnt addresses
+		 * carry over. A fresh slot is clean already (tf_sess_reconcile()
+		 * at start, tf_sess_del() since), so an add walks no map.
+		 */
+		tf_dp_policy_sweep(&d->dp, s->sid, s->ver);
+		tf_dp_names_rebase(&d->dp, s->sid, s->ver, &s->policy, &s->policy);
+	}
 	s->next = d->sessions;
 	d->sessions = s;
 	d->by_sid[s->sid] = s;
@@ -194,10 +198,20 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	return 0;
 
 undo:
+	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	if (readopt) {
+		/*
+		 * Re-adopting after a restart: the pinned links and maps still
+		 * enforce the previous run's policy. Keep them (never less than
+		 * before), and keep the slot from being handed out.
+		 */
+		d->stale_sid[s->sid] = 1;
+		tf_dp_attach_close(&s->at);
+		goto cleanup;
+	}
 	/* Detach last: until then the device keeps denying. */
 	tf_dp_session_unset(&d->dp, s->ifindex);
 	tf_dp_addrs_unset(&d->dp, spec);
-	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
 	tf_dp_slot_release(&d->dp, s->sid);
 	tf_dp_detach(&d->dp, spec->id, s->ifindex, &s->at);
 cleanup:
@@ -346,6 +360,38 @@ int tf_sess_restore(struct tf_daemon *d)
 	}
 	closedir(dp);
 	return 0;
+}
+
+/* Slots some device still enforces although no session was restored into them. */
+static int note_stale(__u32 ifindex, const struct tf_session *v, void *ctx)
+{
+	struct tf_daemon *d = ctx;
+
+	if (v->sid && v->sid < TF_MAX_SESSIONS && !d->by_sid[v->sid]) {
+		d->stale_sid[v->sid] = 1;
+		pr_warn("ifindex %u keeps enforcing the pinned policy of slot %u, whose session was "
+			"not restored; a session add on that device or tapfenced --cleanup replaces it\n",
+			ifindex, v->sid);
+	}
+	return 0;
+}
+
+static int keep_sid(__u32 sid, void *ctx)
+{
+	const struct tf_daemon *d = ctx;
+
+	return sid < TF_MAX_SESSIONS && (d->by_sid[sid] || d->stale_sid[sid]);
+}
+
+/*
+ * After restore: reserve the slots of devices still enforcing an
+ * unrestored session's pinned policy, then remove every map entry of any
+ * other slot, once, so that a new session never inherits a leftover.
+ */
+void tf_sess_reconcile(struct tf_daemon *d)
+{
+	tf_dp_sessions_each(&d->dp, note_stale, d);
+	tf_dp_sweep_orphans(&d->dp, keep_sid, d);
 }
 
 void tf_sess_forget_all(struct tf_daemon *d)
