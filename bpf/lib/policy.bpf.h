@@ -168,7 +168,12 @@ static __always_inline __u16 learned_reason(const struct judge *j)
 	expires = l->expires_ns;
 	ver = l->ver;
 	perm = l->perm;
-	if (bpf_ktime_get_ns() >= expires)
+	/*
+	 * An entry of another generation was learnt across a policy switch
+	 * the daemon's rebase may already have passed: it counts for nothing
+	 * (the daemon moves current entries to the new generation).
+	 */
+	if (bpf_ktime_get_ns() >= expires || ver != j->ver)
 		return TF_REASON_NO_RULE;
 	return perm_reason(j, ver, &perm);
 }
@@ -241,7 +246,7 @@ static __always_inline int decide_out(struct judge *j)
 	if (reason)
 		goto refuse;
 	/* A learnt address and the CIDR rules each may allow. */
-	learned = learned_reason(j);
+	learned = (j->s->flags & TF_SF_HOSTS) ? learned_reason(j) : TF_REASON_NO_RULE;
 	if (!learned)
 		return open_flow(j, flows, &k, TF_REASON_ALLOW_LEARNED);
 	reason = rule_reason(j);

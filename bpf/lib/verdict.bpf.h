@@ -97,6 +97,9 @@ static __always_inline void copy_words(void *dst, const void *src, __u32 n)
  */
 const volatile __u32 cfg_events_per_s = 200;
 const volatile __u32 cfg_events_burst = 400;
+/* Derived by the daemon at load, so the datapath divides nothing: 1e9 / per_s, (burst - 1) * that. */
+const volatile __u64 cfg_event_interval_ns = 5000000;
+const volatile __u64 cfg_event_tau_ns = 1995000000;
 
 /*
  * GCRA over the session's per-CPU bucket: 1 if an event may go out now;
@@ -114,8 +117,8 @@ static __always_inline int event_budget(__u32 sid, __u32 *suppressed)
 	if (!b)
 		return 1;
 	now = bpf_ktime_get_ns();
-	t = 1000000000ULL / cfg_events_per_s;
-	tau = (__u64)(cfg_events_burst ? cfg_events_burst - 1 : 0) * t;
+	t = cfg_event_interval_ns;
+	tau = cfg_event_tau_ns;
 	if (b->tat_ns < now)
 		b->tat_ns = now;
 	if (b->tat_ns - now > tau) {

@@ -35,6 +35,7 @@
 #define TF_SF_IPV6          0x0002	/* guest has an IPv6 address */
 #define TF_SF_RESOLVER4     0x0004	/* resolver reachable over IPv4 */
 #define TF_SF_RESOLVER6     0x0008	/* resolver reachable over IPv6 */
+#define TF_SF_HOSTS         0x0010	/* the session has host rules (learnt addresses count) */
 
 /**
  * struct tf_session - per-session configuration, map tf_sessions

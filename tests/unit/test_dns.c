@@ -1092,6 +1092,21 @@ static void test_answers(struct env *e)
 	m_answer(&m, 0x2001, 0, "github.com", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "140.82.112.3");
 	syn(e, "SYN to learnt 140.82.112.3:443", "140.82.112.3", 443, 1, "allow_learned+1");
+	{
+		/* Learnt across a policy switch the daemon's rebase already passed: worth nothing. */
+		struct tf_learn_key k = { .sid = SID_A, .family = TF_FAM_IPV4 };
+		int lfd = bpf_map__fd(e->dp.skel->maps.tf_learned);
+		__u32 ver = l.ver;
+
+		inet_pton(AF_INET, "140.82.112.3", k.addr);
+		l.ver = ver + 7;
+		CHECK_EQ("mark 140.82.112.3 learnt in another generation",
+			 bpf_map_update_elem(lfd, &k, &l, BPF_EXIST), 0);
+		syn(e, "SYN to 140.82.112.3:443, learnt in another generation", "140.82.112.3", 443, 0,
+		    "no_rule+1");
+		l.ver = ver;
+		CHECK_EQ("back to this generation", bpf_map_update_elem(lfd, &k, &l, BPF_EXIST), 0);
+	}
 	syn(e, "SYN to learnt 140.82.112.3:80, not its port", "140.82.112.3", 80, 0,
 	    "port_not_allowed+1");
 	syn(e, "SYN to 140.82.112.4:443, not learnt", "140.82.112.4", 443, 0, "no_rule+1");

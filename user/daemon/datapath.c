@@ -37,18 +37,25 @@ static const struct floor_range floor_builtin[] = {
 	{ "169.254.0.0/16", TF_REASON_FLOOR_LINK_LOCAL },
 	{ "169.254.169.254/32", TF_REASON_FLOOR_METADATA },
 	{ "172.16.0.0/12", TF_REASON_FLOOR_PRIVATE },
+	{ "192.0.0.0/24", TF_REASON_FLOOR_RESERVED },		/* IETF protocol assignments */
 	{ "192.168.0.0/16", TF_REASON_FLOOR_PRIVATE },
 	{ "224.0.0.0/4", TF_REASON_FLOOR_MULTICAST },
 	{ "240.0.0.0/4", TF_REASON_FLOOR_RESERVED },
 	{ "255.255.255.255/32", TF_REASON_FLOOR_RESERVED },
 	{ "::/128", TF_REASON_FLOOR_THIS_NET },
 	{ "::1/128", TF_REASON_FLOOR_LOOPBACK },
+	{ "::/96", TF_REASON_FLOOR_V4MAPPED },			/* IPv4-compatible (deprecated) */
 	{ "::ffff:0:0/96", TF_REASON_FLOOR_V4MAPPED },
+	{ "2002::/16", TF_REASON_FLOOR_RESERVED },		/* 6to4: embeds any IPv4 address */
+	{ "fec0::/10", TF_REASON_FLOOR_RESERVED },		/* site-local (deprecated) */
 	{ "fc00::/7", TF_REASON_FLOOR_ULA },
 	{ "fd00:ec2::254/128", TF_REASON_FLOOR_METADATA },	/* AWS IMDS over IPv6 */
 	{ "fe80::/10", TF_REASON_FLOOR_LINK_LOCAL },
 	{ "ff00::/8", TF_REASON_FLOOR_MULTICAST },
 };
+
+/* NAT64 prefixes: the well-known one and the local-use one (RFC 8215); "floor":{"nat64":false} lifts them. */
+static const char *const floor_nat64[] = { "64:ff9b::/96", "64:ff9b:1::/48" };
 
 static const char *map_pin_path(const struct tf_dp *dp, const char *name, char *buf, size_t len)
 {
@@ -151,6 +158,12 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_dnsq_timeout_s = cfg->dns_query_timeout_s;
 	skel->rodata->cfg_events_per_s = cfg->events_per_s;
 	skel->rodata->cfg_events_burst = cfg->events_burst;
+	if (cfg->events_per_s) {
+		skel->rodata->cfg_event_interval_ns = 1000000000ULL / cfg->events_per_s;
+		skel->rodata->cfg_event_tau_ns =
+			(__u64)(cfg->events_burst ? cfg->events_burst - 1 : 0) *
+			skel->rodata->cfg_event_interval_ns;
+	}
 }
 
 int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
@@ -264,7 +277,8 @@ int tf_dp_write_floor(struct tf_dp *dp)
 	struct tf_cidr c;
 	int err = 0, more;
 
-	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) + 1 + cfg->nfloor_extra + cfg->nfloor_exceptions;
+	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) + sizeof(floor_nat64) / sizeof(floor_nat64[0]) +
+	    cfg->nfloor_extra + cfg->nfloor_exceptions;
 	keep = calloc(n, sizeof(*keep));
 	if (!keep)
 		return -ENOMEM;
@@ -277,8 +291,8 @@ int tf_dp_write_floor(struct tf_dp *dp)
 			goto cleanup;
 		floor_key(&c, &keep[nkeep++]);
 	}
-	if (cfg->nat64_floor) {
-		err = tf_parse_cidr("64:ff9b::/96", &c);
+	for (i = 0; cfg->nat64_floor && i < sizeof(floor_nat64) / sizeof(floor_nat64[0]); i++) {
+		err = tf_parse_cidr(floor_nat64[i], &c);
 		if (err)
 			goto cleanup;
 		err = floor_put(fd, &c, TF_FLOOR_DENY, TF_REASON_FLOOR_NAT64);
@@ -317,6 +331,8 @@ cleanup:
 
 void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *v)
 {
+	unsigned int i;
+
 	memset(v, 0, sizeof(*v));
 	v->sid = sid;
 	v->policy_ver = ver;
@@ -336,6 +352,9 @@ void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struc
 		tf_ip6_ll_from_mac(spec->gw_mac, v->gw_ip6_ll);
 	}
 	v->resolver_port = htons(spec->resolver_port);
+	for (i = 0; i < spec->nrules; i++)
+		if (spec->rules[i].kind == TF_RULE_HOST)
+			v->flags |= TF_SF_HOSTS;
 	if (spec->resolver.family == TF_FAM_IPV4) {
 		v->flags |= TF_SF_RESOLVER4;
 		memcpy(&v->resolver_ip4, spec->resolver.addr, 4);
