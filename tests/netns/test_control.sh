@@ -552,10 +552,7 @@ check "after --cleanup: no links/ under the pin dir" test ! -e "$TF_PIN_DIR/link
 check "after --cleanup: no pins left under the pin dir" \
 	test -z "$(find "$TF_PIN_DIR" -mindepth 1 2>/dev/null | head -n 1)"
 check "after --cleanup: no saved sessions" test -z "$(find "$T/state/sessions" -name '*.json' 2>/dev/null)"
-attached() { n "$host" bpftool net show dev "$1" 2>/dev/null | grep -q 'id [0-9]'; }
-for dev in h1 h3; do
-	check_not "after --cleanup: no BPF program attached to $dev" attached $dev
-done
+# Detached is shown by what passes now (below): Debian 12's bpftool lists no tcx links per device.
 probe_allowed "after --cleanup: g1 -> 203.0.113.10:80 (nothing enforces)" "$g1" 10.20.1.2 203.0.113.10 80
 
 # Under `make san' the daemon and CLI are built with ASan+UBSan (BUILD=build/san): any report,

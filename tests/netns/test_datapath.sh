@@ -341,10 +341,7 @@ expect_no_event reason=allow_flow -- "event log: no allow_flow events"
 
 note "phase 4: stop, --cleanup"
 tfd_stop
-attached() { n "$host" bpftool net show dev "$1" 2>/dev/null | grep -q 'id [0-9]'; }
-for dev in ha hb tc; do
-	check_not "after --cleanup: no BPF program attached to $dev" attached $dev
-done
+# Detached is shown by what passes now (below): Debian 12's bpftool lists no tcx links per device.
 check "after --cleanup: no pins left under the pin dir" \
 	test -z "$(find "$TF_PIN_DIR" -mindepth 1 2>/dev/null | head -n 1)"
 p_desc[a_tcp_norule]="A tcp 203.0.113.10:80 (was denied)"
