@@ -18,24 +18,40 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Headers the judges read: Ethernet + IPv6 + ICMPv6 + inner IPv6 + 8 bytes. */
+/* Headers the judges read at most: Ethernet + IPv6 + ICMPv6 + inner IPv6 + 8 bytes. */
 #define TF_PULL_LEN 128
+/* The outer headers alone: Ethernet + IPv4/IPv6 + the 20 bytes of TCP the judges read. */
+#define TF_HDR4_LEN (14 + 20 + 20)
+#define TF_HDR6_LEN (14 + 40 + 20)
 
 /*
- * Pull the headers into the linear area only when they are not there
+ * Pull up to want bytes into the linear area, only when they are not there
  * already: bpf_skb_pull_data() also makes the skb writable, which copies
  * cloned skbs (TCP's are), so an unconditional pull would cost a copy.
  */
-static __always_inline void tc_linearize(struct __sk_buff *skb)
+static __always_inline void tc_linearize(struct __sk_buff *skb, __u32 want)
 {
-	__u32 want = skb->len < TF_PULL_LEN ? skb->len : TF_PULL_LEN;
 	long data = skb->data, data_end = skb->data_end;
 
+	if (want > skb->len)
+		want = skb->len;
 	if (data_end - data < want)
 		bpf_skb_pull_data(skb, want);
 	/* Keep clang from merging the ctx loads below with the ones above into
 	 * one load through a computed ctx offset, which the verifier rejects. */
 	asm volatile("" ::: "memory");
+}
+
+/*
+ * What to pull first: a small packet whole (NDP, ICMP errors, ARP: cheap),
+ * a large one (GRO/GSO data, whose linear part often holds the headers
+ * only) just its outer headers, so bulk traffic is not copied for us.
+ */
+static __always_inline __u32 tc_first_pull(const struct __sk_buff *skb)
+{
+	if (skb->len <= TF_PULL_LEN)
+		return TF_PULL_LEN;
+	return skb->protocol == bpf_htons(ETH_P_IP) ? TF_HDR4_LEN : TF_HDR6_LEN;
 }
 
 /*
@@ -62,7 +78,7 @@ int tc_from_guest(struct __sk_buff *skb)
 	__u32 len;
 	int v;
 
-	tc_linearize(skb);
+	tc_linearize(skb, tc_first_pull(skb));
 	v = judge_from_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	if (v == TF_JUDGE_DNS) {
 		s = dns_scratch();
@@ -91,8 +107,13 @@ int tc_to_guest(struct __sk_buff *skb)
 	__u32 len;
 	int v;
 
-	tc_linearize(skb);
+	tc_linearize(skb, tc_first_pull(skb));
 	v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	if (v == TF_JUDGE_PULL) {
+		tc_linearize(skb, TF_PULL_LEN);
+		j.pulled = 1;
+		v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	}
 	if (v == TF_JUDGE_DNS) {
 		s = dns_scratch();
 		if (!s)

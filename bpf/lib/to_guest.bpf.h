@@ -67,8 +67,12 @@ static __always_inline int inner_flow_known(const struct judge *j, struct cursor
 
 static __always_inline int ip4_icmp_error(struct judge *j, struct cursor *c)
 {
-	struct iphdr *in = cur_pull(c, sizeof(*in));
+	struct iphdr *in;
 	__u8 raddr[16] = {};
+
+	if (c->pos + sizeof(*in) + 8 > c->end && !j->pulled)
+		return TF_JUDGE_PULL;
+	in = cur_pull(c, sizeof(*in));
 
 	if (!in || in->version != 4 || in->ihl != 5)
 		return deny(j, TF_REASON_MALFORMED);
@@ -82,8 +86,12 @@ static __always_inline int ip4_icmp_error(struct judge *j, struct cursor *c)
 
 static __always_inline int ip6_icmp_error(struct judge *j, struct cursor *c)
 {
-	struct ipv6hdr *in = cur_pull(c, sizeof(*in));
+	struct ipv6hdr *in;
 	__u8 raddr[16];
+
+	if (c->pos + sizeof(*in) + 8 > c->end && !j->pulled)
+		return TF_JUDGE_PULL;
+	in = cur_pull(c, sizeof(*in));
 
 	if (!in || in->version != 6)
 		return deny(j, TF_REASON_MALFORMED);

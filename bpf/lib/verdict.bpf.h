@@ -34,6 +34,7 @@ struct judge {
 	__u8 dir;
 	__u8 emit;	/* an allow worth an event (a new flow) */
 	__u8 vlan;	/* the skb carried a tag the stack already took off */
+	__u8 pulled;	/* TC pulled TF_PULL_LEN already: no TF_JUDGE_PULL again */
 	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
 	struct pkt p;
 };
@@ -45,6 +46,12 @@ struct judge {
  * return it; the entry program turns it into a verdict before record().
  */
 #define TF_JUDGE_DNS        2
+/*
+ * Not a verdict: an ICMP error's quoted headers lie past the linear area
+ * (TC pulls only the outer headers of large packets). The entry program
+ * pulls more and judges again; the judges set nothing before returning it.
+ */
+#define TF_JUDGE_PULL       3
 
 static __always_inline int deny(struct judge *j, __u16 reason)
 {
