@@ -96,7 +96,7 @@ static __always_inline int dns_query(struct judge *j, struct dns_scratch *s, __u
 	struct tf_flow_key fk = {};
 	struct tf_rule_val perm;
 	struct tf_name_val *v;
-	void *flows;
+	void *flows, *qmap;
 	int st;
 
 	dns_parse_start(&s->p, 0, NULL, 0, 0);
@@ -129,7 +129,8 @@ static __always_inline int dns_query(struct judge *j, struct dns_scratch *s, __u
 	s->q.name_len = s->p.rev_len;
 	copy_words(s->q.name, s->p.rev, TF_DNS_NAME_MAX);
 	qk.id = bpf_htons(s->p.id);
-	if (bpf_map_update_elem(&tf_dnsq, &qk, &s->q, BPF_ANY))
+	qmap = bpf_map_lookup_elem(&tf_dnsq, &j->sid);
+	if (!qmap || bpf_map_update_elem(qmap, &qk, &s->q, BPF_ANY))
 		return deny(j, TF_REASON_DNS_QUERY_TABLE);
 
 	flows = session_flows(j->sid);
@@ -193,6 +194,8 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 {
 	struct dns_rec *r = &s->p.rec[i & (TF_DNS_LEARN_MAX - 1)];
 	struct tf_learn_key k = { .sid = j->sid, .family = r->family };
+	__u32 sid = j->sid;
+	void *lmap;
 
 	if (dns_rebinds(r)) {
 		dns_note(j, TF_REASON_DNS_REBIND, r);
@@ -200,7 +203,8 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	}
 	__builtin_memcpy(k.addr, r->addr, 16);
 	s->l.expires_ns = now + dns_ttl_ns(r->ttl);
-	return bpf_map_update_elem(&tf_learned, &k, &s->l, BPF_ANY) ? 1 : 0;
+	lmap = bpf_map_lookup_elem(&tf_learned, &sid);
+	return !lmap || bpf_map_update_elem(lmap, &k, &s->l, BPF_ANY) ? 1 : 0;
 }
 
 static __always_inline void dns_learn(const struct judge *j, struct dns_scratch *s)
@@ -237,16 +241,20 @@ static __always_inline int dns_answer(struct judge *j, struct dns_scratch *s, __
 {
 	struct tf_dnsq_key qk = { .sid = j->sid, .gport = j->p.dport };
 	struct tf_dnsq *q;
+	void *qmap;
 	int st;
 
 	__builtin_memcpy(&qk.id, s->msg, sizeof(qk.id));
-	q = bpf_map_lookup_elem(&tf_dnsq, &qk);
+	qmap = bpf_map_lookup_elem(&tf_dnsq, &j->sid);
+	if (!qmap)
+		return deny(j, TF_REASON_DNS_UNMATCHED);
+	q = bpf_map_lookup_elem(qmap, &qk);
 	if (!q)
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	/* A copy: an LRU element can be recycled under a reader. */
 	copy_words(&s->q, q, sizeof(s->q));
 	if (bpf_ktime_get_ns() - s->q.created_ns > (__u64)cfg_dnsq_timeout_s * 1000000000ULL) {
-		bpf_map_delete_elem(&tf_dnsq, &qk);
+		bpf_map_delete_elem(qmap, &qk);
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	}
 	dns_parse_start(&s->p, 1, s->q.name, s->q.name_len, s->q.qtype);
@@ -254,7 +262,7 @@ static __always_inline int dns_answer(struct judge *j, struct dns_scratch *s, __
 	if (!s->p.matched)
 		return deny(j, st == DNS_MALFORMED ? TF_REASON_DNS_MALFORMED : TF_REASON_DNS_UNMATCHED);
 	j->name_len = s->p.chain_len[0];
-	if (bpf_map_delete_elem(&tf_dnsq, &qk))
+	if (bpf_map_delete_elem(qmap, &qk))
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	if (st == DNS_TRUNCATED)
 		return deny(j, TF_REASON_DNS_TRUNCATED);

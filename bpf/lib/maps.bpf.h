@@ -90,20 +90,39 @@ struct {
 	__type(value, struct tf_name_val);
 } tf_names SEC(".maps");
 
-/* Queries the guests really made and the resolver has not answered yet. */
-struct {
+/*
+ * Per session, like the flow tables (slot -> inner LRU map), so one
+ * session's query flood or answers full of addresses only ever evict its
+ * own entries. The daemon sizes the inner maps from its config.
+ */
+struct tf_dnsq_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct tf_dnsq_key);
-	__type(value, struct tf_dnsq);
+	__uint(max_entries, 128);
+	__uint(key_size, sizeof(struct tf_dnsq_key));
+	__uint(value_size, sizeof(struct tf_dnsq));
+};
+
+/* Queries the guest really made and the resolver has not answered yet. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__array(values, struct tf_dnsq_map);
 } tf_dnsq SEC(".maps");
 
-/* Addresses learnt from matched answers, per session, until their TTL ends. */
-struct {
+struct tf_learned_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct tf_learn_key);
-	__type(value, struct tf_learned);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(struct tf_learn_key));
+	__uint(value_size, sizeof(struct tf_learned));
+};
+
+/* Addresses learnt from matched answers, until their TTL ends. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__array(values, struct tf_learned_map);
 } tf_learned SEC(".maps");
 
 /*

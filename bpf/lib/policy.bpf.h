@@ -157,11 +157,13 @@ static __always_inline __u16 learned_reason(const struct judge *j)
 	struct tf_learn_key k = { .sid = j->sid, .family = j->p.family };
 	struct tf_rule_val perm;
 	struct tf_learned *l;
+	void *lmap;
 	__u64 expires;
 	__u32 ver;
 
 	__builtin_memcpy(k.addr, j->p.daddr, 16);
-	l = bpf_map_lookup_elem(&tf_learned, &k);
+	lmap = bpf_map_lookup_elem(&tf_learned, &j->sid);
+	l = lmap ? bpf_map_lookup_elem(lmap, &k) : NULL;
 	if (!l)
 		return TF_REASON_NO_RULE;
 	/* Copies: an LRU element can be recycled under a reader. */

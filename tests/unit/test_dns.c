@@ -898,19 +898,39 @@ static __u64 now_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
+/*
+ * One op on session sid's own table of kind which (learnt addresses or
+ * outstanding queries: one map per session): BPF_MAP_LOOKUP_ELEM,
+ * BPF_MAP_UPDATE_ELEM (existing entry) or BPF_MAP_DELETE_ELEM.
+ */
+static int slot_op(struct env *e, enum tf_slot_map which, __u32 sid, int op, const void *k, void *v)
+{
+	int fd = tf_dp_slot_map(&e->dp, which, sid), ret;
+
+	if (fd < 0)
+		return fd;
+	if (op == BPF_MAP_LOOKUP_ELEM)
+		ret = bpf_map_lookup_elem(fd, k, v);
+	else if (op == BPF_MAP_UPDATE_ELEM)
+		ret = bpf_map_update_elem(fd, k, v, BPF_EXIST);
+	else
+		ret = bpf_map_delete_elem(fd, k);
+	return ret ? -errno : 0;
+}
+
 static int learned_get(struct env *e, __u32 sid, const char *addr, struct tf_learned *v)
 {
 	struct tf_learn_key k = { .sid = sid };
 
 	k.family = (__u8)pk_addr(addr, k.addr);
-	return bpf_map_lookup_elem(bpf_map__fd(e->dp.skel->maps.tf_learned), &k, v) ? -errno : 0;
+	return slot_op(e, TF_SLOT_LEARNED, sid, BPF_MAP_LOOKUP_ELEM, &k, v);
 }
 
 static int dnsq_get(struct env *e, __u32 sid, unsigned int gport, unsigned int id, struct tf_dnsq *v)
 {
 	struct tf_dnsq_key k = { .sid = sid, .gport = htons((__u16)gport), .id = htons((__u16)id) };
 
-	return bpf_map_lookup_elem(bpf_map__fd(e->dp.skel->maps.tf_dnsq), &k, v) ? -errno : 0;
+	return slot_op(e, TF_SLOT_DNSQ, sid, BPF_MAP_LOOKUP_ELEM, &k, v);
 }
 
 /* Seconds until a learnt address expires, rounded; -1 if it is not learnt. */
@@ -1039,7 +1059,44 @@ static void tf_learned_del(struct env *e, const char *addr)
 	struct tf_learn_key k = { .sid = SID_A };
 
 	k.family = (__u8)pk_addr(addr, k.addr);
-	bpf_map_delete_elem(bpf_map__fd(e->dp.skel->maps.tf_learned), &k);
+	slot_op(e, TF_SLOT_LEARNED, SID_A, BPF_MAP_DELETE_ELEM, &k, NULL);
+}
+
+/*
+ * Per-session DNS tables: session A flooding queries (more than its table
+ * holds) evicts only its own oldest entries; B's outstanding query and
+ * learnt address stay.
+ */
+static void test_isolation(struct env *e)
+{
+	struct tf_dnsq_key bq = { .sid = SID_B, .gport = htons(45000), .id = htons(0x4242) };
+	struct tf_learn_key bl = { .sid = SID_B, .family = TF_FAM_IPV4 };
+	struct tf_dnsq q = { .ver = 1, .qtype = DNS_T_A };
+	struct tf_learned l = { .ver = 1 };
+	unsigned int i, n = e->cfg.dns_queries * 2 + 10;
+	char what[128];
+	int qfd = tf_dp_slot_map(&e->dp, TF_SLOT_DNSQ, SID_B);
+	int lfd = tf_dp_slot_map(&e->dp, TF_SLOT_LEARNED, SID_B);
+	struct result r;
+	struct msg m;
+	struct frame f;
+
+	inet_pton(AF_INET, "198.51.100.99", bl.addr);
+	l.expires_ns = now_ns() + 60000000000ULL;
+	CHECK_EQ("B has its own query table", qfd >= 0, 1);
+	CHECK_EQ("B has its own learnt-address table", lfd >= 0, 1);
+	CHECK_EQ("B's outstanding query", qfd >= 0 && !bpf_map_update_elem(qfd, &bq, &q, BPF_ANY), 1);
+	CHECK_EQ("B's learnt address", lfd >= 0 && !bpf_map_update_elem(lfd, &bl, &l, BPF_ANY), 1);
+	for (i = 0; i < n; i++) {
+		m_query(&m, 0x6000 + i, "github.com", DNS_T_A);
+		fr_udp(&f, 0, G4, GW4, 46000 + i, 53, &m);
+		run(e, FROM, &f, &r);
+	}
+	snprintf(what, sizeof(what), "A's flood of %u queries filled A's table (its first is gone)", n);
+	CHECK_EQ(what, dnsq_get(e, SID_A, 46000, 0x6000, &q), -ENOENT);
+	CHECK_EQ("A's latest query is outstanding", dnsq_get(e, SID_A, 46000 + n - 1, 0x6000 + n - 1, &q), 0);
+	CHECK_EQ("B's outstanding query survived A's flood", qfd >= 0 && !bpf_map_lookup_elem(qfd, &bq, &q), 1);
+	CHECK_EQ("B's learnt address survived A's flood", lfd >= 0 && !bpf_map_lookup_elem(lfd, &bl, &l), 1);
 }
 
 /* Answers: what is matched, what is learnt, and what the guest may then reach. */
@@ -1081,7 +1138,7 @@ static void test_answers(struct env *e)
 		struct tf_dnsq_key k = { .sid = SID_A, .gport = htons(41009), .id = htons(0x2009) };
 
 		CHECK_EQ("age the outstanding query past the timeout",
-			 bpf_map_update_elem(bpf_map__fd(e->dp.skel->maps.tf_dnsq), &k, &q, BPF_EXIST), 0);
+			 slot_op(e, TF_SLOT_DNSQ, SID_A, BPF_MAP_UPDATE_ELEM, &k, &q), 0);
 	}
 	m_answer(&m, 0x2009, 0, "github.com", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "140.82.112.9");
@@ -1095,17 +1152,17 @@ static void test_answers(struct env *e)
 	{
 		/* Learnt across a policy switch the daemon's rebase already passed: worth nothing. */
 		struct tf_learn_key k = { .sid = SID_A, .family = TF_FAM_IPV4 };
-		int lfd = bpf_map__fd(e->dp.skel->maps.tf_learned);
 		__u32 ver = l.ver;
 
 		inet_pton(AF_INET, "140.82.112.3", k.addr);
 		l.ver = ver + 7;
 		CHECK_EQ("mark 140.82.112.3 learnt in another generation",
-			 bpf_map_update_elem(lfd, &k, &l, BPF_EXIST), 0);
+			 slot_op(e, TF_SLOT_LEARNED, SID_A, BPF_MAP_UPDATE_ELEM, &k, &l), 0);
 		syn(e, "SYN to 140.82.112.3:443, learnt in another generation", "140.82.112.3", 443, 0,
 		    "no_rule+1");
 		l.ver = ver;
-		CHECK_EQ("back to this generation", bpf_map_update_elem(lfd, &k, &l, BPF_EXIST), 0);
+		CHECK_EQ("back to this generation",
+			 slot_op(e, TF_SLOT_LEARNED, SID_A, BPF_MAP_UPDATE_ELEM, &k, &l), 0);
 	}
 	syn(e, "SYN to learnt 140.82.112.3:80, not its port", "140.82.112.3", 80, 0,
 	    "port_not_allowed+1");
@@ -1231,7 +1288,7 @@ static void test_answers(struct env *e)
 
 		pk_addr("203.0.113.62", k.addr);
 		l.expires_ns = now_ns() - 1;
-		bpf_map_update_elem(bpf_map__fd(e->dp.skel->maps.tf_learned), &k, &l, BPF_EXIST);
+		slot_op(e, TF_SLOT_LEARNED, SID_A, BPF_MAP_UPDATE_ELEM, &k, &l);
 	}
 	fr_tcp(&f, G4, "203.0.113.62", 50001, 443, PK_ACK);
 	judge(e, FROM, &f, "ACK of that connection after the TTL ended", 1, "allow_flow+1", NULL);
@@ -1405,6 +1462,7 @@ static void test_datapath(void)
 			test_queries(&e);
 		e.xdp = 0;
 		test_answers(&e);
+		test_isolation(&e);
 	}
 	session_del(&e, &a);
 	ret = session_add(&e, &c, spec_c, SID_C, IFINDEX_LO);

@@ -23,8 +23,8 @@ void tf_config_defaults(struct tf_config *c)
 	c->rule_entries = 262144;
 	c->port_entries = 65536;
 	c->name_entries = 65536;
-	c->dns_queries = 65536;
-	c->learned_entries = 65536;
+	c->dns_queries = 128;
+	c->learned_entries = 1024;
 	c->dns_ttl_min_s = 5;
 	c->dns_ttl_max_s = 3600;
 	c->dns_query_timeout_s = 10;
@@ -160,8 +160,8 @@ static const struct limit_field limit_fields[] = {
 	LIMIT(rule_entries, 1024, 1u << 26),
 	LIMIT(port_entries, 1024, 1u << 24),
 	LIMIT(name_entries, 1024, 1u << 24),
-	LIMIT(dns_queries, 1024, 1u << 24),
-	LIMIT(learned_entries, 1024, 1u << 24),
+	LIMIT(dns_queries, 16, 1u << 16),
+	LIMIT(learned_entries, 16, 1u << 20),
 	LIMIT(dns_ttl_min_s, 0, 86400),
 	LIMIT(dns_ttl_max_s, 1, 7 * 86400),
 	LIMIT(dns_query_timeout_s, 1, 600),

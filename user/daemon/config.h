@@ -39,8 +39,8 @@ struct tf_config {
 	unsigned int rule_entries;	/* tf_rules capacity, all sessions, two generations */
 	unsigned int port_entries;	/* tf_ports capacity */
 	unsigned int name_entries;	/* tf_names capacity */
-	unsigned int dns_queries;	/* tf_dnsq: outstanding queries, all sessions */
-	unsigned int learned_entries;	/* tf_learned: learnt addresses, all sessions */
+	unsigned int dns_queries;	/* outstanding queries, per session (LRU) */
+	unsigned int learned_entries;	/* learnt addresses, per session (LRU) */
 	unsigned int dns_ttl_min_s;	/* learnt TTLs are clamped to [min, max] */
 	unsigned int dns_ttl_max_s;
 	unsigned int dns_query_timeout_s;	/* an answer after this matches no query */

@@ -150,6 +150,45 @@ static int maps_pin(struct tf_dp *dp)
 	return 0;
 }
 
+static struct bpf_map *slot_outer(struct tapfence_bpf *skel, enum tf_slot_map which)
+{
+	switch (which) {
+	case TF_SLOT_FLOWS:
+		return skel->maps.tf_flows;
+	case TF_SLOT_DNSQ:
+		return skel->maps.tf_dnsq;
+	default:
+		return skel->maps.tf_learned;
+	}
+}
+
+/* A session's own table of kind which (sid 0: the inner-map template). */
+static int slot_map_create(const struct tf_config *cfg, enum tf_slot_map which, __u32 sid)
+{
+	static const char *const names[TF_SLOT_MAPS] = { "tf_flows", "tf_dnsq", "tf_learned" };
+	char name[BPF_OBJ_NAME_LEN];
+	__u32 key, value, max;
+	int fd;
+
+	switch (which) {
+	case TF_SLOT_FLOWS:
+		key = sizeof(struct tf_flow_key), value = sizeof(struct tf_flow);
+		max = cfg->flows_per_session;
+		break;
+	case TF_SLOT_DNSQ:
+		key = sizeof(struct tf_dnsq_key), value = sizeof(struct tf_dnsq);
+		max = cfg->dns_queries;
+		break;
+	default:
+		key = sizeof(struct tf_learn_key), value = sizeof(struct tf_learned);
+		max = cfg->learned_entries;
+		break;
+	}
+	snprintf(name, sizeof(name), "%s_%u", names[which], sid);
+	fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, name, key, value, max, NULL);
+	return fd < 0 ? -errno : fd;
+}
+
 /* Load-time knobs (rodata), set between open and load of every instance. */
 static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 {
@@ -168,11 +207,13 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 
 int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 {
+	int inner[TF_SLOT_MAPS] = { -1, -1, -1 };
 	struct tapfence_bpf *skel;
 	char path[PATH_MAX];
-	int err, inner = -1;
+	int err, i;
 
 	memset(dp, 0, sizeof(*dp));
+	memset(dp->slot_fd, 0xff, sizeof(dp->slot_fd));	/* all -1 */
 	dp->cfg = cfg;
 	dp->pinned = pin;
 	skel = tapfence_bpf__open();
@@ -184,20 +225,18 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 	bpf_map__set_max_entries(skel->maps.tf_rules, cfg->rule_entries);
 	bpf_map__set_max_entries(skel->maps.tf_ports, cfg->port_entries);
 	bpf_map__set_max_entries(skel->maps.tf_names, cfg->name_entries);
-	bpf_map__set_max_entries(skel->maps.tf_dnsq, cfg->dns_queries);
-	bpf_map__set_max_entries(skel->maps.tf_learned, cfg->learned_entries);
 	bpf_map__set_max_entries(skel->maps.tf_events, cfg->ringbuf_bytes);
-	/* The inner-map template, sized from the config (every flow table has this size). */
-	inner = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "tf_flows_tmpl", sizeof(struct tf_flow_key),
-			       sizeof(struct tf_flow), cfg->flows_per_session, NULL);
-	if (inner < 0) {
-		err = -errno;
-		goto cleanup;
+	/* Inner-map templates for the per-slot tables (sizes from the config). */
+	for (i = 0; i < TF_SLOT_MAPS; i++) {
+		inner[i] = slot_map_create(cfg, i, 0);
+		if (inner[i] < 0) {
+			err = inner[i];
+			goto cleanup;
+		}
+		err = bpf_map__set_inner_map_fd(slot_outer(skel, i), inner[i]);
+		if (err)
+			goto cleanup;
 	}
-	err = bpf_map__set_inner_map_fd(skel->maps.tf_flows, inner);
-	if (err)
-		goto cleanup;
-
 	if (pin) {
 		snprintf(path, sizeof(path), "%s/maps", cfg->pin_dir);
 		err = mkdir_p(path, 0700);
@@ -225,20 +264,29 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		if (err)
 			goto cleanup;
 	}
-	close(inner);
+	for (i = 0; i < TF_SLOT_MAPS; i++)
+		close(inner[i]);
 	return 0;
 
 cleanup:
-	if (inner >= 0)
-		close(inner);
+	for (i = 0; i < TF_SLOT_MAPS; i++)
+		if (inner[i] >= 0)
+			close(inner[i]);
 	tf_dp_close(dp);
 	return err;
 }
 
 void tf_dp_close(struct tf_dp *dp)
 {
+	unsigned int m, sid;
+
 	if (!dp)
 		return;
+	for (m = 0; m < TF_SLOT_MAPS; m++)
+		for (sid = 0; sid < TF_MAX_SESSIONS; sid++)
+			if (dp->slot_fd[m][sid] > 0)
+				close(dp->slot_fd[m][sid]);
+	memset(dp->slot_fd, 0xff, sizeof(dp->slot_fd));
 	xdp_program__close(dp->xdp);
 	dp->xdp = NULL;
 	tapfence_bpf__destroy(dp->xdp_skel);
@@ -389,33 +437,69 @@ static int counters_zero(struct tf_dp *dp, __u32 sid)
 	return err;
 }
 
-int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
+int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
 {
-	int outer = bpf_map__fd(dp->skel->maps.tf_flows);
-	char name[BPF_OBJ_NAME_LEN];
-	__u32 inner_id;
-	int fd, err;
+	if (sid >= TF_MAX_SESSIONS || dp->slot_fd[which][sid] < 0)
+		return -ENOENT;
+	return dp->slot_fd[which][sid];
+}
+
+/*
+ * A slot's tables: fresh ones, or (keep, a restart re-adopting the
+ * session) the ones it has, so established flows and learnt addresses
+ * carry over.
+ */
+int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep)
+{
+	enum tf_slot_map m;
+	__u32 id;
+	int fd, err, outer;
 
 	if (sid == 0 || sid >= TF_MAX_SESSIONS)
 		return -EINVAL;
-	if (keep_flows && !bpf_map_lookup_elem(outer, &sid, &inner_id))
-		return 0;
-	err = counters_zero(dp, sid);
-	if (err)
-		return err;
-	snprintf(name, sizeof(name), "tf_flows_%u", sid);
-	fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, name, sizeof(struct tf_flow_key),
-			    sizeof(struct tf_flow), dp->cfg->flows_per_session, NULL);
-	if (fd < 0)
-		return -errno;
-	err = bpf_map_update_elem(outer, &sid, &fd, BPF_ANY) ? -errno : 0;
-	close(fd);
-	return err;
+	if (!keep) {
+		err = counters_zero(dp, sid);
+		if (err)
+			return err;
+	}
+	for (m = 0; m < TF_SLOT_MAPS; m++) {
+		outer = bpf_map__fd(slot_outer(dp->skel, m));
+		if (dp->slot_fd[m][sid] >= 0) {
+			close(dp->slot_fd[m][sid]);
+			dp->slot_fd[m][sid] = -1;
+		}
+		if (keep && !bpf_map_lookup_elem(outer, &sid, &id)) {
+			/* Re-adopting runs at start, while the daemon may still look maps up by id. */
+			fd = bpf_map_get_fd_by_id(id);
+			if (fd < 0)
+				return -errno;
+			dp->slot_fd[m][sid] = fd;
+			continue;
+		}
+		fd = slot_map_create(dp->cfg, m, sid);
+		if (fd < 0)
+			return fd;
+		if (bpf_map_update_elem(outer, &sid, &fd, BPF_ANY)) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		dp->slot_fd[m][sid] = fd;
+	}
+	return 0;
 }
 
 void tf_dp_slot_release(struct tf_dp *dp, __u32 sid)
 {
-	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.tf_flows), &sid);
+	enum tf_slot_map m;
+
+	for (m = 0; m < TF_SLOT_MAPS; m++) {
+		bpf_map_delete_elem(bpf_map__fd(slot_outer(dp->skel, m)), &sid);
+		if (sid < TF_MAX_SESSIONS && dp->slot_fd[m][sid] >= 0) {
+			close(dp->slot_fd[m][sid]);
+			dp->slot_fd[m][sid] = -1;
+		}
+	}
 }
 
 static void rule_key(__u32 sid, __u32 ver, const struct tf_policy_entry *e, struct tf_rule_key *k)
@@ -563,18 +647,18 @@ static int rederive(const struct tf_policy *old, const struct tf_policy *new, __
 void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
 			const struct tf_policy *new)
 {
-	int lfd = bpf_map__fd(dp->skel->maps.tf_learned);
-	int qfd = bpf_map__fd(dp->skel->maps.tf_dnsq);
+	int lfd = tf_dp_slot_map(dp, TF_SLOT_LEARNED, sid);
+	int qfd = tf_dp_slot_map(dp, TF_SLOT_DNSQ, sid);
 	struct tf_learn_key lk, lnext;
 	struct tf_dnsq_key qk, qnext;
 	struct tf_learned lv;
 	struct tf_dnsq qv;
 	int more;
 
-	for (more = !bpf_map_get_next_key(lfd, NULL, &lnext); more;) {
+	for (more = lfd >= 0 && !bpf_map_get_next_key(lfd, NULL, &lnext); more;) {
 		lk = lnext;
 		more = !bpf_map_get_next_key(lfd, &lk, &lnext);
-		if (lk.sid != sid || bpf_map_lookup_elem(lfd, &lk, &lv))
+		if (bpf_map_lookup_elem(lfd, &lk, &lv))
 			continue;
 		if (new && !rederive(old, new, &lv.name_idx, &lv.sub, &lv.perm)) {
 			lv.ver = ver;
@@ -583,10 +667,10 @@ void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 		}
 		bpf_map_delete_elem(lfd, &lk);
 	}
-	for (more = !bpf_map_get_next_key(qfd, NULL, &qnext); more;) {
+	for (more = qfd >= 0 && !bpf_map_get_next_key(qfd, NULL, &qnext); more;) {
 		qk = qnext;
 		more = !bpf_map_get_next_key(qfd, &qk, &qnext);
-		if (qk.sid != sid || bpf_map_lookup_elem(qfd, &qk, &qv))
+		if (bpf_map_lookup_elem(qfd, &qk, &qv))
 			continue;
 		if (new && !rederive(old, new, &qv.name_idx, &qv.sub, &qv.perm)) {
 			qv.ver = ver;
@@ -601,21 +685,20 @@ int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
 		  void *ctx)
 {
-	int lfd = bpf_map__fd(dp->skel->maps.tf_learned);
+	int lfd = tf_dp_slot_map(dp, TF_SLOT_LEARNED, sid);
 	struct tf_learn_key lk, lnext;
 	struct tf_learned lv;
-	int more, err;
+	int more, err = 0;
 
-	for (more = !bpf_map_get_next_key(lfd, NULL, &lnext); more;) {
+	if (lfd < 0)
+		return lfd;
+	for (more = !bpf_map_get_next_key(lfd, NULL, &lnext); more && !err;) {
 		lk = lnext;
 		more = !bpf_map_get_next_key(lfd, &lk, &lnext);
-		if (lk.sid != sid || bpf_map_lookup_elem(lfd, &lk, &lv))
-			continue;
-		err = fn(&lk, &lv, ctx);
-		if (err)
-			return err;
+		if (!bpf_map_lookup_elem(lfd, &lk, &lv))
+			err = fn(&lk, &lv, ctx);
 	}
-	return 0;
+	return err;
 }
 
 int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
@@ -967,8 +1050,6 @@ void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), vo
 	sweep_map(sk->maps.tf_rules, offsetof(struct tf_rule_key, sid), 0, keep, ctx);
 	sweep_map(sk->maps.tf_ports, offsetof(struct tf_port_key, sid), 0, keep, ctx);
 	sweep_map(sk->maps.tf_names, offsetof(struct tf_name_key, sid), 0, keep, ctx);
-	sweep_map(sk->maps.tf_learned, offsetof(struct tf_learn_key, sid), 0, keep, ctx);
-	sweep_map(sk->maps.tf_dnsq, offsetof(struct tf_dnsq_key, sid), 0, keep, ctx);
 	sweep_map(sk->maps.tf_addrs, 0, 1, keep, ctx);
 	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
 		if (!keep(sid, ctx))

@@ -15,6 +15,9 @@
 
 struct tapfence_bpf;
 struct xdp_program;
+/* The per-slot tables: an inner map per session in each of these. */
+enum tf_slot_map { TF_SLOT_FLOWS, TF_SLOT_DNSQ, TF_SLOT_LEARNED, TF_SLOT_MAPS };
+
 
 struct tf_dp {
 	struct tapfence_bpf *skel;
@@ -23,6 +26,11 @@ struct tf_dp {
 	/* XDP mode: a second instance of the object, sharing every map, for libxdp */
 	struct tapfence_bpf *xdp_skel;
 	struct xdp_program *xdp;
+	/*
+	 * The per-slot tables, held open: after set-up the daemon lacks the
+	 * CAP_SYS_ADMIN that BPF_MAP_GET_FD_BY_ID needs to find them again.
+	 */
+	int slot_fd[TF_SLOT_MAPS][TF_MAX_SESSIONS];
 };
 
 /* One attachment of a session; fds are -1 when not attached. */
@@ -54,6 +62,8 @@ void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struc
 int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
 	__attribute__((warn_unused_result));
 void tf_dp_slot_release(struct tf_dp *dp, __u32 sid);
+/* Slot sid's table of kind which: an fd the datapath keeps (do not close it), or -ENOENT. */
+int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid);
 
 /* Write policy p as generation ver of slot sid. */
 int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)

@@ -235,8 +235,7 @@ int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 	tf_dp_session_unset(&d->dp, s->ifindex);
 	tf_dp_addrs_unset(&d->dp, &s->spec);
 	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
-	tf_dp_names_rebase(&d->dp, s->sid, 0, &s->policy, NULL);
-	tf_dp_slot_release(&d->dp, s->sid);
+	tf_dp_slot_release(&d->dp, s->sid);	/* its flows, queries and learnt addresses go with it */
 	sess_path(d, id, path, sizeof(path));
 	unlink(path);
 	*pp = s->next;
