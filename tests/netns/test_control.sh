@@ -384,7 +384,7 @@ raw lines '{"op":"session.add","spec":[1]}' >"$T/raw.out"
 expect_raw_err "raw: session.add with a spec that is not an object" "$T/raw.out" 1 \
 	"session spec: expected an object, not \`[1]'"
 raw lines '{"op":"session.show"}' >"$T/raw.out"
-expect_raw_err "raw: session.show without id" "$T/raw.out" 1 "id: expected a session id string"
+expect_raw_err "raw: session.show without id" "$T/raw.out" 1 "id: expected a session id (1-63 of A-Z a-z 0-9 _ . -)"
 
 raw lines '{"op":"version"}' '{"op":"nope"}' '{"op":"session.list"}' '{"op":"session.show","id":"s1"}' >"$T/raw.out"
 line_of "$T/raw.out" 1
