@@ -153,6 +153,18 @@ bench: deps all $(BENCH_BINS)
 	$(Q)QUICK=$(QUICK) BUILD=$(BUILD) tools/bench/run.sh
 # --- end of bench ------------------------------------------------------------------------------
 
+# --- vm tier (tests/vm, tools/vm, docs/testing.md) ----------------------------------------------
+# `make test-vm': real microVM guests; the guest (a Debian cloud kernel fetched with apt-get
+# download, a busybox initramfs) is built into build/vm/ on first use and cached. `make test'
+# runs the tier too when QEMU and busybox-static are installed (tools/deps.sh installs them).
+.PHONY: test-vm vm-image
+vm-image:
+	$(Q)tools/vm/build-image.sh $(BUILD)/vm
+
+test-vm: deps all vm-image
+	$(Q)tests/run.sh vm
+# --- end of vm tier -----------------------------------------------------------------------------
+
 clean:
 	$(call msg,CLEAN,$(BUILD))
 	$(Q)rm -rf $(BUILD)

@@ -2,12 +2,21 @@
 # SPDX-License-Identifier: GPL-2.0
 # Test that every tier passes: runs the unit binaries and the netns scripts, counts the
 # "PASS: ..." / "FAIL: ..." lines they print, and ends with "N passed, N failed".
-# Usage: tests/run.sh [unit|san|netns]...   (default: all tiers)
+# Usage: tests/run.sh [unit|san|netns|vm]...   (default: all tiers; vm only where QEMU is installed)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 tiers=("$@")
 [ ${#tiers[@]} -eq 0 ] && tiers=(unit san netns)
+
+# vm_available: what the vm tier needs is installed (tests/vm/lib.sh's vm_prereqs decides).
+vm_available() {
+	# shellcheck source=/dev/null
+	(source tests/netns/lib.sh && source tests/vm/lib.sh && vm_prereqs && exit 0
+		echo "# vm tier skipped: missing$VM_MISSING (make deps installs them)"; exit 1)
+}
+# The vm tier (real microVMs, about 1.5 minutes) joins the default run only where it can boot.
+[ $# -eq 0 ] && vm_available && tiers+=(vm)
 
 passed=0 failed=0
 log=$(mktemp)
@@ -53,6 +62,10 @@ for tier in "${tiers[@]}"; do
 	netns)
 		for t in tests/netns/test_*.sh; do
 			[ -f "$t" ] && run_one "netns/$(basename "$t")" bash "$t"
+		done ;;
+	vm)
+		for t in tests/vm/test_*.sh; do
+			[ -f "$t" ] && run_one "vm/$(basename "$t")" bash "$t"
 		done ;;
 	*) echo "unknown tier $tier" >&2; exit 2 ;;
 	esac

@@ -10,6 +10,7 @@ PKGS=(
 	python3 python3-scapy
 	dnsmasq-base bind9-dnsutils libclang-rt-14-dev
 	iperf3 nftables gnuplot-nox
+	qemu-system-x86 busybox-static libc6-dev # tests/vm: microVM guests (tools/vm/build-image.sh)
 )
 
 missing=()
