@@ -21,6 +21,12 @@
 #  │ fake metadata server on 169.254.169.254:80  │
 #  └─────────────────────────────────────────────┘
 #
+# Where QEMU and busybox-static are installed (make deps), alpha and beta are real microVMs
+# instead (tests/vm/lib.sh: QEMU's microvm machine, a Debian cloud kernel, a busybox initramfs)
+# on taps named ha and hb in $host, and the probes run inside them over their serial consoles; a
+# guest whose VM does not boot (twice) falls back to its namespace. TF_DEMO_VM=0 uses namespaces
+# only.
+#
 # Everything lives in namespaces and a scratch directory made here, and is removed on exit.
 # TF_KEEP=1 keeps the scratch directory (daemon log, event log) for a look afterwards.
 
@@ -28,6 +34,8 @@ set -uo pipefail
 TF_CONNECT_TIMEOUT=${TF_CONNECT_TIMEOUT:-1}
 # shellcheck source-path=SCRIPTDIR source=../tests/netns/lib.sh
 source "$(dirname "$0")/../tests/netns/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../tests/vm/lib.sh
+source "$(dirname "$0")/../tests/vm/lib.sh"
 
 tf_init
 host=tf-demo-host-$TF_SFX
@@ -54,13 +62,62 @@ shown() {
 
 # --- topology ---------------------------------------------------------------------------------
 
-heading "Setting up: two guests, a host, a fake internet (network namespaces)"
-setup ns_add "$host" "$alpha" "$beta" "$inet"
+heading "Setting up: two guests, a host, a fake internet"
+setup ns_add "$host" "$inet"
 setup ns_router "$host"
 A_MAC=02:00:00:00:1e:02 A_GW=02:00:00:00:1e:01
 B_MAC=02:00:00:00:1f:02 B_GW=02:00:00:00:1f:01
-setup guest_link "$alpha" alpha $A_MAC 10.30.1.2/24 fd00:1e:1::2/64 "$host" ha $A_GW 10.30.1.1/24 fd00:1e:1::1/64
-setup guest_link "$beta" beta $B_MAC 10.30.2.2/24 fd00:1e:2::2/64 "$host" hb $B_GW 10.30.2.1/24 fd00:1e:2::1/64
+
+# --- the guests: microVMs where they boot, namespaces where not (tests/vm/lib.sh) -------------
+declare -A guest_kind=([alpha]=netns [beta]=netns)
+# guest_netns NAME: NAME as a namespace on a veth (ha or hb in $host), as without QEMU.
+guest_netns() {
+	case $1 in
+	alpha)
+		setup ns_add "$alpha"
+		setup guest_link "$alpha" alpha $A_MAC 10.30.1.2/24 fd00:1e:1::2/64 "$host" ha $A_GW 10.30.1.1/24 fd00:1e:1::1/64
+		;;
+	beta)
+		setup ns_add "$beta"
+		setup guest_link "$beta" beta $B_MAC 10.30.2.2/24 fd00:1e:2::2/64 "$host" hb $B_GW 10.30.2.1/24 fd00:1e:2::1/64
+		;;
+	esac
+	guest_kind[$1]=netns
+}
+if [ "${TF_DEMO_VM:-1}" = 0 ]; then
+	echo "  TF_DEMO_VM=0: the guests are network namespaces"
+	guest_netns alpha
+	guest_netns beta
+elif ! vm_prereqs; then
+	echo "  no microVMs (missing:$VM_MISSING; make deps installs them): the guests are network namespaces"
+	guest_netns alpha
+	guest_netns beta
+elif ! vm_image >"$T/vm-image.out"; then
+	echo "  the microVM image did not build: the guests are network namespaces"
+	indent <"$T/vm-image.out"
+	guest_netns alpha
+	guest_netns beta
+else
+	indent <"$T/vm-image.out"
+	echo "  booting alpha and beta as microVMs (QEMU microvm, kernel $(cat "$VM_DIR/kernel/release"), busybox)"
+	setup tap_link "$host" ha $A_GW 10.30.1.1/24 fd00:1e:1::1/64 $A_MAC 10.30.1.2 fd00:1e:1::2
+	setup tap_link "$host" hb $B_GW 10.30.2.1/24 fd00:1e:2::1/64 $B_MAC 10.30.2.2 fd00:1e:2::2
+	vm_start alpha "$host" ha $A_MAC 10.30.1.2/24 10.30.1.1 fd00:1e:1::2/64 fd00:1e:1::1 8080 >/dev/null
+	vm_start beta "$host" hb $B_MAC 10.30.2.2/24 10.30.2.1 fd00:1e:2::2/64 fd00:1e:2::1 >/dev/null
+	for g in alpha beta; do
+		if vm_ready $g >"$T/vm-ready.out"; then
+			guest_kind[$g]=vm
+			echo "  $g: a microVM on tap h${g:0:1}, booted in ${VM_READY_S} s (QEMU pid ${vm_pid[$g]}, accel $VM_ACCEL)"
+		else
+			echo "  $g: the microVM did not boot; $g is a network namespace instead"
+			indent <"$T/vm-ready.out"
+			vm_stop $g
+			setup ip -n "$host" link del "h${g:0:1}"
+			guest_netns $g
+		fi
+	done
+fi
+# --- end of the guests -------------------------------------------------------------------------
 setup veth_pair "$host" hi "$inet" ii
 setup ip -n "$host" addr add 10.97.0.1/30 dev hi
 setup ip -n "$inet" addr add 10.97.0.2/30 dev ii
@@ -76,9 +133,15 @@ setup ip -n "$inet" route add 10.30.0.0/16 via 10.97.0.1 dev ii
 
 L_INET=$T/inet.log L_ALPHA=$T/alpha.log
 listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80 tcp:169.254.169.254:80
-listener_start "$alpha" "$L_ALPHA" tcp:10.30.1.2:8080
-echo "  alpha 10.30.1.2 and beta 10.30.2.2, each on its own link into the host, which routes to"
-echo "  web servers at 198.51.100.10 and 203.0.113.10 and a metadata server at 169.254.169.254"
+if [ "${guest_kind[alpha]}" = vm ]; then
+	# alpha's own listener (tfprobe serve 8080) prints "HIT tcp 8080 from PEER" on its console.
+	L_ALPHA=${vm_con[alpha]}
+else
+	listener_start "$alpha" "$L_ALPHA" tcp:10.30.1.2:8080
+fi
+echo "  alpha 10.30.1.2 (${guest_kind[alpha]}) and beta 10.30.2.2 (${guest_kind[beta]}), each on its own link"
+echo "  into the host, which routes to web servers at 198.51.100.10 and 203.0.113.10 and a"
+echo "  metadata server at 169.254.169.254"
 
 # --- probes -----------------------------------------------------------------------------------
 # probe GUEST HOST PORT WHY EXPECT: an HTTP request from GUEST. "reached" means the client got the
@@ -88,15 +151,21 @@ declare -A guest_ns=([alpha]=$alpha [beta]=$beta) guest_ip=([alpha]=10.30.1.2 [b
 probes_ok=0 probes_bad=0
 
 probe_result() { # GUEST HOST PORT -> prints reached|blocked|half
-	local g=$1 host=$2 port=$3 log=$L_INET got=0 logged=0
+	local g=$1 host=$2 port=$3 log=$L_INET got=0 logged=0 text
+	text="tcp $host:$port from ${guest_ip[$g]}:"
 	[ "$host" = 10.30.1.2 ] && log=$L_ALPHA
+	[ "$host" = 10.30.1.2 ] && [ "${guest_kind[alpha]}" = vm ] && text="HIT tcp $port from ${guest_ip[$g]}:"
 	tf_mark
-	tcp_get "${guest_ns[$g]}" "$host" "$port" && got=1
+	if [ "${guest_kind[$g]}" = vm ]; then
+		vm_run "$g" get "$host" "$port" && got=1 # busybox wget inside the microVM
+	else
+		tcp_get "${guest_ns[$g]}" "$host" "$port" && got=1
+	fi
 	if [ $got = 1 ]; then
-		wait_for 2 grep_since "$log" "tcp $host:$port from ${guest_ip[$g]}:" && logged=1
+		wait_for 2 grep_since "$log" "$text" && logged=1
 	else
 		sleep 0.3
-		grep_since "$log" "tcp $host:$port from ${guest_ip[$g]}:" && logged=1
+		grep_since "$log" "$text" && logged=1
 	fi
 	if [ $got = 1 ] && [ $logged = 1 ]; then echo reached
 	elif [ $got = 0 ] && [ $logged = 0 ]; then echo blocked
