@@ -29,7 +29,10 @@
  * a single run (repeat 1), many times per round, beside single runs of the
  * no-op program; the round's sample is the median of its single runs.
  *
- * Usage: bench_dp [--quick] [--only paths|scaling] [--out FILE]   (JSON results to FILE)
+ * Part 5 times the daemon's event drain loop on a ring buffer full of
+ * events (part_events()).
+ *
+ * Usage: bench_dp [--quick] [--only paths|scaling|events] [--out FILE]   (JSON to FILE)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -53,6 +56,7 @@
 #include "tapfence.skel.h"
 #include "bench/noop.skel.h"
 #include "common/log.h"
+#include "daemon/daemon.h"
 #include "daemon/datapath.h"
 #include "../../tests/unit/pkt.h"
 
@@ -154,7 +158,7 @@ static const struct dim dims[] = {
 	{ "rules", "CIDR rules in the measured session", { 10, 1000, 100000 }, { 10, 1000, 100000 },
 	  1.2 },
 	/* Each session's flow table costs the daemon a synchronize_rcu() (see docs/performance.md). */
-	{ "sessions", "sessions (10 rules each)", { 1, 100, 4095 }, { 1, 100, 1000 }, 1.2 },
+	{ "sessions", "sessions (10 rules each)", { 1, 100, 4095 }, { 1, 100, 500 }, 1.2 },
 	{ "flows", "flows in the measured session's table (1310720 slots)",
 	  { 1, 1000, 100000, 1000000 }, { 1, 1000, 100000 }, 0 },
 };
@@ -340,11 +344,14 @@ static int spec_text(unsigned int i, unsigned int nrules, struct sbuf *s)
 	return err ? err : sb_printf(s, "]}");
 }
 
-/* What the daemon's session add does, minus attaching to a device; keeps nothing. */
-static int session_add(struct bench *b, unsigned int sid, __u32 ifindex, unsigned int nrules,
-		       struct sbuf *s)
+/*
+ * What the daemon's session add does, minus attaching to a device. The
+ * spec goes to *keep if given (the caller frees it), else it is freed.
+ */
+static int session_write(struct tf_dp *dp, unsigned int max_rules, unsigned int sid,
+			 __u32 ifindex, unsigned int nrules, struct sbuf *s, struct tf_spec *keep)
 {
-	struct tf_spec_limits lim = { .max_rules = b->cfg.max_rules };
+	struct tf_spec_limits lim = { .max_rules = max_rules };
 	char err[TF_ERR_MAX] = "";
 	struct tf_policy pol = {};
 	struct tf_spec spec = {};
@@ -361,20 +368,29 @@ static int session_add(struct bench *b, unsigned int sid, __u32 ifindex, unsigne
 	}
 	ret = tf_policy_compile(spec.rules, spec.nrules, &pol);
 	if (!ret)
-		ret = tf_dp_slot_init(&b->dp, sid, 0);
+		ret = tf_dp_slot_init(dp, sid, 0);
 	if (!ret)
-		ret = tf_dp_policy_write(&b->dp, sid, 1, &pol);
+		ret = tf_dp_policy_write(dp, sid, 1, &pol);
 	if (!ret)
-		ret = tf_dp_addrs_set(&b->dp, &spec, sid);
+		ret = tf_dp_addrs_set(dp, &spec, sid);
 	if (!ret) {
 		tf_dp_session_value(&spec, sid, 1, &v);
-		ret = tf_dp_session_set(&b->dp, ifindex, &v);
+		ret = tf_dp_session_set(dp, ifindex, &v);
 	}
 	if (ret)
 		pr_warn("session %u: cannot write it: %s\n", sid, strerror(-ret));
 	tf_policy_free(&pol);
-	tf_spec_free(&spec);
+	if (keep && !ret)
+		*keep = spec;
+	else
+		tf_spec_free(&spec);
 	return ret;
+}
+
+static int session_add(struct bench *b, unsigned int sid, __u32 ifindex, unsigned int nrules,
+		       struct sbuf *s)
+{
+	return session_write(&b->dp, b->cfg.max_rules, sid, ifindex, nrules, s, NULL);
 }
 
 /* The measured session on ifindex 1, then nsessions - 1 others. */
@@ -1022,6 +1038,101 @@ static int part_scaling(struct bench *b, int quick, json_t *out)
 	return 0;
 }
 
+/* ---- part 5: the event feed ------------------------------------------------------ */
+
+/*
+ * The daemon's drain loop alone (user/daemon/events.c: tf_events_drain(),
+ * every event formatted as a JSON line and written to the log file): a
+ * flood of denied packets with every event written (events_per_s = 0)
+ * fills the ring buffer, then one drain of all of it is timed. The log is
+ * a file in a scratch directory under /tmp, emptied after each round.
+ */
+static int part_events(struct bench *b, int quick, json_t *out)
+{
+	static const struct pcase flood = { .dir = D_FROM,
+					    .p = { TCP("G", NORULE, 40003, 80, PK_SYN) },
+					    .reason = R(NO_RULE), .events = 1 };
+	static struct tf_daemon d;
+	static struct tf_sess sess;
+	static struct series v;
+	char dir[] = "/tmp/tapfence-bench.XXXXXX", log[64];
+	unsigned int n = quick ? 200000 : 500000, rounds = quick ? 3 : 5, r;
+	struct timespec t0, t1;
+	struct sbuf sb = {};
+	struct target t;
+	double secs;
+	__u64 w0;
+	__u32 ns;
+	int err;
+
+	tf_config_defaults(&b->cfg);
+	b->cfg.events_per_s = 0;
+	err = bench_open(b);
+	if (err)
+		return err;
+	if (!mkdtemp(dir)) {
+		err = -errno;
+		goto cleanup_dp;
+	}
+	snprintf(log, sizeof(log), "%s/events.jsonl", dir);
+	memset(&d, 0, sizeof(d));
+	d.cfg = b->cfg;
+	snprintf(d.cfg.event_log, sizeof(d.cfg.event_log), "%s", log);
+	d.dp = b->dp;	/* borrowed: closed by bench_close() */
+	memset(&sess, 0, sizeof(sess));
+	err = session_write(&b->dp, b->cfg.max_rules, MAIN_SID, IFINDEX_LO, 10, &sb, &sess.spec);
+	if (err)
+		goto cleanup_dir;
+	sess.sid = MAIN_SID;
+	sess.ifindex = IFINDEX_LO;
+	sess.ver = 1;
+	d.by_sid[MAIN_SID] = &sess;
+	err = tf_events_open(&d);
+	if (!err)
+		err = target_make(b, &flood, TC_FROM, MAIN_SID, &t);
+	snprintf(v.id, sizeof(v.id), "events.drain");
+	v.desc = "events drained from the ring buffer and written to the JSON log, per second";
+	v.n = 0;
+	v.base = -1;
+	v.mode = "repeat";
+	fprintf(stderr, "part 5: the event feed, %u rounds of %u events\n", rounds, n);
+	for (r = 0; r < rounds && !err; r++) {
+		err = test_run(&t, n, &ns);
+		if (err)
+			break;
+		w0 = d.events_written;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		err = tf_events_drain(&d);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (!err && d.events_written - w0 != n) {
+			pr_warn("events: drained %llu events of %u\n",
+				(unsigned long long)(d.events_written - w0), n);
+			err = -EPROTO;
+		}
+		secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		v.s[v.n++] = n / secs;
+		if (fflush(d.event_log) || ftruncate(fileno(d.event_log), 0))
+			err = err ? err : -errno;
+	}
+	if (!err) {
+		json_t *m = metric_json(&v, NULL, "events", n);
+
+		json_object_set_new(m, "unit", json_string("events/s"));
+		json_array_append_new(out, m);
+		fprintf(stderr, "  %-34s %8.0f events/s  [%.0f..%.0f]\n", v.id, median(v.s, v.n),
+			vmin(v.s, v.n), vmax(v.s, v.n));
+	}
+	tf_events_close(&d);
+	tf_spec_free(&sess.spec);
+cleanup_dir:
+	unlink(log);
+	rmdir(dir);
+cleanup_dp:
+	free(sb.p);
+	bench_close(b);
+	return err;
+}
+
 /* ---- main ----------------------------------------------------------------------- */
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -1063,10 +1174,10 @@ int main(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'O':
-			only = optarg;	/* "paths" or "scaling" */
+			only = optarg;	/* "paths", "scaling" or "events" */
 			break;
 		default:
-			fprintf(stderr, "Usage: bench_dp [--quick] [--only paths|scaling] [--out FILE]\n");
+			fprintf(stderr, "Usage: bench_dp [--quick] [--only paths|scaling|events] [--out FILE]\n");
 			return 2;
 		}
 	}
@@ -1099,6 +1210,8 @@ int main(int argc, char **argv)
 	}
 	if (!err && (!only || !strcmp(only, "scaling")))
 		err = part_scaling(&b, quick, metrics);
+	if (!err && (!only || !strcmp(only, "events")))
+		err = part_events(&b, quick, metrics);
 	if (err)
 		pr_warn("bench_dp: %s\n", strerror(-err));
 	if (!err)

@@ -41,7 +41,7 @@ TFD_PID=$!
 defer tfd_stop
 wait_for 10 test -S "$TF_SOCK" || { tfd_log_tail 20; die "tapfenced did not open $TF_SOCK"; }
 
-# bpf_memlock: bytes of the daemon's pinned maps, and of one session's flow table (an inner map).
+# bpf_memlock: bytes of the daemon's pinned maps (an array of maps counts only itself).
 bpf_memlock() {
 	local m total=0 b
 	for m in "$TF_PIN_DIR"/maps/*; do
@@ -51,22 +51,34 @@ bpf_memlock() {
 	echo "$total"
 }
 
-flow_table_memlock() {
-	local id
-	id=$(bpftool -j map lookup pinned "$TF_PIN_DIR/maps/tf_flows" key 1 0 0 0 |
-		"$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("value", d.get("inner_map_id", 0)) if not isinstance(d.get("value"), list) else int.from_bytes(bytes(int(x, 16) for x in d["value"]), "little"))')
-	bpftool -j map show id "$id" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("bytes_memlock", 0))'
+# slot_memlock: bytes of slot 1's own maps, the inner maps of every pinned array of maps
+# (flow table, DNS state), as "name:bytes ..." then the total.
+slot_memlock() {
+	local m id b total=0 names=()
+	for m in "$TF_PIN_DIR"/maps/*; do
+		bpftool -j map show pinned "$m" | grep -q '"type":"array_of_maps"' || continue
+		id=$(bpftool -j map lookup pinned "$m" key 1 0 0 0 | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+v = d.get("inner_map_id", d.get("value"))
+print(int.from_bytes(bytes(int(x, 16) for x in v), "little") if isinstance(v, list) else v)')
+		b=$(bpftool -j map show id "$id" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("bytes_memlock", 0))')
+		names+=("$(basename "$m"):$b")
+		total=$((total + b))
+	done
+	echo "${names[*]} $total"
 }
 
 mem0=$(bpf_memlock)
 "$CTL" "$TF_SOCK" "$N" "$T/add.json" session_add rule_add || { tfd_log_tail 10; die "bench_ctl add"; }
 mem1=$(bpf_memlock)
-flow=$(flow_table_memlock)
+read -r -a slot <<<"$(slot_memlock)"
 "$CTL" "$TF_SOCK" "$N" "$T/del.json" session_del || { tfd_log_tail 10; die "bench_ctl del"; }
 
-"$PY" - "$OUT" "$N" "$mem0" "$mem1" "$flow" "$T/add.json" "$T/del.json" <<'EOF' || die "cannot write $OUT"
+"$PY" - "$OUT" "$N" "$mem0" "$mem1" "${slot[*]}" "$T/add.json" "$T/del.json" <<'EOF' || die "cannot write $OUT"
 import json, sys
-out, n, mem0, mem1, flow = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+out, n, mem0, mem1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+*parts, slot = sys.argv[5].split()
 metrics = []
 for f in sys.argv[6:]:
     metrics += json.load(open(f))["metrics"]
@@ -74,6 +86,7 @@ def mem(id, desc, value):
     metrics.append({"id": id, "group": "memory", "desc": desc, "unit": "KiB", "value": value / 1024})
 mem("mem.maps_fixed", "pinned maps before any session (bytes_memlock)", mem0)
 mem("mem.per_session_shared", f"growth of the pinned maps per session ({n} sessions, 11 rules each)", (mem1 - mem0) / n)
-mem("mem.per_session_flows", "one session's flow table (inner LRU map, flows_per_session = 8192)", flow)
+mem("mem.per_session_slot_maps", "one session's own maps (inner maps: " + ", ".join(parts) + " bytes)",
+    int(slot))
 json.dump({"tool": "ctl", "sessions": n, "metrics": metrics}, open(out, "w"), indent=1)
 EOF

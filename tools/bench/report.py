@@ -157,7 +157,7 @@ def target_text(m):
 def fmt(v, unit):
     if v is None:
         return "-"
-    if unit == "ns" or unit == "KiB":
+    if unit in ("ns", "KiB", "events/s"):
         return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
     return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
 
@@ -168,6 +168,7 @@ GROUPS = [
     ("packet_events", "Per-packet cost, every packet writing its event (events_per_s = 0)"),
     ("scale", "Scaling (TC, guest -> host; ratio to the no-op)"),
     ("scale_growth", "Scaling: cost at the largest point / at the smallest"),
+    ("events", "Event feed: the daemon's drain loop alone (ring buffer -> JSON log file)"),
     ("throughput", "Throughput (ratio to no enforcement, per repetition)"),
     ("throughput_cost", "Per-run cost of the daemon's programs under that load (one more run each, stats on)"),
     ("control", "Control plane"),
