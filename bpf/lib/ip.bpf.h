@@ -65,4 +65,44 @@ static __always_inline __u16 ip6_nexthdr_reason(__u8 nh)
 	return 0;
 }
 
+/*
+ * What both directions judge first: the device's session, the Ethernet
+ * header, the sender's MAC (the guest's from it, the gateway's to it) and
+ * VLAN tags (in the frame, or taken off by the stack at TC). Returns the
+ * Ethernet header, or NULL once j is denied.
+ */
+static __always_inline struct ethhdr *judge_l2(struct judge *j, struct cursor *c, __u8 dir)
+{
+	const struct tf_session *s;
+	struct ethhdr *eth;
+
+	j->dir = dir;
+	s = bpf_map_lookup_elem(&tf_sessions, &j->ifindex);
+	if (!s) {
+		deny(j, TF_REASON_NO_SESSION);
+		return NULL;
+	}
+	j->s = s;
+	j->sid = s->sid;
+	j->ver = s->policy_ver;
+
+	eth = cur_pull(c, sizeof(*eth));
+	if (!eth) {
+		deny(j, TF_REASON_MALFORMED);
+		return NULL;
+	}
+	__builtin_memcpy(j->p.smac, eth->h_source, 6);
+	j->p.ethertype = eth->h_proto;
+	if (!mac_eq(eth->h_source, dir == TF_DIR_FROM_GUEST ? s->guest_mac : s->gw_mac)) {
+		deny(j, TF_REASON_L2_SRC_MAC);
+		return NULL;
+	}
+	if (j->vlan || eth->h_proto == bpf_htons(ETH_P_8021Q) ||
+	    eth->h_proto == bpf_htons(ETH_P_8021AD)) {
+		deny(j, TF_REASON_L2_VLAN);
+		return NULL;
+	}
+	return eth;
+}
+
 #endif /* TF_IP_BPF_H */

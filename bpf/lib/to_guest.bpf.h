@@ -232,39 +232,19 @@ static __always_inline int ip6_to_guest(struct judge *j, struct cursor *c, const
 static __always_inline int judge_to_guest(struct judge *j, void *data, void *data_end)
 {
 	struct cursor c = { .pos = data, .end = data_end };
-	struct ethhdr *eth;
-	const struct tf_session *s;
+	struct ethhdr *eth = judge_l2(j, &c, TF_DIR_TO_GUEST);
 
-	j->dir = TF_DIR_TO_GUEST;
-	s = bpf_map_lookup_elem(&tf_sessions, &j->ifindex);
-	if (!s)
-		return deny(j, TF_REASON_NO_SESSION);
-	j->s = s;
-	j->sid = s->sid;
-	j->ver = s->policy_ver;
-
-	eth = cur_pull(&c, sizeof(*eth));
 	if (!eth)
-		return deny(j, TF_REASON_MALFORMED);
-	__builtin_memcpy(j->p.smac, eth->h_source, 6);
-	j->p.ethertype = eth->h_proto;
-	if (!mac_eq(eth->h_source, s->gw_mac))
-		return deny(j, TF_REASON_L2_SRC_MAC);
-	if (j->vlan)
-		return deny(j, TF_REASON_L2_VLAN);
-
+		return TF_VERDICT_DENY;
 	switch (eth->h_proto) {
 	case bpf_htons(ETH_P_ARP):
 		return arp_to_guest(j, &c, eth);
 	case bpf_htons(ETH_P_IP):
-		if (!mac_eq(eth->h_dest, s->guest_mac))
+		if (!mac_eq(eth->h_dest, j->s->guest_mac))
 			return deny(j, TF_REASON_L2_DST_MAC);
 		return ip4_to_guest(j, &c);
 	case bpf_htons(ETH_P_IPV6):
 		return ip6_to_guest(j, &c, eth);
-	case bpf_htons(ETH_P_8021Q):
-	case bpf_htons(ETH_P_8021AD):
-		return deny(j, TF_REASON_L2_VLAN);
 	}
 	return deny(j, TF_REASON_L2_ETHERTYPE);
 }

@@ -39,6 +39,7 @@
 #include "common/reason.h"
 #include "daemon/datapath.h"
 #include "check.h"
+#include "dpenv.h"
 #include "pkt.h"
 
 #define IFINDEX_LO 1	/* what a test run judges on: sessions A and C */
@@ -666,12 +667,6 @@ struct env {
 	const char *gmac, *hmac;
 };
 
-struct sess {
-	struct tf_spec spec;
-	struct tf_policy pol;
-	__u32 sid, ifindex, ver;
-};
-
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct env *e = ctx;
@@ -682,77 +677,14 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-/* Fixtures are written with ' for ", to stay readable: undo that. Returns the length. */
-static size_t unquote(const char *text, char *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; text[i] && i < len - 1; i++)
-		buf[i] = text[i] == '\'' ? '"' : text[i];
-	buf[i] = '\0';
-	return i;
-}
-
-static int spec_parse(const char *text, const struct env *e, struct tf_spec *out)
-{
-	struct tf_spec_limits lim = { .max_rules = e->cfg.max_rules };
-	char buf[4096], err[TF_ERR_MAX] = "";
-	int ret;
-
-	ret = tf_spec_parse(buf, unquote(text, buf, sizeof(buf)), &lim, out, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "spec: %s\n", err);
-	return ret;
-}
-
-static int config_parse(struct tf_config *c, const char *text)
-{
-	char buf[1024], err[TF_ERR_MAX] = "";
-	int ret;
-
-	ret = tf_config_parse(buf, unquote(text, buf, sizeof(buf)), c, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "config: %s\n", err);
-	return ret;
-}
-
-/* What the daemon's session add does, minus attaching to a device. */
 static int session_add(struct env *e, struct sess *s, const char *text, __u32 sid, __u32 ifindex)
 {
-	struct tf_session v;
-	int ret;
-
-	memset(s, 0, sizeof(*s));
-	s->sid = sid;
-	s->ifindex = ifindex;
-	s->ver = 1;
-	ret = spec_parse(text, e, &s->spec);
-	if (!ret)
-		ret = tf_policy_compile(s->spec.rules, s->spec.nrules, &s->pol);
-	if (!ret)
-		ret = tf_dp_slot_init(&e->dp, sid, 0);
-	if (!ret)
-		ret = tf_dp_policy_write(&e->dp, sid, s->ver, &s->pol);
-	if (!ret)
-		ret = tf_dp_addrs_set(&e->dp, &s->spec, sid);
-	if (!ret) {
-		tf_dp_session_value(&s->spec, sid, s->ver, &v);
-		ret = tf_dp_session_set(&e->dp, ifindex, &v);
-	}
-	if (!ret)
-		tf_dp_policy_sweep(&e->dp, sid, s->ver);
-	return ret;
+	return dp_session_add(&e->dp, &e->cfg, s, text, sid, ifindex);
 }
 
-/* What the daemon's session del does. */
 static void session_del(struct env *e, struct sess *s)
 {
-	tf_dp_session_unset(&e->dp, s->ifindex);
-	tf_dp_addrs_unset(&e->dp, &s->spec);
-	tf_dp_policy_erase(&e->dp, s->sid, s->ver, &s->pol);
-	tf_dp_slot_release(&e->dp, s->sid);
-	tf_policy_free(&s->pol);
-	tf_spec_free(&s->spec);
+	dp_session_del(&e->dp, s);
 }
 
 /* What the daemon's rule del does: write generation ver + 1, switch, erase the old one. */
@@ -1129,34 +1061,6 @@ static void test_rate_limit(struct env *e)
 	for (i = 0; i < (unsigned int)ncpu; i++)
 		CPU_SET(i, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* A network namespace of our own, with lo up, so the host's loopback is never involved. */
-static int private_netns(void)
-{
-	struct ifreq ifr = {};
-	int fd, ret = 0;
-
-	if (unshare(CLONE_NEWNET))
-		return -errno;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr)) {
-		ret = -errno;
-	} else {
-		ifr.ifr_flags |= IFF_UP;
-		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
-			ret = -errno;
-	}
-	close(fd);
-	return ret;
-}
-
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }
 
 int main(void)

@@ -32,6 +32,7 @@
 #include "common/reason.h"
 #include "daemon/datapath.h"
 #include "check.h"
+#include "dpenv.h"
 #include "pkt.h"
 
 #define R(x) TF_REASON_##x
@@ -629,12 +630,6 @@ struct env {
 	__u32 sid;
 };
 
-struct sess {
-	struct tf_spec spec;
-	struct tf_policy pol;
-	__u32 sid, ifindex, ver;
-};
-
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct env *e = ctx;
@@ -645,55 +640,14 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-/* ' -> ", as the control socket would hand the text over. */
-static size_t unquote(const char *text, char *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; text[i] && i < len - 1; i++)
-		buf[i] = text[i] == '\'' ? '"' : text[i];
-	buf[i] = '\0';
-	return i;
-}
-
 static int session_add(struct env *e, struct sess *s, const char *text, __u32 sid, __u32 ifindex)
 {
-	struct tf_spec_limits lim = { .max_rules = e->cfg.max_rules };
-	char buf[4096], err[TF_ERR_MAX] = "";
-	struct tf_session v;
-	int ret;
-
-	memset(s, 0, sizeof(*s));
-	s->sid = sid;
-	s->ifindex = ifindex;
-	s->ver = 1;
-	ret = tf_spec_parse(buf, unquote(text, buf, sizeof(buf)), &lim, &s->spec, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "spec: %s\n", err);
-	if (!ret)
-		ret = tf_policy_compile(s->spec.rules, s->spec.nrules, &s->pol);
-	if (!ret)
-		ret = tf_dp_slot_init(&e->dp, sid, 0);
-	if (!ret)
-		ret = tf_dp_policy_write(&e->dp, sid, s->ver, &s->pol);
-	if (!ret)
-		ret = tf_dp_addrs_set(&e->dp, &s->spec, sid);
-	if (!ret) {
-		tf_dp_session_value(&s->spec, sid, s->ver, &v);
-		ret = tf_dp_session_set(&e->dp, ifindex, &v);
-	}
-	return ret;
+	return dp_session_add(&e->dp, &e->cfg, s, text, sid, ifindex);
 }
 
 static void session_del(struct env *e, struct sess *s)
 {
-	tf_dp_session_unset(&e->dp, s->ifindex);
-	tf_dp_names_rebase(&e->dp, s->sid, s->ver, &s->pol, NULL);
-	tf_dp_addrs_unset(&e->dp, &s->spec);
-	tf_dp_policy_erase(&e->dp, s->sid, s->ver, &s->pol);
-	tf_dp_slot_release(&e->dp, s->sid);
-	tf_policy_free(&s->pol);
-	tf_spec_free(&s->spec);
+	dp_session_del(&e->dp, s);
 }
 
 struct frame {
@@ -1403,37 +1357,9 @@ static void test_ipv6(struct env *e)
 	judge(e, FROM, &f, "IPv6 TCP to the resolver", 0, "dns_tcp+1", NULL);
 }
 
-static int private_netns(void)
-{
-	struct ifreq ifr = {};
-	int fd, ret = 0;
-
-	if (unshare(CLONE_NEWNET))
-		return -errno;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr)) {
-		ret = -errno;
-	} else {
-		ifr.ifr_flags |= IFF_UP;
-		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
-			ret = -errno;
-	}
-	close(fd);
-	return ret;
-}
-
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
-}
-
 static void test_datapath(void)
 {
 	static struct env e;
-	char buf[1024], err[TF_ERR_MAX] = "";
 	struct sess a, b, c;
 	int ret;
 
@@ -1443,8 +1369,7 @@ static void test_datapath(void)
 	if (ret)
 		return;
 	tf_config_defaults(&e.cfg);
-	ret = tf_config_parse(buf, unquote(operator_config, buf, sizeof(buf)), &e.cfg, err,
-			      sizeof(err));
+	ret = config_parse(&e.cfg, operator_config);
 	CHECK_EQ("parse the operator config", ret, 0);
 	ret = tf_dp_open(&e.dp, &e.cfg, 0);
 	CHECK_EQ("load the datapath, unpinned", ret, 0);

@@ -720,6 +720,33 @@ void tf_dp_session_unset(struct tf_dp *dp, __u32 ifindex)
 	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.tf_sessions), &ifindex);
 }
 
+int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
+			  __u32 sid, __u32 ver, __u32 ifindex, int keep)
+{
+	struct tf_session v;
+	int err;
+
+	err = tf_dp_slot_init(dp, sid, keep);
+	if (!err)
+		err = tf_dp_policy_write(dp, sid, ver, p);
+	if (!err)
+		err = tf_dp_addrs_set(dp, spec, sid);
+	if (!err) {
+		tf_dp_session_value(spec, sid, ver, &v);
+		err = tf_dp_session_set(dp, ifindex, &v);
+	}
+	return err;
+}
+
+void tf_dp_session_remove(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
+			  __u32 sid, __u32 ver, __u32 ifindex)
+{
+	tf_dp_session_unset(dp, ifindex);
+	tf_dp_addrs_unset(dp, spec);
+	tf_dp_policy_erase(dp, sid, ver, p);
+	tf_dp_slot_release(dp, sid);	/* its flows, queries and learnt addresses go with it */
+}
+
 static void addr_key(const struct tf_ip *ip, struct tf_addr_key *k)
 {
 	memset(k, 0, sizeof(*k));

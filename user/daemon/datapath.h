@@ -85,6 +85,20 @@ int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
 		  void *ctx);
 
+/*
+ * A session's maps, in the order that keeps every intermediate state
+ * denying: slot tables (keep: re-adopt the slot's existing ones), policy
+ * generation ver, guest addresses, and last the tf_sessions entry of
+ * ifindex that switches the device on. On failure nothing is undone:
+ * the caller decides (tf_dp_session_remove(), or keeping pinned state).
+ */
+int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
+			  __u32 sid, __u32 ver, __u32 ifindex, int keep)
+	__attribute__((warn_unused_result));
+/* The reverse: the device entry first (the device then denies), then the rest. */
+void tf_dp_session_remove(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
+			  __u32 sid, __u32 ver, __u32 ifindex);
+
 /* Switch the device to value v (the atomic step of add and of a policy change). */
 int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
 	__attribute__((warn_unused_result));

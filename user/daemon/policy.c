@@ -80,29 +80,6 @@ static int prefix_contains(const struct tf_cidr *outer, const struct tf_cidr *in
 	return outer->prefixlen <= inner->prefixlen && tf_cidr_contains(outer, &inner->ip);
 }
 
-static int range_cmp(const void *a, const void *b)
-{
-	const struct tf_port_range *x = a, *y = b;
-
-	return x->lo != y->lo ? x->lo - y->lo : x->hi - y->hi;
-}
-
-static unsigned int merge_ranges(struct tf_port_range *r, unsigned int n)
-{
-	unsigned int i, m = 0;
-
-	qsort(r, n, sizeof(*r), range_cmp);
-	for (i = 0; i < n; i++) {
-		if (m && r[i].lo <= r[m - 1].hi + 1u) {
-			if (r[i].hi > r[m - 1].hi)
-				r[m - 1].hi = r[i].hi;
-		} else {
-			r[m++] = r[i];
-		}
-	}
-	return m;
-}
-
 static int append(struct compiler *cc, unsigned int k, const struct tf_port_range *r,
 		  unsigned int n)
 {
@@ -241,7 +218,7 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 		if (ret)
 			return ret;
 		if (added)
-			cc->nscratch[k] = merge_ranges(cc->scratch[k], cc->nscratch[k]);
+			cc->nscratch[k] = tf_ranges_merge(cc->scratch[k], cc->nscratch[k]);
 	}
 	out->cls = 0;
 	if (!cc->nscratch[0] && !cc->nscratch[1])

@@ -106,7 +106,7 @@ static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, char *
 int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, char *err,
 		size_t errlen)
 {
-	struct tf_session val, old;
+	struct tf_session old;
 	struct tf_sess *s, *o;
 	int ret, had_old, readopt;
 
@@ -164,15 +164,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname, strerror(-ret));
 		goto cleanup;
 	}
-	ret = tf_dp_slot_init(&d->dp, s->sid, readopt);
-	if (!ret)
-		ret = tf_dp_policy_write(&d->dp, s->sid, s->ver, &s->policy);
-	if (!ret)
-		ret = tf_dp_addrs_set(&d->dp, spec, s->sid);
-	if (!ret) {
-		tf_dp_session_value(spec, s->sid, s->ver, &val);
-		ret = tf_dp_session_set(&d->dp, s->ifindex, &val);
-	}
+	ret = tf_dp_session_install(&d->dp, spec, &s->policy, s->sid, s->ver, s->ifindex, readopt);
 	if (ret) {
 		snprintf(err, errlen, "cannot write session maps: %s", strerror(-ret));
 		goto undo;
@@ -198,21 +190,20 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	return 0;
 
 undo:
-	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
 	if (readopt) {
 		/*
 		 * Re-adopting after a restart: the pinned links and maps still
 		 * enforce the previous run's policy. Keep them (never less than
-		 * before), and keep the slot from being handed out.
+		 * before) but for the half-written new generation, and keep the
+		 * slot from being handed out.
 		 */
+		tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
 		d->stale_sid[s->sid] = 1;
 		tf_dp_attach_close(&s->at);
 		goto cleanup;
 	}
 	/* Detach last: until then the device keeps denying. */
-	tf_dp_session_unset(&d->dp, s->ifindex);
-	tf_dp_addrs_unset(&d->dp, spec);
-	tf_dp_slot_release(&d->dp, s->sid);
+	tf_dp_session_remove(&d->dp, spec, &s->policy, s->sid, s->ver, s->ifindex);
 	tf_dp_detach(&d->dp, spec->id, s->ifindex, &s->at);
 cleanup:
 	sess_free(s);
@@ -232,10 +223,7 @@ int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	tf_dp_detach(&d->dp, id, s->ifindex, &s->at);
-	tf_dp_session_unset(&d->dp, s->ifindex);
-	tf_dp_addrs_unset(&d->dp, &s->spec);
-	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
-	tf_dp_slot_release(&d->dp, s->sid);	/* its flows, queries and learnt addresses go with it */
+	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, s->ifindex);
 	sess_path(d, id, path, sizeof(path));
 	unlink(path);
 	*pp = s->next;

@@ -372,8 +372,7 @@ static int range_cmp(const void *a, const void *b)
 	return x->lo != y->lo ? x->lo - y->lo : x->hi - y->hi;
 }
 
-/* Sort and merge overlapping or adjacent ranges; returns the new count. */
-static unsigned int merge_ranges(struct tf_port_range *r, unsigned int n)
+unsigned int tf_ranges_merge(struct tf_port_range *r, unsigned int n)
 {
 	unsigned int i, m = 0;
 
@@ -442,7 +441,7 @@ static int parse_ports(const json_t *ports, const char *where, struct tf_rule *r
 		r->ranges[i].lo = (__u16)lo;
 		r->ranges[i].hi = (__u16)hi;
 	}
-	r->nranges = merge_ranges(r->ranges, (unsigned int)n);
+	r->nranges = tf_ranges_merge(r->ranges, (unsigned int)n);
 	return 0;
 }
 

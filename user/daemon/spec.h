@@ -88,6 +88,9 @@ int tf_host_parse(const char *s, char host[TF_HOST_MAX + 1], int *wildcard)
 /* The reversed form of a canonical host ("github.com" -> "moc.buhtig."); returns its length. */
 unsigned int tf_host_reverse(const char *host, __u8 out[TF_DNS_NAME_MAX]);
 
+/* Sort and merge overlapping or adjacent port ranges in place (the tail is zeroed); the new count. */
+unsigned int tf_ranges_merge(struct tf_port_range *r, unsigned int n);
+
 /* Canonical JSON, the inverse of the parsers (new references). */
 json_t *tf_spec_to_json(const struct tf_spec *s);
 json_t *tf_rule_to_json(const struct tf_rule *r);
