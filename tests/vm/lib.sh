@@ -73,7 +73,7 @@ vm_pick_accel() {
 	[ -n "$VM_ACCEL" ] && return 0
 	VM_ACCEL=tcg
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 0
-	ver=$("$VM_QEMU" --version | head -n 1 | tr -dc '0-9.')
+	ver=$("$VM_QEMU" --version | awk '{ print $4; exit }')
 	cache=$VM_DIR/accel-$(uname -r)-$ver-$(cat "$VM_DIR/kernel/release")
 	if [ ! -s "$cache" ]; then
 		note "probing whether KVM boots the guest (once; cached in $cache)"

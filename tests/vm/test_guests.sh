@@ -131,6 +131,7 @@ PID_INET=$LISTENER_PID
 # --- the guests -------------------------------------------------------------------------------
 
 vm_image || die "cannot build the guest image (tools/vm/build-image.sh)"
+vm_pick_accel
 t_boot=$SECONDS
 vm_start a "$host" tva $A_MAC $A4/24 $A_GW4 fd00:40:1::2/64 fd00:40:1::1 8081
 vm_start b "$host" tvb $B_MAC $B4/24 $B_GW4 fd00:40:2::2/64 fd00:40:2::1 8082
