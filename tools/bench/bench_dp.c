@@ -158,7 +158,7 @@ static const struct dim dims[] = {
 	{ "rules", "CIDR rules in the measured session", { 10, 1000, 100000 }, { 10, 1000, 100000 },
 	  1.2 },
 	/* Each session's flow table costs the daemon a synchronize_rcu() (see docs/performance.md). */
-	{ "sessions", "sessions (10 rules each)", { 1, 100, 4095 }, { 1, 100, 500 }, 1.2 },
+	{ "sessions", "sessions (10 rules each)", { 1, 100, 4095 }, { 1, 100, 250 }, 1.2 },
 	{ "flows", "flows in the measured session's table (1310720 slots)",
 	  { 1, 1000, 100000, 1000000 }, { 1, 1000, 100000 }, 0 },
 };
@@ -1056,7 +1056,7 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	static struct tf_sess sess;
 	static struct series v;
 	char dir[] = "/tmp/tapfence-bench.XXXXXX", log[64];
-	unsigned int n = quick ? 200000 : 500000, rounds = quick ? 3 : 5, r;
+	unsigned int n = quick ? 100000 : 500000, rounds = quick ? 3 : 5, r;
 	struct timespec t0, t1;
 	struct sbuf sb = {};
 	struct target t;

@@ -19,9 +19,9 @@ PARTS=${BENCH_PARTS:-dp tput ctl}
 run=$BUILD/bench/run-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$run"
 if [ -n "$QUICK" ]; then
-	dp_args=(--quick) tput_args=(1 3) ctl_n=100
+	dp_args=(--quick) tput_args=(1 3 0) ctl_n=100
 else
-	dp_args=() tput_args=(5 5) ctl_n=1000
+	dp_args=() tput_args=(5 5 1) ctl_n=1000
 fi
 
 skipped=()

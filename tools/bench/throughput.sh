@@ -20,15 +20,17 @@
 # Then one more run per tapfence mode, untimed, with BPF run-time statistics on (BPF_ENABLE_STATS,
 # held only while that run lasts) for what each of the daemon's programs costs per run under load.
 #
-# Usage: throughput.sh OUT.json [REPS] [SECONDS]   (raw runs as JSON; tools/bench/report.py sums up)
+# Usage: throughput.sh OUT.json [REPS] [SECONDS] [PROFILE]   (raw runs as JSON; report.py sums up)
+# PROFILE=0 skips the runs with statistics on.
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
 
-OUT=${1:?usage: throughput.sh OUT.json [REPS] [SECONDS]}
+OUT=${1:?usage: throughput.sh OUT.json [REPS] [SECONDS] [PROFILE]}
 REPS=${2:-3}
 SECS=${3:-5}
+PROFILE=${4:-1}
 CONFIGS=(none tc xdp nft)
 
 tf_init
@@ -204,9 +206,11 @@ profile() {
 }
 
 : >"$T/profile.txt"
-for cfg in tc xdp; do
-	profile "$cfg"
-done
+if [ "$PROFILE" != 0 ]; then
+	for cfg in tc xdp; do
+		profile "$cfg"
+	done
+fi
 sed 's/^/  profile: /' "$T/profile.txt" >&2
 
 "$PY" - "$T/runs.txt" "$OUT" "$SECS" "$T/profile.txt" <<'EOF' || die "cannot write $OUT"
