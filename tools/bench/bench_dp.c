@@ -9,10 +9,11 @@
  *
  * The datapath is the real object, loaded by tf_dp_open() without pinning
  * inside a private network namespace, with sessions set up as the daemon
- * does (spec parser, policy compiler, map writers). Skb test runs judge on
- * ifindex 1 (net/bpf/test_run.c keeps the loopback device for ctx ifindex
- * 0 or 1) and XDP runs say ingress_ifindex 1, so the measured session is
- * keyed on ifindex 1; other sessions sit on ifindexes no device has.
+ * does (spec parser, policy compiler, tf_dp_session_install()). Skb test
+ * runs judge on ifindex 1 (net/bpf/test_run.c keeps the loopback device
+ * for ctx ifindex 0 or 1) and XDP runs say ingress_ifindex 1, so the
+ * measured session is keyed on ifindex 1; other sessions sit on ifindexes
+ * no device has.
  *
  * Every path is measured twice: with the daemon's defaults, where the
  * per-session event rate limit sends a repeated packet's first events and
@@ -355,7 +356,6 @@ static int session_write(struct tf_dp *dp, unsigned int max_rules, unsigned int 
 	char err[TF_ERR_MAX] = "";
 	struct tf_policy pol = {};
 	struct tf_spec spec = {};
-	struct tf_session v;
 	int ret;
 
 	ret = spec_text(sid, nrules, s);
@@ -368,15 +368,7 @@ static int session_write(struct tf_dp *dp, unsigned int max_rules, unsigned int 
 	}
 	ret = tf_policy_compile(spec.rules, spec.nrules, &pol);
 	if (!ret)
-		ret = tf_dp_slot_init(dp, sid, 0);
-	if (!ret)
-		ret = tf_dp_policy_write(dp, sid, 1, &pol);
-	if (!ret)
-		ret = tf_dp_addrs_set(dp, &spec, sid);
-	if (!ret) {
-		tf_dp_session_value(&spec, sid, 1, &v);
-		ret = tf_dp_session_set(dp, ifindex, &v);
-	}
+		ret = tf_dp_session_install(dp, &spec, &pol, sid, 1, ifindex, 0);
 	if (ret)
 		pr_warn("session %u: cannot write it: %s\n", sid, strerror(-ret));
 	tf_policy_free(&pol);
