@@ -64,7 +64,10 @@ static json_t *event_json(struct tf_daemon *d, const struct tf_event *e, __u64 l
 	json_t *o;
 
 	fmt_time(e->ts_ns + mono_to_real_offset(), tbuf, sizeof(tbuf));
-	if (!if_indextoname(e->ifindex, ifname))
+	/* The session knows its device; ask the kernel only for a device without one. */
+	if (s && s->ifindex == e->ifindex)
+		snprintf(ifname, sizeof(ifname), "%s", s->spec.ifname);
+	else if (!if_indextoname(e->ifindex, ifname))
 		snprintf(ifname, sizeof(ifname), "%u", e->ifindex);
 	o = json_pack("{s:s, s:s?, s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:I}",
 		      "time", tbuf,
