@@ -872,6 +872,24 @@ static int slot_op(struct env *e, enum tf_slot_map which, __u32 sid, int op, con
 	return ret ? -errno : 0;
 }
 
+/* How many entries session sid's table of kind which holds. */
+static unsigned int slot_count(struct env *e, enum tf_slot_map which, __u32 sid)
+{
+	int fd = tf_dp_slot_map(&e->dp, which, sid);
+	__u8 key[64], next[64];
+	unsigned int n = 0;
+
+	if (fd < 0)
+		return 0;
+	if (bpf_map_get_next_key(fd, NULL, next))
+		return 0;
+	do {
+		memcpy(key, next, sizeof(key));
+		n++;
+	} while (!bpf_map_get_next_key(fd, key, next));
+	return n;
+}
+
 static int learned_get(struct env *e, __u32 sid, const char *addr, struct tf_learned *v)
 {
 	struct tf_learn_key k = { .sid = sid };
@@ -1046,8 +1064,10 @@ static void test_isolation(struct env *e)
 		fr_udp(&f, 0, G4, GW4, 46000 + i, 53, &m);
 		run(e, FROM, &f, &r);
 	}
-	snprintf(what, sizeof(what), "A's flood of %u queries filled A's table (its first is gone)", n);
-	CHECK_EQ(what, dnsq_get(e, SID_A, 46000, 0x6000, &q), -ENOENT);
+	/* LRU eviction is approximate (per-CPU free lists): count, don't name, what was evicted. */
+	snprintf(what, sizeof(what), "A's flood of %u queries: A's table holds at most its %u",
+		 n, e->cfg.dns_queries);
+	CHECK_EQ(what, slot_count(e, TF_SLOT_DNSQ, SID_A) <= e->cfg.dns_queries, 1);
 	CHECK_EQ("A's latest query is outstanding", dnsq_get(e, SID_A, 46000 + n - 1, 0x6000 + n - 1, &q), 0);
 	CHECK_EQ("B's outstanding query survived A's flood", qfd >= 0 && !bpf_map_lookup_elem(qfd, &bq, &q), 1);
 	CHECK_EQ("B's learnt address survived A's flood", lfd >= 0 && !bpf_map_lookup_elem(lfd, &bl, &l), 1);
