@@ -45,6 +45,9 @@ struct tf_daemon {
 	__u64 lost_reported;		/* tf_stats lost count already accounted */
 	__u64 lost_pending;		/* lost since the last line, for the next line */
 	__u64 events_written;
+	__s64 mono_off;			/* CLOCK_REALTIME - CLOCK_MONOTONIC, per drain */
+	time_t time_sec;		/* the second time_prefix formats */
+	char time_prefix[32];
 };
 
 /* Sessions (session.c). Errors are written to err naming the field. */

@@ -6,6 +6,7 @@
  * tf_stats; the next line carries how many were lost since the last one.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,50 +57,112 @@ static const char *proto_name(__u8 proto, char *buf, size_t len)
 	return buf;
 }
 
-static json_t *event_json(struct tf_daemon *d, const struct tf_event *e, __u64 lost)
+/* Appends to a line buffer; once it overflows, every later append is dropped and ok stays 0. */
+struct line {
+	char *buf;
+	size_t len, cap;
+	int ok;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void put(struct line *l, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!l->ok)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(l->buf + l->len, l->cap - l->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= l->cap - l->len)
+		l->ok = 0;
+	else
+		l->len += n;
+}
+
+/* A JSON string: quotes, backslashes, control and non-ASCII bytes escaped. */
+static void put_str(struct line *l, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	put(l, "\"");
+	for (i = 0; i < n && l->ok; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			put(l, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			put(l, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+		else if (l->len + 1 < l->cap)
+			l->buf[l->len++] = (char)c;
+		else
+			l->ok = 0;
+	}
+	put(l, "\"");
+}
+
+/* RFC 3339 with nanoseconds, UTC; the part down to the second is formatted once a second. */
+static void put_time(struct tf_daemon *d, struct line *l, __u64 ns)
+{
+	time_t sec = ns / 1000000000ULL;
+	struct tm tm;
+
+	if (sec != d->time_sec || !d->time_prefix[0]) {
+		gmtime_r(&sec, &tm);
+		strftime(d->time_prefix, sizeof(d->time_prefix), "%Y-%m-%dT%H:%M:%S", &tm);
+		d->time_sec = sec;
+	}
+	put(l, "\"time\":\"%s.%09lluZ\"", d->time_prefix, (unsigned long long)(ns % 1000000000ULL));
+}
+
+/*
+ * One event as a JSON line (docs/events.md), formatted straight into buf:
+ * the feed is on the drain path of every event. 0 if it does not fit.
+ */
+static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lost, char *buf,
+			 size_t cap)
 {
 	struct tf_sess *s = e->sid < TF_MAX_SESSIONS ? d->by_sid[e->sid] : NULL;
-	char tbuf[64], abuf[TF_ADDRSTRLEN], pbuf[8], ifname[IF_NAMESIZE] = "";
-	int has_ports;
-	json_t *o;
+	char abuf[TF_ADDRSTRLEN], pbuf[8], ifname[IF_NAMESIZE] = "";
+	struct line l = { .buf = buf, .cap = cap, .ok = 1 };
 
-	fmt_time(e->ts_ns + mono_to_real_offset(), tbuf, sizeof(tbuf));
 	/* The session knows its device; ask the kernel only for a device without one. */
 	if (s && s->ifindex == e->ifindex)
 		snprintf(ifname, sizeof(ifname), "%s", s->spec.ifname);
 	else if (!if_indextoname(e->ifindex, ifname))
 		snprintf(ifname, sizeof(ifname), "%u", e->ifindex);
-	o = json_pack("{s:s, s:s?, s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:I}",
-		      "time", tbuf,
-		      "session", s ? s->spec.id : NULL,
-		      "ifname", ifname,
-		      "ifindex", (json_int_t)e->ifindex,
-		      "direction", e->dir == TF_DIR_FROM_GUEST ? "from_guest" : "to_guest",
-		      "verdict", e->verdict == TF_VERDICT_ALLOW ? "allow" : "deny",
-		      "reason", tf_reason_name(e->reason),
-		      "policy_version", (json_int_t)e->policy_ver,
-		      "suppressed", (json_int_t)e->suppressed,
-		      "lost", (json_int_t)lost);
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "mac", json_string(tf_fmt_mac(e->smac, abuf)));
+	put(&l, "{");
+	put_time(d, &l, e->ts_ns + d->mono_off);
+	put(&l, ",\"session\":");
+	if (s)
+		put_str(&l, s->spec.id, strlen(s->spec.id));
+	else
+		put(&l, "null");
+	put(&l, ",\"ifname\":");
+	put_str(&l, ifname, strlen(ifname));
+	put(&l, ",\"ifindex\":%u,\"direction\":\"%s\",\"verdict\":\"%s\",\"reason\":\"%s\","
+		"\"policy_version\":%u,\"suppressed\":%u,\"lost\":%llu,\"mac\":\"%s\"",
+	    e->ifindex, e->dir == TF_DIR_FROM_GUEST ? "from_guest" : "to_guest",
+	    e->verdict == TF_VERDICT_ALLOW ? "allow" : "deny", tf_reason_name(e->reason),
+	    e->policy_ver, e->suppressed, (unsigned long long)lost, tf_fmt_mac(e->smac, abuf));
 	if (e->family == TF_FAM_IPV4 || e->family == TF_FAM_IPV6) {
-		json_object_set_new(o, "family", json_string(e->family == TF_FAM_IPV4 ? "ipv4" : "ipv6"));
-		json_object_set_new(o, "proto", json_string(proto_name(e->proto, pbuf, sizeof(pbuf))));
-		json_object_set_new(o, "src", json_string(tf_fmt_ip(e->family, e->saddr, abuf)));
-		json_object_set_new(o, "dst", json_string(tf_fmt_ip(e->family, e->daddr, abuf)));
-		has_ports = e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP;
-		if (has_ports) {
-			json_object_set_new(o, "sport", json_integer(ntohs(e->sport)));
-			json_object_set_new(o, "dport", json_integer(ntohs(e->dport)));
-		}
+		put(&l, ",\"family\":\"%s\",\"proto\":\"%s\"", e->family == TF_FAM_IPV4 ? "ipv4" : "ipv6",
+		    proto_name(e->proto, pbuf, sizeof(pbuf)));
+		put(&l, ",\"src\":\"%s\"", tf_fmt_ip(e->family, e->saddr, abuf));
+		put(&l, ",\"dst\":\"%s\"", tf_fmt_ip(e->family, e->daddr, abuf));
+		if (e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP)
+			put(&l, ",\"sport\":%u,\"dport\":%u", ntohs(e->sport), ntohs(e->dport));
 	} else {
-		snprintf(pbuf, sizeof(pbuf), "%04x", ntohs(e->ethertype));
-		json_object_set_new(o, "ethertype", json_string(pbuf));
+		put(&l, ",\"ethertype\":\"%04x\"", ntohs(e->ethertype));
 	}
-	if (e->name_len && e->name_len <= TF_NAME_MAX)
-		json_object_set_new(o, "name", json_stringn((const char *)e->name, e->name_len));
-	return o;
+	if (e->name_len && e->name_len <= TF_NAME_MAX) {
+		put(&l, ",\"name\":");
+		put_str(&l, (const char *)e->name, e->name_len);
+	}
+	put(&l, "}");
+	return l.ok ? l.len : 0;
 }
 
 static __u64 lost_total(struct tf_daemon *d)
@@ -115,28 +178,22 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	struct tf_daemon *d = ctx;
 	const struct tf_event *e = data;
-	char *line;
-	json_t *o;
+	char line[2048];
+	size_t n;
 
 	if (len < sizeof(*e))
 		return 0;
-	o = event_json(d, e, d->lost_pending);
-	if (!o)
-		return 0;
-	line = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!line)
+	n = event_line(d, e, d->lost_pending, line, sizeof(line));
+	if (!n)
 		return 0;
 	d->lost_pending = 0;
-	if (d->event_log) {
-		fputs(line, d->event_log);
-		fputc('\n', d->event_log);
-	}
+	line[n] = '\n';	/* event_line() leaves room for it */
+	if (d->event_log)
+		fwrite(line, 1, n + 1, d->event_log);
 	if (d->foreground)
-		printf("%s\n", line);
-	tf_ctl_broadcast(d, e->sid, line, strlen(line));
+		fwrite(line, 1, n + 1, stdout);
+	tf_ctl_broadcast(d, e->sid, line, n);
 	d->events_written++;
-	free(line);
 	return 0;
 }
 
@@ -226,6 +283,7 @@ int tf_events_drain(struct tf_daemon *d)
 		d->lost_pending += total - d->lost_reported;
 		d->lost_reported = total;
 	}
+	d->mono_off = mono_to_real_offset();
 	n = ring_buffer__consume(d->rb);
 
 	if (d->event_log)
