@@ -70,7 +70,13 @@ wait_for 5 test -e "$T/echo.ready" || die "echo server did not start"
 bpffs_mount "$T/bpffs"
 # Small flow tables, so a flood really fills A's; a small rule table, so re-adopting a large
 # session after a restart (old and new generation side by side) runs out of room.
-tfd_config "$T/tf.json" '"limits":{"flows_per_session":256,"rule_entries":1024}'
+# The control socket's group, and a user who is in it only as a supplementary group.
+group=tfg$TF_SFX member=tfm$TF_SFX
+groupadd -r "$group" || die "cannot create group $group"
+defer groupdel "$group"
+useradd -M -N -r -s /usr/sbin/nologin -G "$group" "$member" || die "cannot create user $member"
+defer userdel "$member"
+tfd_config "$T/tf.json" '"socket_group":"'"$group"'","limits":{"flows_per_session":256,"rule_entries":1024}'
 session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
 	'[{"host":"web.example.com","proto":"tcp","ports":[80,9000]},{"host":"web2.example.com","proto":"tcp","ports":[80]},
 	  {"cidr":"192.0.2.0/24","proto":"udp"}]'
@@ -129,6 +135,9 @@ check_not "non-root: cannot open a pinned map" as_user cat "$TF_PIN_DIR/maps/tf_
 check_not "non-root: cannot read the saved sessions" as_user cat "$T/state/sessions/a.json"
 check "pin dir is 0700" test "$(stat -c %a "$TF_PIN_DIR")" = 700
 check "state dir is 0700" test "$(stat -c %a "$T/state/sessions")" = 700
+check "the socket's group is socket_group" test "$(stat -c %G "$TF_SOCK")" = "$group"
+runuser -u "$member" -- "$TF_BUILD/tapfence" --socket "$TF_SOCK" session list >"$T/member.out" 2>&1
+check "a member of socket_group (a supplementary group) is served" grep -q "^a " "$T/member.out"
 # Past the file mode, SO_PEERCRED still says no.
 chmod 0666 "$TF_SOCK"
 tf_mark

@@ -537,9 +537,26 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 	return client_flush(d, c);
 }
 
-/* uid 0, the operator's uids, or a primary gid the operator allows (socket_group included). */
-static int peer_allowed(const struct tf_daemon *d, const struct ucred *cr)
+/* A gid the operator allows: one of allowed_gids, or socket_group's. */
+static int gid_allowed(const struct tf_daemon *d, gid_t gid)
 {
+	unsigned int i;
+
+	for (i = 0; i < d->cfg.nallowed_gids; i++)
+		if (gid == d->cfg.allowed_gids[i])
+			return 1;
+	return d->socket_gid && gid == d->socket_gid;
+}
+
+/*
+ * uid 0, one of the operator's uids, or a peer whose primary or
+ * supplementary groups (SO_PEERGROUPS, the groups it had at connect) hold
+ * a gid the operator allows.
+ */
+static int peer_allowed(const struct tf_daemon *d, int fd, const struct ucred *cr)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
 	unsigned int i;
 
 	if (cr->uid == 0)
@@ -547,10 +564,14 @@ static int peer_allowed(const struct tf_daemon *d, const struct ucred *cr)
 	for (i = 0; i < d->cfg.nallowed_uids; i++)
 		if (cr->uid == d->cfg.allowed_uids[i])
 			return 1;
-	for (i = 0; i < d->cfg.nallowed_gids; i++)
-		if (cr->gid == d->cfg.allowed_gids[i])
+	if (gid_allowed(d, cr->gid))
+		return 1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
+		return 0;	/* more groups than we read, or no answer: refuse */
+	for (i = 0; i < len / sizeof(groups[0]); i++)
+		if (gid_allowed(d, groups[i]))
 			return 1;
-	return d->socket_gid && cr->gid == d->socket_gid;
+	return 0;
 }
 
 static void peer_refuse(struct tf_daemon *d, int fd, const struct ucred *cr)
@@ -579,7 +600,7 @@ static void client_accept(struct tf_daemon *d)
 		fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) || !peer_allowed(d, &cr)) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) || !peer_allowed(d, fd, &cr)) {
 			peer_refuse(d, fd, &cr);
 			close(fd);
 			continue;
