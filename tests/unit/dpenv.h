@@ -31,7 +31,7 @@ struct sess {
 };
 
 /* Fixtures are written with ' for ", to stay readable: undo that. Returns the length. */
-static size_t unquote(const char *text, char *buf, size_t len)
+static inline size_t unquote(const char *text, char *buf, size_t len)
 {
 	size_t i;
 
@@ -41,7 +41,7 @@ static size_t unquote(const char *text, char *buf, size_t len)
 	return i;
 }
 
-static int spec_parse(const char *text, const struct tf_config *cfg, struct tf_spec *out)
+static inline int spec_parse(const char *text, const struct tf_config *cfg, struct tf_spec *out)
 {
 	struct tf_spec_limits lim = { .max_rules = cfg->max_rules };
 	char buf[4096], err[TF_ERR_MAX] = "";
@@ -53,7 +53,7 @@ static int spec_parse(const char *text, const struct tf_config *cfg, struct tf_s
 	return ret;
 }
 
-static int config_parse(struct tf_config *c, const char *text)
+static inline int config_parse(struct tf_config *c, const char *text)
 {
 	char buf[1024], err[TF_ERR_MAX] = "";
 	int ret;
@@ -65,7 +65,7 @@ static int config_parse(struct tf_config *c, const char *text)
 }
 
 /* What the daemon's session add does, minus attaching to a device. */
-static int dp_session_add(struct tf_dp *dp, const struct tf_config *cfg, struct sess *s,
+static inline int dp_session_add(struct tf_dp *dp, const struct tf_config *cfg, struct sess *s,
 			  const char *text, __u32 sid, __u32 ifindex)
 {
 	int ret;
@@ -83,7 +83,7 @@ static int dp_session_add(struct tf_dp *dp, const struct tf_config *cfg, struct 
 }
 
 /* What the daemon's session del does, minus detaching. */
-static void dp_session_del(struct tf_dp *dp, struct sess *s)
+static inline void dp_session_del(struct tf_dp *dp, struct sess *s)
 {
 	tf_dp_session_remove(dp, &s->spec, &s->pol, s->sid, s->ver, s->ifindex);
 	tf_policy_free(&s->pol);
@@ -91,7 +91,7 @@ static void dp_session_del(struct tf_dp *dp, struct sess *s)
 }
 
 /* A network namespace of our own, with lo up, so the host's loopback is never involved. */
-static int private_netns(void)
+static inline int private_netns(void)
 {
 	struct ifreq ifr = {};
 	int fd, ret = 0;
@@ -113,7 +113,7 @@ static int private_netns(void)
 	return ret;
 }
 
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+static inline int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }

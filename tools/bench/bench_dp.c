@@ -60,6 +60,7 @@
 #include "daemon/daemon.h"
 #include "daemon/datapath.h"
 #include "../../tests/unit/pkt.h"
+#include "../../tests/unit/dpenv.h"	/* private_netns() */
 
 #define IFINDEX_LO   1		/* what a test run judges on: the measured session */
 #define IFINDEX_BASE 100000	/* other sessions: ifindex IFINDEX_BASE + slot, no such device */
@@ -193,29 +194,6 @@ static int on_event(void *ctx, void *data, size_t len)
 	(void)len;
 	b->nev++;
 	return 0;
-}
-
-/* A network namespace of our own, with lo up: test runs never touch the host's loopback. */
-static int private_netns(void)
-{
-	struct ifreq ifr = {};
-	int fd, err = 0;
-
-	if (unshare(CLONE_NEWNET))
-		return -errno;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr)) {
-		err = -errno;
-	} else {
-		ifr.ifr_flags |= IFF_UP;
-		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
-			err = -errno;
-	}
-	close(fd);
-	return err;
 }
 
 static void bench_close(struct bench *b)
