@@ -118,18 +118,8 @@ else
 	done
 fi
 # --- end of the guests -------------------------------------------------------------------------
-setup veth_pair "$host" hi "$inet" ii
-setup ip -n "$host" addr add 10.97.0.1/30 dev hi
-setup ip -n "$inet" addr add 10.97.0.2/30 dev ii
-setup ip -n "$host" link set hi up
-setup ip -n "$inet" link set ii up
-for dst in 198.51.100.0/24 203.0.113.0/24 169.254.169.254/32; do
-	setup ip -n "$host" route add $dst via 10.97.0.2 dev hi
-done
-for a in 198.51.100.10/32 203.0.113.10/32 169.254.169.254/32; do
-	setup ip -n "$inet" addr add $a dev lo
-done
-setup ip -n "$inet" route add 10.30.0.0/16 via 10.97.0.1 dev ii
+setup inet_link "$host" "$inet" 97 10.30.0.0/16 fd00:1e::/32 \
+	198.51.100.0/24 203.0.113.0/24 169.254.169.254/32 -- 198.51.100.10 203.0.113.10 169.254.169.254
 
 L_INET=$T/inet.log L_ALPHA=$T/alpha.log
 listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80 tcp:169.254.169.254:80

@@ -153,6 +153,38 @@ tap_link() {
 	ip -n "$ns" neigh replace "$g6" lladdr "$gmac" dev "$dev" nud permanent
 }
 
+# inet_link HOSTNS INETNS N GUESTS4 GUESTS6 DST... -- ADDR...
+# The fake internet behind the router: a veth hi|ii on 10.N.0.0/30 and fd00:N::/64 (.1 and ::1 on
+# the host side), a host route via it for each DST (IPv4 or IPv6 CIDR), the return routes for the
+# guests' ranges GUESTS4 and GUESTS6, and each ADDR (a bare address) on INETNS's lo.
+inet_link() {
+	local hns=$1 ins=$2 n=$3 g4=$4 g6=$5 a
+	shift 5
+	veth_pair "$hns" hi "$ins" ii || return
+	ip -n "$hns" addr add 10.$n.0.1/30 dev hi || return
+	ip -n "$hns" addr add fd00:$n::1/64 dev hi nodad || return
+	ip -n "$ins" addr add 10.$n.0.2/30 dev ii || return
+	ip -n "$ins" addr add fd00:$n::2/64 dev ii nodad || return
+	ip -n "$hns" link set hi up || return
+	ip -n "$ins" link set ii up || return
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		case $1 in
+		*:*) ip -n "$hns" -6 route add "$1" via fd00:$n::2 dev hi || return ;;
+		*) ip -n "$hns" route add "$1" via 10.$n.0.2 dev hi || return ;;
+		esac
+		shift
+	done
+	[ "${1:-}" = -- ] && shift
+	for a in "$@"; do
+		case $a in
+		*:*) ip -n "$ins" addr add "$a/128" dev lo nodad || return ;;
+		*) ip -n "$ins" addr add "$a/32" dev lo || return ;;
+		esac
+	done
+	ip -n "$ins" route add "$g4" via 10.$n.0.1 dev ii || return
+	ip -n "$ins" -6 route add "$g6" via fd00:$n::1 dev ii
+}
+
 # --- listeners and clients --------------------------------------------------------------------
 
 # listener_start NS LOG SPEC...: SPEC is tcp:ADDR:PORT or udp:ADDR:PORT (IPv6 as udp:[ADDR]:PORT).

@@ -65,24 +65,9 @@ setup tap_link "$host" tc $C_GW_MAC 10.10.3.1/24 fd00:a:3::1/64 $C_MAC 10.10.3.2
 setup ip -n "$ga" addr add 10.10.1.99/24 dev ga
 setup ip -n "$ga" addr add fd00:a:1::99/64 dev ga nodad preferred_lft 0
 
-setup veth_pair "$host" hi "$inet" ii
-setup ip -n "$host" addr add 10.99.0.1/30 dev hi
-setup ip -n "$host" addr add fd00:99::1/64 dev hi nodad
-setup ip -n "$inet" addr add 10.99.0.2/30 dev ii
-setup ip -n "$inet" addr add fd00:99::2/64 dev ii nodad
-setup ip -n "$host" link set hi up
-setup ip -n "$inet" link set ii up
-for dst in 198.51.100.0/24 203.0.113.0/24 169.254.169.254/32 192.168.77.0/24; do
-	setup ip -n "$host" route add $dst via 10.99.0.2 dev hi
-done
-setup ip -n "$host" -6 route add 2001:db8::/32 via fd00:99::2 dev hi
-for a in 198.51.100.10/32 203.0.113.10/32 169.254.169.254/32 192.168.77.10/32; do
-	setup ip -n "$inet" addr add $a dev lo
-done
-setup ip -n "$inet" addr add 2001:db8:100::10/128 dev lo nodad
-setup ip -n "$inet" addr add 2001:db8:200::10/128 dev lo nodad
-setup ip -n "$inet" route add 10.10.0.0/16 via 10.99.0.1 dev ii
-setup ip -n "$inet" -6 route add fd00:a::/32 via fd00:99::1 dev ii
+setup inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 \
+	198.51.100.0/24 203.0.113.0/24 169.254.169.254/32 192.168.77.0/24 2001:db8::/32 -- \
+	198.51.100.10 203.0.113.10 169.254.169.254 192.168.77.10 2001:db8:100::10 2001:db8:200::10
 
 # --- listeners --------------------------------------------------------------------------------
 

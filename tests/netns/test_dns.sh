@@ -72,24 +72,10 @@ RES_A=10.10.1.1 RES_B=10.10.2.1
 setup guest_link "$ga" ga $A_MAC 10.10.1.2/24 fd00:a:1::2/64 "$host" ha $A_GW_MAC $RES_A/24 fd00:a:1::1/64
 setup guest_link "$gb" gb $B_MAC 10.10.2.2/24 fd00:a:2::2/64 "$host" hb $B_GW_MAC $RES_B/24 fd00:a:2::1/64
 
-setup veth_pair "$host" hi "$inet" ii
-setup ip -n "$host" addr add 10.99.0.1/30 dev hi
-setup ip -n "$host" addr add fd00:99::1/64 dev hi nodad
-setup ip -n "$inet" addr add 10.99.0.2/30 dev ii
-setup ip -n "$inet" addr add fd00:99::2/64 dev ii nodad
-setup ip -n "$host" link set hi up
-setup ip -n "$inet" link set ii up
-for dst in 198.51.100.0/24 203.0.113.0/24 10.1.2.0/24 169.254.169.254/32; do
-	setup ip -n "$host" route add $dst via 10.99.0.2 dev hi
-done
-setup ip -n "$host" -6 route add 2001:db8::/32 via fd00:99::2 dev hi
-for a in 198.51.100.10 198.51.100.20 198.51.100.30 198.51.100.40 198.51.100.53 \
-	203.0.113.10 203.0.113.20 10.1.2.3 169.254.169.254; do
-	setup ip -n "$inet" addr add $a/32 dev lo
-done
-setup ip -n "$inet" addr add 2001:db8:100::10/128 dev lo nodad
-setup ip -n "$inet" route add 10.10.0.0/16 via 10.99.0.1 dev ii
-setup ip -n "$inet" -6 route add fd00:a::/32 via fd00:99::1 dev ii
+setup inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 \
+	198.51.100.0/24 203.0.113.0/24 10.1.2.0/24 169.254.169.254/32 2001:db8::/32 -- \
+	198.51.100.10 198.51.100.20 198.51.100.30 198.51.100.40 198.51.100.53 \
+	203.0.113.10 203.0.113.20 10.1.2.3 169.254.169.254 2001:db8:100::10
 
 # --- the resolver: dnsmasq in $host, on the two gateway addresses only ------------------------
 

@@ -32,18 +32,8 @@ guest_link "$ga" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:
 guest_link "$gb" gb 02:00:00:00:1b:02 10.10.2.2/24 fd00:a:2::2/64 "$host" hb 02:00:00:00:1b:01 10.10.2.1/24 fd00:a:2::1/64
 guest_link "$gc" gc 02:00:00:00:1c:02 10.10.3.2/24 fd00:a:3::2/64 "$host" hc 02:00:00:00:1c:01 10.10.3.1/24 fd00:a:3::1/64
 guest_link "$gd" gd 02:00:00:00:1d:02 10.10.4.2/24 fd00:a:4::2/64 "$host" hd 02:00:00:00:1d:01 10.10.4.1/24 fd00:a:4::1/64
-veth_pair "$host" hi "$inet" ii
-ip -n "$host" addr add 10.99.0.1/30 dev hi
-ip -n "$inet" addr add 10.99.0.2/30 dev ii
-ip -n "$host" link set hi up
-ip -n "$inet" link set ii up
-for a in 198.51.100.10/32 198.51.100.11/32 203.0.113.10/32 192.0.2.1/32; do
-	ip -n "$inet" addr add "$a" dev lo
-done
-for r in 198.51.100.0/24 203.0.113.0/24 192.0.2.0/24; do
-	ip -n "$host" route add "$r" via 10.99.0.2
-done
-ip -n "$inet" route add 10.10.0.0/16 via 10.99.0.1
+inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 192.0.2.0/24 -- \
+	198.51.100.10 198.51.100.11 203.0.113.10 192.0.2.1 || die "cannot build the fake internet"
 
 # The session's resolver: no upstream, no hosts file, bound to A's gateway address only.
 DNS_LOG=$T/dnsmasq.log

@@ -74,25 +74,10 @@ B_MAC=02:00:00:00:4b:02 B_GW_MAC=02:00:00:00:4b:01 B4=10.40.2.2 B_GW4=10.40.2.1
 setup tap_link "$host" tva $A_GW_MAC $A_GW4/24 fd00:40:1::1/64 $A_MAC $A4 fd00:40:1::2
 setup tap_link "$host" tvb $B_GW_MAC $B_GW4/24 fd00:40:2::1/64 $B_MAC $B4 fd00:40:2::2
 
-setup veth_pair "$host" hi "$inet" ii
-setup ip -n "$host" addr add 10.98.0.1/30 dev hi
-setup ip -n "$host" addr add fd00:98::1/64 dev hi nodad
-setup ip -n "$inet" addr add 10.98.0.2/30 dev ii
-setup ip -n "$inet" addr add fd00:98::2/64 dev ii nodad
-setup ip -n "$host" link set hi up
-setup ip -n "$inet" link set ii up
-for dst in 198.51.100.0/24 203.0.113.0/24 169.254.169.254/32 192.168.77.0/24; do
-	setup ip -n "$host" route add $dst via 10.98.0.2 dev hi
-done
-setup ip -n "$host" -6 route add 2001:db8::/32 via fd00:98::2 dev hi
-for a in 198.51.100.10 198.51.100.20 198.51.100.30 198.51.100.53 203.0.113.10 203.0.113.20 \
-	169.254.169.254 192.168.77.10; do
-	setup ip -n "$inet" addr add $a/32 dev lo
-done
-setup ip -n "$inet" addr add 2001:db8:100::10/128 dev lo nodad
-setup ip -n "$inet" addr add 2001:db8:200::10/128 dev lo nodad
-setup ip -n "$inet" route add 10.40.0.0/16 via 10.98.0.1 dev ii
-setup ip -n "$inet" -6 route add fd00:40::/32 via fd00:98::1 dev ii
+setup inet_link "$host" "$inet" 98 10.40.0.0/16 fd00:40::/32 \
+	198.51.100.0/24 203.0.113.0/24 169.254.169.254/32 192.168.77.0/24 2001:db8::/32 -- \
+	198.51.100.10 198.51.100.20 198.51.100.30 198.51.100.53 203.0.113.10 203.0.113.20 \
+	169.254.169.254 192.168.77.10 2001:db8:100::10 2001:db8:200::10
 
 # --- the resolver: dnsmasq in $host, on the two gateway addresses only ------------------------
 
