@@ -29,6 +29,15 @@
 #define TF_PB_UDP           0x02
 #define TF_PB_ICMP          0x04	/* ICMP echo / ICMPv6 echo */
 #define TF_PB_OTHER         0x08	/* any other IP protocol ("any" rules) */
+/*
+ * TCP ports on which a connection must show an allowed ClientHello SNI
+ * before payload passes (tls.bpf.h): in all_ports, every TCP port of the
+ * permission; in protos, the ports of the class's TF_PORTS_TLS bitmap.
+ */
+#define TF_PB_TLS           0x10
+
+/* tf_port_key.proto of a class's TLS port bitmap (not an IP protocol number). */
+#define TF_PORTS_TLS        0
 
 /* Session flags (struct tf_session.flags). */
 #define TF_SF_IPV4          0x0001	/* guest has an IPv4 address */
@@ -163,15 +172,30 @@ struct tf_flow_key {
 };
 _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 
-#define TF_FLOW_OPEN        1
+/* Flow states (struct tf_flow.state); docs/tls.md draws the TLS ones. */
+#define TF_FLOW_OPEN        1	/* every packet passes */
+#define TF_FLOW_TLS_WAIT    2	/* TLS port: no payload passes until the ClientHello is judged */
+#define TF_FLOW_TLS_VERIFY  3	/* allowed: the hello's bytes must be resent unchanged until acked */
+#define TF_FLOW_TLS_DENIED  4	/* refused (@reason): no payload passes */
 
+/**
+ * struct tf_flow - a tracked flow.
+ * @bind:   TLS: the SNI must be a name @raddr was learnt for (the flow was
+ *          allowed by a learnt address, not by a CIDR rule)
+ * @reason: TF_FLOW_TLS_DENIED: why (enum tf_reason)
+ * @isn:    TLS: sequence number of the guest's first payload byte
+ * @ch_end: TF_FLOW_TLS_VERIFY: wire bytes of the ClientHello's records
+ */
 struct tf_flow {
 	__u64 created_ns;
 	__u32 policy_ver;
 	__u8 state;
-	__u8 pad[3];
+	__u8 bind;
+	__u16 reason;
+	__u32 isn;
+	__u32 ch_end;
 };
-_Static_assert(sizeof(struct tf_flow) == 16, "tf_flow layout");
+_Static_assert(sizeof(struct tf_flow) == 24, "tf_flow layout");
 
 /*
  * Host names (host rules, DNS). A name is kept in "reversed form": lower
@@ -264,6 +288,50 @@ struct tf_learned {
 	__u8 pad2[2];
 };
 _Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
+
+/*
+ * TLS (include/tapfence/tls.h, bpf/lib/tls.bpf.h). A ClientHello is
+ * reassembled from the guest's first payload bytes into a per-session
+ * buffer (map tf_tlsbuf, keyed by struct tf_flow_key): at most
+ * TF_TLS_BUF wire bytes, and its handshake message de-framed beside them.
+ */
+#define TF_TLS_BUF          16384
+#define TF_TLS_SLACK        256	/* room for a chunk copied at a masked offset */
+
+/**
+ * struct tf_tls_buf - one ClientHello being reassembled.
+ * @created_ns: when the first segment arrived (the daemon sweeps old ones)
+ * @have:     wire bytes held, from the first payload byte
+ * @rec_off:  wire offset of the next record header or record body byte to de-frame
+ * @rec_left: body bytes of the current record not de-framed yet
+ * @hs_len:   handshake bytes de-framed into @hs
+ * @hs_need:  4 + the ClientHello's length, once known (0 before)
+ */
+struct tf_tls_buf {
+	__u64 created_ns;
+	__u32 have;
+	__u32 rec_off;
+	__u32 rec_left;
+	__u32 hs_len;
+	__u32 hs_need;
+	__u32 pad;
+	__u8 wire[TF_TLS_BUF + TF_TLS_SLACK];
+	__u8 hs[TF_TLS_BUF + TF_TLS_SLACK];
+};
+
+/**
+ * struct tf_bind_key - a (learnt address, asked name) pair, map tf_tlsbind
+ * (per session, value: __u64 expiry in bpf_ktime_get_ns()). An address
+ * shared by several names (a CDN) has one entry per name, so an SNI is
+ * checked against every name the guest resolved to that address.
+ */
+struct tf_bind_key {
+	__u8 family;
+	__u8 pad[3];
+	__u8 addr[16];
+	__u8 name[TF_DNS_NAME_MAX];	/* reversed form, zero padded */
+};
+_Static_assert(sizeof(struct tf_bind_key) == 268, "tf_bind_key layout");
 
 /* Directions, seen from the guest. */
 #define TF_DIR_FROM_GUEST   0

@@ -62,7 +62,22 @@
 	X(DNS_LEARN_LIMIT,  "dns_learn_limit",  DENY)  /* 48 records not learnt */ \
 	X(ALLOW_DNS_ANSWER, "allow_dns_answer", ALLOW) /* 49 matched answer */   \
 	X(ALLOW_LEARNED,    "allow_learned",    ALLOW) /* 50 new flow, DNS-learnt */ \
-	X(DNS_QUERY_TABLE,  "dns_query_table",  DENY)  /* 51 cannot record query */
+	X(DNS_QUERY_TABLE,  "dns_query_table",  DENY)  /* 51 cannot record query */ \
+	X(ALLOW_TLS,        "allow_tls",        ALLOW) /* 52 ClientHello SNI allowed */ \
+	X(TLS_PENDING,      "tls_pending",      DENY)  /* 53 held until the hello is judged */ \
+	X(TLS_NO_SNI,       "tls_no_sni",       DENY)  /* 54 */                  \
+	X(TLS_SNI_DENIED,   "tls_sni_denied",   DENY)  /* 55 no host rule allows the SNI */ \
+	X(TLS_SNI_MISMATCH, "tls_sni_mismatch", DENY)  /* 56 dst not learnt for the SNI */ \
+	X(TLS_SNI_IP,       "tls_sni_ip",       DENY)  /* 57 an IP literal as SNI */ \
+	X(TLS_ECH,          "tls_ech",          DENY)  /* 58 encrypted_client_hello */ \
+	X(TLS_NOT_TLS,      "tls_not_tls",      DENY)  /* 59 first payload not a TLS record */ \
+	X(TLS_SSLV2,        "tls_sslv2",        DENY)  /* 60 SSLv2-framed hello */ \
+	X(TLS_MALFORMED,    "tls_malformed",    DENY)  /* 61 */                  \
+	X(TLS_FASTOPEN,     "tls_fastopen",     DENY)  /* 62 data in a SYN */    \
+	X(TLS_REASSEMBLY,   "tls_reassembly",   DENY)  /* 63 out of order, or resent bytes differ */ \
+	X(TLS_TOO_BIG,      "tls_too_big",      DENY)  /* 64 hello over TF_TLS_BUF */ \
+	X(TLS_TABLE_FULL,   "tls_table_full",   DENY)  /* 65 no reassembly buffer */ \
+	X(TLS_UDP,          "tls_udp",          DENY)  /* 66 UDP (QUIC) to a TLS port */
 
 #define TF_REASON_ENUM_(name, str, verdict) TF_REASON_##name,
 enum tf_reason {
@@ -75,8 +90,8 @@ enum tf_reason {
  * Per-session counter slots: reasons first, then a few non-reason
  * counters at the top. TF_REASON_MAX must stay below TF_CNT_EVENTS_LOST.
  */
-#define TF_CNT_SLOTS             64
-#define TF_CNT_EVENTS_LOST       63
-#define TF_CNT_EVENTS_SUPPRESSED 62
+#define TF_CNT_SLOTS             128
+#define TF_CNT_EVENTS_LOST       127
+#define TF_CNT_EVENTS_SUPPRESSED 126
 
 #endif /* TAPFENCE_REASON_H */

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * The TLS ClientHello reader, written once and compiled into the BPF
+ * datapath (bpf/lib/tls.bpf.h), the unit tests and the libFuzzer harness
+ * (tests/fuzz/fuzz_tls.c). Like dns.h: plain C over bounded buffers, no
+ * helper, no libc, every buffer index masked to TF_TLS_BUF - 1, and the
+ * work cut into small steps that each side drives with its own loop (BPF:
+ * one bpf_loop() per stage; userspace: the run functions below).
+ *
+ * Two stages over a struct tf_tls_buf (abi.h):
+ *
+ * 1. De-framing, after each in-order append to @wire: TLS records (type 22,
+ *    version 3.x, 1..2^14 bytes) are walked and their bodies copied into
+ *    @hs until the handshake message, a ClientHello (type 1) of the length
+ *    its header gives, is whole. It must end exactly where a record ends:
+ *    a client's first flight is the hello alone. The first byte tells TLS
+ *    from an SSLv2-framed hello (high bit set) and from anything else.
+ *
+ * 2. Parsing the ClientHello in @hs: version, random, session id (<= 32),
+ *    cipher suites (even, >= 2 bytes), compression methods (>= 1), then the
+ *    extensions, which must fill the message exactly. server_name may sit
+ *    anywhere in the list; it may appear once, with exactly one host_name
+ *    entry (RFC 6066 3). encrypted_client_hello (0xfe0d) and the draft
+ *    ESNI extension (0xffce) are noted. The SNI comes out lower-cased in
+ *    forward form (@sni) and reversed form (@rev, as host rules and DNS
+ *    names are kept, abi.h), after checking it is a host name: labels of
+ *    [a-z0-9-_], no empty label, no trailing dot. Digits and dots only, or
+ *    a ':' or '[', is an IP literal (RFC 6066 forbids those as SNI).
+ */
+#ifndef TAPFENCE_TLS_H
+#define TAPFENCE_TLS_H
+
+#include "abi.h"
+#include "dns.h"	/* name limits: TF_DNS_FWD_MAX, TF_DNS_NAME_BUF */
+
+#define TF_TLS_MASK         (TF_TLS_BUF - 1)
+#define TF_TLS_REC_HDR      5
+#define TF_TLS_REC_MAX      16384	/* RFC 8446 5.1: 2^14 bytes of plaintext */
+#define TF_TLS_COPY         64		/* body bytes one de-framing step copies */
+#define TF_TLS_SNI_MAX      TF_DNS_FWD_MAX	/* longer: no host rule can name it */
+
+#define TLS_CT_HANDSHAKE    22
+#define TLS_HS_CLIENT_HELLO 1
+#define TLS_EXT_SERVER_NAME 0x0000
+#define TLS_EXT_ECH         0xfe0d	/* draft-ietf-tls-esni, encrypted_client_hello */
+#define TLS_EXT_ESNI        0xffce	/* the older encrypted_server_name drafts */
+
+/* Steps that bound each stage for any input the limits accept. */
+#define TF_TLS_DEFRAME_STEPS (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + TF_TLS_BUF / TF_TLS_COPY + 4)
+#define TF_TLS_PARSE_STEPS  (8 + TF_TLS_BUF / 4 + 256 + TF_DNS_NAME_MAX)
+
+/* Outcome of a stage (struct tls_parse.status, tls_deframe()). */
+enum tls_status {
+	TLS_MORE,		/* de-framing: the hello is not whole yet */
+	TLS_OK,			/* de-framing: whole; parsing: a valid SNI */
+	TLS_NOT_TLS,		/* the first bytes are not a TLS handshake record */
+	TLS_SSLV2,		/* an SSLv2-framed hello */
+	TLS_MALFORMED,		/* breaks the format or a rule above */
+	TLS_TOO_BIG,		/* the hello does not fit TF_TLS_BUF */
+	TLS_NO_SNI,		/* parsing: no server_name */
+	TLS_SNI_IP,		/* parsing: the SNI is an IP literal */
+	TLS_SNI_LONG,		/* parsing: the SNI is longer than TF_TLS_SNI_MAX */
+	TLS_ECH,		/* parsing: encrypted_client_hello (or ESNI) present */
+};
+
+static inline __u32 tls_u16(const __u8 *b, __u32 pos)
+{
+	return (__u32)b[pos & TF_TLS_MASK] << 8 | b[(pos + 1) & TF_TLS_MASK];
+}
+
+static inline __u32 tls_u24(const __u8 *b, __u32 pos)
+{
+	return (__u32)b[pos & TF_TLS_MASK] << 16 | tls_u16(b, pos + 1);
+}
+
+/*
+ * One de-framing step: read a record header, or copy up to TF_TLS_COPY
+ * bytes of a record body. Returns TLS_MORE to be called again (when
+ * *progress is set) or to wait for more bytes (when it is not), else the
+ * stage's outcome. The copy always moves TF_TLS_COPY bytes (the buffers
+ * have TF_TLS_SLACK to spare) and counts the real ones: one fixed-size
+ * copy, whatever the record's length, is what the verifier can check.
+ */
+static inline int tls_deframe_step(struct tf_tls_buf *b, int *progress)
+{
+	__u32 n, i, off;
+
+	*progress = 0;
+	if (b->have == 0)
+		return TLS_MORE;
+	if (b->wire[0] != TLS_CT_HANDSHAKE)
+		return (b->wire[0] & 0x80) ? TLS_SSLV2 : TLS_NOT_TLS;
+	if (b->rec_left == 0) {
+		if (b->rec_off > TF_TLS_BUF - TF_TLS_REC_HDR)
+			return TLS_TOO_BIG;
+		if (b->have < b->rec_off + TF_TLS_REC_HDR)
+			return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
+		off = b->rec_off;
+		if (b->wire[off & TF_TLS_MASK] != TLS_CT_HANDSHAKE)
+			return off ? TLS_MALFORMED : TLS_NOT_TLS;
+		if (b->wire[(off + 1) & TF_TLS_MASK] != 3)
+			return off ? TLS_MALFORMED : TLS_NOT_TLS;
+		n = tls_u16(b->wire, off + 3);
+		if (n == 0 || n > TF_TLS_REC_MAX)
+			return TLS_MALFORMED;
+		b->rec_left = n;
+		b->rec_off = off + TF_TLS_REC_HDR;
+		*progress = 1;
+		return TLS_MORE;
+	}
+	n = b->have - b->rec_off;
+	if (n > b->rec_left)
+		n = b->rec_left;
+	if (n > TF_TLS_COPY)
+		n = TF_TLS_COPY;
+	if (n == 0)
+		return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
+	if (b->hs_len + n > TF_TLS_BUF)
+		return TLS_TOO_BIG;
+	off = b->rec_off & TF_TLS_MASK;
+	for (i = 0; i < TF_TLS_COPY; i++)
+		b->hs[(b->hs_len & TF_TLS_MASK) + i] = b->wire[off + i];
+	b->hs_len += n;
+	b->rec_off += n;
+	b->rec_left -= n;
+	*progress = 1;
+	if (!b->hs_need && b->hs_len >= 4) {
+		if (b->hs[0] != TLS_HS_CLIENT_HELLO)
+			return TLS_MALFORMED;
+		b->hs_need = 4 + tls_u24(b->hs, 1);
+		if (b->hs_need > TF_TLS_BUF)
+			return TLS_TOO_BIG;
+	}
+	if (b->hs_need && b->hs_len >= b->hs_need)
+		return b->hs_len == b->hs_need && b->rec_left == 0 ? TLS_OK : TLS_MALFORMED;
+	return TLS_MORE;
+}
+
+enum tls_phase {
+	TLS_PH_HELLO,		/* version, random, session id */
+	TLS_PH_SUITES,
+	TLS_PH_COMP,
+	TLS_PH_EXT,		/* the next extension header */
+	TLS_PH_SNI,		/* one byte of the host name */
+	TLS_PH_REV,		/* one byte of the reversed form */
+	TLS_PH_DONE,
+};
+
+/**
+ * struct tls_parse - the ClientHello parser's state and results. In BPF it
+ * lives in a per-CPU scratch map. Results, valid once the phase is DONE:
+ * @status:  enum tls_status (TLS_OK, TLS_MALFORMED, TLS_NO_SNI, ...)
+ * @sni:     the host name, lower case, @sni_len bytes, zero padded (also
+ *           filled, up to TF_TLS_SNI_MAX bytes, for TLS_SNI_IP/TLS_SNI_LONG)
+ * @rev:     TLS_OK: its reversed form, @rev_len bytes, zero padded
+ * @ech:     encrypted_client_hello or ESNI was present
+ */
+struct tls_parse {
+	__u32 pos;
+	__u32 end;		/* the handshake message's length (hs_need) */
+	__u32 ext_end;		/* end of the current extension / of the list in PH_EXT */
+	__u32 list_end;
+	__u32 sni_end;
+	__u8 phase;
+	__u8 status;
+	__u8 ech;
+	__u8 seen_sni;
+	__u8 label;		/* bytes in the current label */
+	__u8 ip_like;		/* digits and dots only so far */
+	__u8 literal;		/* a ':' or '[' */
+	__u8 bad;		/* a byte outside the host name alphabet, or an empty label */
+	__u16 sni_len;
+	__u16 rev_len;
+	__u32 pad;
+	__u8 sni[TF_DNS_NAME_BUF];
+	__u8 rev[TF_DNS_NAME_MAX];
+};
+
+static inline void tls_parse_start(struct tls_parse *p, __u32 end)
+{
+	__u32 i;
+
+	p->pos = 0;
+	p->end = end;
+	p->ext_end = 0;
+	p->list_end = 0;
+	p->sni_end = 0;
+	p->phase = TLS_PH_HELLO;
+	p->status = TLS_OK;
+	p->ech = 0;
+	p->seen_sni = 0;
+	p->label = 0;
+	p->ip_like = 1;
+	p->literal = 0;
+	p->bad = 0;
+	p->sni_len = 0;
+	p->rev_len = 0;
+	p->pad = 0;
+	for (i = 0; i < TF_DNS_NAME_BUF; i++)
+		p->sni[i] = 0;
+	for (i = 0; i < TF_DNS_NAME_MAX; i++)
+		p->rev[i] = 0;
+}
+
+static inline int tls_fail(struct tls_parse *p, int status)
+{
+	p->status = (__u8)status;
+	p->phase = TLS_PH_DONE;
+	return 1;
+}
+
+/* The verdict on the name, once the extensions are walked. */
+static inline int tls_name_done(struct tls_parse *p)
+{
+	if (p->ech)
+		return tls_fail(p, TLS_ECH);
+	if (!p->seen_sni)
+		return tls_fail(p, TLS_NO_SNI);
+	if (p->literal || (p->ip_like && p->sni[0] >= '0' && p->sni[0] <= '9'))
+		return tls_fail(p, TLS_SNI_IP);
+	if (p->bad || p->label == 0)
+		return tls_fail(p, TLS_MALFORMED);
+	if (p->sni_len > TF_TLS_SNI_MAX)
+		return tls_fail(p, TLS_SNI_LONG);
+	p->phase = TLS_PH_REV;
+	p->pos = 0;
+	return 0;
+}
+
+/* One byte of the host name: lower-cased, checked, kept. */
+static inline void tls_sni_byte(struct tls_parse *p, __u8 c)
+{
+	if (c >= 'A' && c <= 'Z')
+		c += 'a' - 'A';
+	if (c == '.') {
+		if (p->label == 0)
+			p->bad = 1;
+		p->label = 0;
+	} else {
+		if (c == ':' || c == '[' || c == ']')
+			p->literal = 1;
+		else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			p->bad = 1;
+		if (c < '0' || c > '9')
+			p->ip_like = 0;
+		if (p->label < 255)
+			p->label++;
+		if (p->label > 63)
+			p->bad = 1;
+	}
+	if (p->sni_len < TF_TLS_SNI_MAX)
+		p->sni[p->sni_len & (TF_DNS_NAME_BUF - 1)] = c;
+	p->sni_len++;
+}
+
+/* The extension at p->pos (its header read): note it, then skip or enter it. */
+static inline int tls_extension(struct tls_parse *p, const __u8 *hs, __u32 type, __u32 len)
+{
+	__u32 start = p->pos + 4, n;
+
+	p->ext_end = start + len;
+	if (type == TLS_EXT_ECH || type == TLS_EXT_ESNI)
+		p->ech = 1;
+	if (type != TLS_EXT_SERVER_NAME) {
+		p->pos = p->ext_end;
+		return 0;
+	}
+	/* server_name: list length, then exactly one (type 0, length, name). */
+	if (p->seen_sni || len < 5 || tls_u16(hs, start) != len - 2 ||
+	    hs[(start + 2) & TF_TLS_MASK] != 0)
+		return tls_fail(p, TLS_MALFORMED);
+	n = tls_u16(hs, start + 3);
+	if (n == 0 || n != len - 5)
+		return tls_fail(p, TLS_MALFORMED);
+	p->seen_sni = 1;
+	p->pos = start + 5;
+	p->sni_end = p->pos + n;
+	p->phase = TLS_PH_SNI;
+	return 0;
+}
+
+/* One parsing step; returns 1 when the parse is done (phase DONE). */
+static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
+{
+	__u32 n, type;
+
+	switch (p->phase) {
+	case TLS_PH_HELLO:
+		/* type, length, version (3.x), 32 random bytes, session id length */
+		if (p->end < 4 + 2 + 32 + 1 || p->end > TF_TLS_BUF ||
+		    hs[0] != TLS_HS_CLIENT_HELLO || hs[4] != 3)
+			return tls_fail(p, TLS_MALFORMED);
+		n = hs[38];
+		if (n > 32)
+			return tls_fail(p, TLS_MALFORMED);
+		p->pos = 39 + n;
+		p->phase = TLS_PH_SUITES;
+		return 0;
+	case TLS_PH_SUITES:
+		if (p->pos + 2 > p->end)
+			return tls_fail(p, TLS_MALFORMED);
+		n = tls_u16(hs, p->pos);
+		if (n < 2 || (n & 1) || p->pos + 2 + n > p->end)
+			return tls_fail(p, TLS_MALFORMED);
+		p->pos += 2 + n;
+		p->phase = TLS_PH_COMP;
+		return 0;
+	case TLS_PH_COMP:
+		if (p->pos + 1 > p->end)
+			return tls_fail(p, TLS_MALFORMED);
+		n = hs[p->pos & TF_TLS_MASK];
+		if (n < 1 || p->pos + 1 + n > p->end)
+			return tls_fail(p, TLS_MALFORMED);
+		p->pos += 1 + n;
+		if (p->pos == p->end)
+			return tls_name_done(p);	/* no extensions (TLS 1.0-1.2 allow it) */
+		if (p->pos + 2 > p->end || p->pos + 2 + tls_u16(hs, p->pos) != p->end)
+			return tls_fail(p, TLS_MALFORMED);
+		p->pos += 2;
+		p->list_end = p->end;
+		p->phase = TLS_PH_EXT;
+		return 0;
+	case TLS_PH_EXT:
+		if (p->pos == p->list_end)
+			return tls_name_done(p);
+		if (p->pos + 4 > p->list_end)
+			return tls_fail(p, TLS_MALFORMED);
+		type = tls_u16(hs, p->pos);
+		n = tls_u16(hs, p->pos + 2);
+		if (p->pos + 4 + n > p->list_end)
+			return tls_fail(p, TLS_MALFORMED);
+		return tls_extension(p, hs, type, n);
+	case TLS_PH_SNI:
+		if (p->pos == p->sni_end) {
+			p->phase = TLS_PH_EXT;
+			return 0;
+		}
+		tls_sni_byte(p, hs[p->pos & TF_TLS_MASK]);
+		p->pos++;
+		return 0;
+	case TLS_PH_REV:
+		/* "www.github.com" -> "moc.buhtig.www." (sni_len <= TF_TLS_SNI_MAX here) */
+		n = p->pos;
+		if (n > TF_DNS_NAME_MAX - 1)
+			return tls_fail(p, TLS_MALFORMED);
+		if (n == p->sni_len) {
+			p->rev[n] = '.';
+			p->rev_len = p->sni_len + 1;
+			p->phase = TLS_PH_DONE;
+			return 1;
+		}
+		p->rev[n] = p->sni[(p->sni_len - 1 - n) & (TF_DNS_NAME_BUF - 1)];
+		p->pos++;
+		return 0;
+	}
+	return 1;
+}
+
+#ifndef __BPF__
+/* Userspace drivers (the BPF side drives the steps with bpf_loop()). */
+static inline int tls_deframe(struct tf_tls_buf *b)
+{
+	int st, progress;
+	__u32 i;
+
+	for (i = 0; i < TF_TLS_DEFRAME_STEPS; i++) {
+		st = tls_deframe_step(b, &progress);
+		if (st != TLS_MORE || !progress)
+			return st;
+	}
+	return TLS_MALFORMED;
+}
+
+static inline int tls_parse_run(struct tls_parse *p, const __u8 *hs, __u32 len)
+{
+	__u32 i;
+
+	tls_parse_start(p, len);
+	for (i = 0; i < TF_TLS_PARSE_STEPS; i++)
+		if (tls_parse_step(p, hs))
+			return p->status;
+	return tls_fail(p, TLS_MALFORMED), p->status;
+}
+#endif
+
+#endif /* TAPFENCE_TLS_H */
