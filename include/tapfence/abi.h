@@ -292,20 +292,22 @@ _Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
 /*
  * TLS (include/tapfence/tls.h, bpf/lib/tls.bpf.h). A ClientHello is
  * reassembled from the guest's first payload bytes into a per-session
- * buffer (map tf_tlsbuf, keyed by struct tf_flow_key): at most
- * TF_TLS_BUF wire bytes, and its handshake message de-framed beside them.
+ * buffer (map tf_tlsbuf, keyed by struct tf_flow_key): at most TF_TLS_BUF
+ * wire bytes. Once whole, its handshake message is de-framed into a
+ * per-CPU scratch and parsed there.
  */
 #define TF_TLS_BUF          16384
 #define TF_TLS_SLACK        256	/* room for a chunk copied at a masked offset */
 
 /**
  * struct tf_tls_buf - one ClientHello being reassembled.
- * @created_ns: when the first segment arrived (the daemon sweeps old ones)
+ * @created_ns: when the first segment arrived (old ones are swept when full)
  * @have:     wire bytes held, from the first payload byte
- * @rec_off:  wire offset of the next record header or record body byte to de-frame
- * @rec_left: body bytes of the current record not de-framed yet
- * @hs_len:   handshake bytes de-framed into @hs
+ * @rec_off:  wire offset of the next record header or record body byte to walk
+ * @rec_left: body bytes of the current record not walked yet
+ * @hs_len:   handshake bytes walked
  * @hs_need:  4 + the ClientHello's length, once known (0 before)
+ * @hdr:      the handshake header's 4 bytes (they may span records)
  */
 struct tf_tls_buf {
 	__u64 created_ns;
@@ -314,9 +316,8 @@ struct tf_tls_buf {
 	__u32 rec_left;
 	__u32 hs_len;
 	__u32 hs_need;
-	__u32 pad;
+	__u8 hdr[4];
 	__u8 wire[TF_TLS_BUF + TF_TLS_SLACK];
-	__u8 hs[TF_TLS_BUF + TF_TLS_SLACK];
 };
 
 /**

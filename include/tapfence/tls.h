@@ -9,14 +9,15 @@
  *
  * Two stages over a struct tf_tls_buf (abi.h):
  *
- * 1. De-framing, after each in-order append to @wire: TLS records (type 22,
- *    version 3.x, 1..2^14 bytes) are walked and their bodies copied into
- *    @hs until the handshake message, a ClientHello (type 1) of the length
- *    its header gives, is whole. It must end exactly where a record ends:
- *    a client's first flight is the hello alone. The first byte tells TLS
- *    from an SSLv2-framed hello (high bit set) and from anything else.
+ * 1. De-framing. After each in-order append to @wire, the walk goes on
+ *    over the TLS records held (type 22, version 3.x, 1..2^14 bytes) until
+ *    the handshake message, a ClientHello (type 1) of the length its header
+ *    gives, is whole. It must end exactly where a record ends: a client's
+ *    first flight is the hello alone. The first byte tells TLS from an
+ *    SSLv2-framed hello (high bit set) and from anything else. Once whole,
+ *    the record bodies are copied into one buffer (tls_copy_step()).
  *
- * 2. Parsing the ClientHello in @hs: version, random, session id (<= 32),
+ * 2. Parsing the ClientHello so copied: version, random, session id (<= 32),
  *    cipher suites (even, >= 2 bytes), compression methods (>= 1), then the
  *    extensions, which must fill the message exactly. server_name may sit
  *    anywhere in the list; it may appear once, with exactly one host_name
@@ -46,10 +47,11 @@
 #define TLS_EXT_ESNI        0xffce	/* the older encrypted_server_name drafts */
 
 /* Steps that bound each stage for any input the limits accept. */
-#define TF_TLS_DEFRAME_STEPS (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + TF_TLS_BUF / TF_TLS_COPY + 4)
+#define TF_TLS_WALK_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + 4)
+#define TF_TLS_COPY_STEPS   (TF_TLS_BUF / (TF_TLS_REC_HDR + 1) + TF_TLS_BUF / TF_TLS_COPY + 4)
 #define TF_TLS_PARSE_STEPS  (8 + TF_TLS_BUF / 4 + 256 + TF_DNS_NAME_MAX)
 
-/* Outcome of a stage (struct tls_parse.status, tls_deframe()). */
+/* Outcome of a stage (tls_walk_step(), struct tls_parse.status). */
 enum tls_status {
 	TLS_MORE,		/* de-framing: the hello is not whole yet */
 	TLS_OK,			/* de-framing: whole; parsing: a valid SNI */
@@ -74,14 +76,13 @@ static inline __u32 tls_u24(const __u8 *b, __u32 pos)
 }
 
 /*
- * One de-framing step: read a record header, or copy up to TF_TLS_COPY
- * bytes of a record body. Returns TLS_MORE to be called again (when
- * *progress is set) or to wait for more bytes (when it is not), else the
- * stage's outcome. The copy always moves TF_TLS_COPY bytes (the buffers
- * have TF_TLS_SLACK to spare) and counts the real ones: one fixed-size
- * copy, whatever the record's length, is what the verifier can check.
+ * One step of the walk over the records held: read a record header, or
+ * account for the body bytes held of the current record. Returns TLS_MORE
+ * to be called again (when *progress is set) or to wait for more bytes
+ * (when it is not), else the stage's outcome; on TLS_OK the hello's
+ * records end at b->rec_off.
  */
-static inline int tls_deframe_step(struct tf_tls_buf *b, int *progress)
+static inline int tls_walk_step(struct tf_tls_buf *b, int *progress)
 {
 	__u32 n, i, off;
 
@@ -96,9 +97,8 @@ static inline int tls_deframe_step(struct tf_tls_buf *b, int *progress)
 		if (b->have < b->rec_off + TF_TLS_REC_HDR)
 			return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
 		off = b->rec_off;
-		if (b->wire[off & TF_TLS_MASK] != TLS_CT_HANDSHAKE)
-			return off ? TLS_MALFORMED : TLS_NOT_TLS;
-		if (b->wire[(off + 1) & TF_TLS_MASK] != 3)
+		if (b->wire[off & TF_TLS_MASK] != TLS_CT_HANDSHAKE ||
+		    b->wire[(off + 1) & TF_TLS_MASK] != 3)
 			return off ? TLS_MALFORMED : TLS_NOT_TLS;
 		n = tls_u16(b->wire, off + 3);
 		if (n == 0 || n > TF_TLS_REC_MAX)
@@ -111,29 +111,62 @@ static inline int tls_deframe_step(struct tf_tls_buf *b, int *progress)
 	n = b->have - b->rec_off;
 	if (n > b->rec_left)
 		n = b->rec_left;
-	if (n > TF_TLS_COPY)
-		n = TF_TLS_COPY;
 	if (n == 0)
 		return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
-	if (b->hs_len + n > TF_TLS_BUF)
-		return TLS_TOO_BIG;
-	off = b->rec_off & TF_TLS_MASK;
-	for (i = 0; i < TF_TLS_COPY; i++)
-		b->hs[(b->hs_len & TF_TLS_MASK) + i] = b->wire[off + i];
+	for (i = 0; i < 4; i++)
+		if (b->hs_len + i < 4 && i < n)
+			b->hdr[(b->hs_len + i) & 3] = b->wire[(b->rec_off + i) & TF_TLS_MASK];
 	b->hs_len += n;
 	b->rec_off += n;
 	b->rec_left -= n;
 	*progress = 1;
 	if (!b->hs_need && b->hs_len >= 4) {
-		if (b->hs[0] != TLS_HS_CLIENT_HELLO)
+		if (b->hdr[0] != TLS_HS_CLIENT_HELLO)
 			return TLS_MALFORMED;
-		b->hs_need = 4 + tls_u24(b->hs, 1);
+		b->hs_need = 4 + ((__u32)b->hdr[1] << 16 | (__u32)b->hdr[2] << 8 | b->hdr[3]);
 		if (b->hs_need > TF_TLS_BUF)
 			return TLS_TOO_BIG;
 	}
 	if (b->hs_need && b->hs_len >= b->hs_need)
 		return b->hs_len == b->hs_need && b->rec_left == 0 ? TLS_OK : TLS_MALFORMED;
 	return TLS_MORE;
+}
+
+/* Where the copy of a whole hello's record bodies into one buffer is. */
+struct tls_copy {
+	__u32 off;		/* wire offset */
+	__u32 left;		/* body bytes left in the current record */
+	__u32 out;		/* handshake bytes written */
+	__u32 end;		/* wire offset where the hello's records end */
+};
+
+/*
+ * One step of copying the record bodies of a walked (TLS_OK) hello into hs:
+ * a record header, or up to TF_TLS_COPY body bytes. The copy always moves
+ * TF_TLS_COPY bytes (both buffers have TF_TLS_SLACK to spare) and counts
+ * the real ones: a fixed-size copy is what the verifier can check. Returns
+ * 1 when done.
+ */
+static inline int tls_copy_step(struct tls_copy *c, const __u8 *wire, __u8 *hs)
+{
+	__u32 n, i, from, to;
+
+	if (c->off >= c->end)
+		return 1;
+	if (c->left == 0) {
+		c->left = tls_u16(wire, c->off + 3);
+		c->off += TF_TLS_REC_HDR;
+		return 0;
+	}
+	n = c->left < TF_TLS_COPY ? c->left : TF_TLS_COPY;
+	from = c->off & TF_TLS_MASK;
+	to = c->out & TF_TLS_MASK;
+	for (i = 0; i < TF_TLS_COPY; i++)
+		hs[to + i] = wire[from + i];
+	c->out += n;
+	c->off += n;
+	c->left -= n;
+	return 0;
 }
 
 enum tls_phase {
@@ -358,17 +391,28 @@ static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 
 #ifndef __BPF__
 /* Userspace drivers (the BPF side drives the steps with bpf_loop()). */
-static inline int tls_deframe(struct tf_tls_buf *b)
+static inline int tls_walk(struct tf_tls_buf *b)
 {
 	int st, progress;
 	__u32 i;
 
-	for (i = 0; i < TF_TLS_DEFRAME_STEPS; i++) {
-		st = tls_deframe_step(b, &progress);
+	for (i = 0; i < TF_TLS_WALK_STEPS; i++) {
+		st = tls_walk_step(b, &progress);
 		if (st != TLS_MORE || !progress)
 			return st;
 	}
 	return TLS_MALFORMED;
+}
+
+/* hs: TF_TLS_BUF + TF_TLS_SLACK bytes; gets the b->hs_need bytes of a walked (TLS_OK) hello. */
+static inline void tls_copy_hs(const struct tf_tls_buf *b, __u8 *hs)
+{
+	struct tls_copy c = { .end = b->rec_off };
+	__u32 i;
+
+	for (i = 0; i < TF_TLS_COPY_STEPS; i++)
+		if (tls_copy_step(&c, b->wire, hs))
+			return;
 }
 
 static inline int tls_parse_run(struct tls_parse *p, const __u8 *hs, __u32 len)
