@@ -15,6 +15,7 @@
 #include "lib/from_guest.bpf.h"
 #include "lib/to_guest.bpf.h"
 #include "lib/dns.bpf.h"
+#include "lib/tls_hello.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -95,6 +96,8 @@ int tc_from_guest(struct __sk_buff *skb)
 			v = dns_query(&j, s, len);
 		else
 			v = TF_VERDICT_DENY;
+	} else if (v == TF_JUDGE_TLS) {
+		v = tls_segment_tc(skb, &j);
 	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }
@@ -144,6 +147,8 @@ int xdp_from_guest(struct xdp_md *ctx)
 			v = deny(&j, TF_REASON_DNS_MALFORMED);
 		else
 			v = dns_query(&j, s, len);
+	} else if (v == TF_JUDGE_TLS) {
+		v = tls_segment_xdp(ctx, &j);
 	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? XDP_PASS : XDP_DROP;
 }

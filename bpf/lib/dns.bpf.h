@@ -195,7 +195,7 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	struct dns_rec *r = &s->p.rec[i & (TF_DNS_LEARN_MAX - 1)];
 	struct tf_learn_key k = { .sid = j->sid, .family = r->family };
 	__u32 sid = j->sid;
-	void *lmap;
+	void *lmap, *bmap;
 
 	if (dns_rebinds(r)) {
 		dns_note(j, TF_REASON_DNS_REBIND, r);
@@ -203,6 +203,12 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	}
 	__builtin_memcpy(k.addr, r->addr, 16);
 	s->l.expires_ns = now + dns_ttl_ns(r->ttl);
+	/* The (address, name) pair first: an SNI check never sees the address without it. */
+	s->bkey.family = r->family;
+	__builtin_memcpy(s->bkey.addr, r->addr, 16);
+	bmap = bpf_map_lookup_elem(&tf_tlsbind, &sid);
+	if (!bmap || bpf_map_update_elem(bmap, &s->bkey, &s->l.expires_ns, BPF_ANY))
+		return 1;
 	lmap = bpf_map_lookup_elem(&tf_learned, &sid);
 	return !lmap || bpf_map_update_elem(lmap, &k, &s->l, BPF_ANY) ? 1 : 0;
 }
@@ -222,6 +228,8 @@ static __always_inline void dns_learn(const struct judge *j, struct dns_scratch 
 	copy_halves(s->l.name, s->q.name, TF_DNS_NAME_MAX);
 	s->l.pad2[0] = 0;
 	s->l.pad2[1] = 0;
+	__builtin_memset(s->bkey.pad, 0, sizeof(s->bkey.pad));
+	copy_u32s(s->bkey.name, s->q.name, TF_DNS_NAME_MAX);
 	for (i = 0; i < TF_DNS_LEARN_MAX; i++) {
 		if (i >= s->p.nrec)
 			break;

@@ -20,7 +20,10 @@ static __always_inline int parse_l4(struct judge *j, struct cursor *c)
 		j->p.sport = th->source;
 		j->p.dport = th->dest;
 		j->p.tcp_flags = ((__u8 *)th)[13];
-		return 0;
+		j->p.tcp_hlen = th->doff * 4;
+		j->p.tcp_seq = bpf_ntohl(th->seq);
+		j->p.tcp_ack = bpf_ntohl(th->ack_seq);
+		return j->p.tcp_hlen > j->p.l4_len ? -1 : 0;
 	case IPPROTO_UDP:
 		uh = cur_pull(c, sizeof(*uh));
 		if (!uh)

@@ -9,6 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <tapfence/abi.h>
 #include <tapfence/dns.h>
+#include <tapfence/tls.h>
 
 /*
  * ifindex -> session. BPF_F_NO_PREALLOC: elements are freed after an RCU
@@ -126,6 +127,70 @@ struct {
 } tf_learned SEC(".maps");
 
 /*
+ * ClientHellos being reassembled, per session (slot -> inner hash keyed by
+ * flow). Preallocated: taking a buffer never allocates in the datapath,
+ * and the table is a fixed budget of the session's own (tls_pending). A
+ * full table is swept of buffers older than cfg_tls_timeout_s before a
+ * hello is refused (tls.bpf.h).
+ */
+struct tf_tlsbuf_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__uint(key_size, sizeof(struct tf_flow_key));
+	__uint(value_size, sizeof(struct tf_tls_buf));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__array(values, struct tf_tlsbuf_map);
+} tf_tlsbuf SEC(".maps");
+
+/* (learnt address, asked name) -> expiry, per session: what an SNI is checked against. */
+struct tf_tlsbind_map {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(struct tf_bind_key));
+	__uint(value_size, sizeof(__u64));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__array(values, struct tf_tlsbind_map);
+} tf_tlsbind SEC(".maps");
+
+/* A zeroed buffer to create tf_tlsbuf entries from (never written). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tf_tls_buf);
+} tf_tlszero SEC(".maps");
+
+/*
+ * Room to de-frame and parse one ClientHello, per CPU, one run at a time
+ * (as tf_dnsbuf below). @chunk holds resent bytes being compared.
+ */
+struct tls_scratch {
+	__u8 hs[TF_TLS_BUF + TF_TLS_SLACK];
+	struct tls_parse p;
+	struct tf_name_key key;
+	struct tf_bind_key bkey;
+	struct tf_flow_key fkey;	/* the segment's flow (keys may live in map values) */
+	__u8 chunk[TF_TLS_SLACK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tls_scratch);
+} tf_tlsscratch SEC(".maps");
+
+/*
  * Room to copy and parse one DNS message: far more than the 512-byte BPF
  * stack. Per CPU, and one run at a time uses it: TC and XDP programs run
  * with bottom halves disabled (__dev_queue_xmit() holds rcu_read_lock_bh()
@@ -139,6 +204,7 @@ struct dns_scratch {
 	struct tf_name_key key;
 	struct tf_dnsq q;	/* the query being recorded, or a copy of the one answered */
 	struct tf_learned l;	/* what an answer's addresses are learnt with */
+	struct tf_bind_key bkey;	/* (address, asked name) pairs an SNI is checked against */
 };
 
 struct {

@@ -23,7 +23,9 @@
 #define TC_ACT_SHOT     2
 #define ARPOP_REQUEST   1
 #define ARPOP_REPLY     2
+#define TCP_FLAG_FIN    0x01
 #define TCP_FLAG_SYN    0x02
+#define TCP_FLAG_RST    0x04
 #define TCP_FLAG_ACK    0x10
 
 /* IPv6 next-header values (uapi #defines, not in vmlinux.h). */

@@ -12,6 +12,7 @@
 
 #include "verdict.bpf.h"
 #include "parse.bpf.h"
+#include "tls.bpf.h"
 
 #define DNS_PORT    53
 #define DOT_PORT    853		/* RFC 7858 (TCP), RFC 9250 (QUIC) */
@@ -79,29 +80,49 @@ static __always_inline __u16 floor_reason(const struct judge *j)
 	return floor_addr_reason(j->p.family, j->p.daddr);
 }
 
-/* Port classes are per generation: ver is the one v belongs to. */
-static __always_inline int port_allowed(const struct judge *j, __u32 ver,
-					const struct tf_rule_val *v, __u8 bit)
+/* Bit port of bitmap (sid, ver, cls, proto): port classes are per generation. */
+static __always_inline int port_bit(const struct judge *j, __u32 ver, __u16 cls, __u8 proto,
+				    __u16 port)
 {
 	struct tf_port_key k = {
 		.sid = j->sid,
 		.ver = ver,
-		.cls = v->cls,
-		.proto = j->p.proto,
+		.cls = cls,
+		.proto = proto,
+		.hi = port >> 8,
 	};
-	struct tf_port_bits *b;
-	__u16 port = bpf_ntohs(j->p.dport);
+	struct tf_port_bits *b = bpf_map_lookup_elem(&tf_ports, &k);
 
-	if (v->all_ports & bit)
-		return 1;
-	if (!(v->protos & bit) || !v->cls)
-		return 0;
-	k.hi = port >> 8;
-	b = bpf_map_lookup_elem(&tf_ports, &k);
 	if (!b)
 		return 0;
 	port &= 0xff;
 	return (b->w[(port >> 6) & 3] >> (port & 63)) & 1;
+}
+
+static __always_inline int port_allowed(const struct judge *j, __u32 ver,
+					const struct tf_rule_val *v, __u8 bit)
+{
+	if (v->all_ports & bit)
+		return 1;
+	if (!(v->protos & bit) || !v->cls)
+		return 0;
+	return port_bit(j, ver, v->cls, j->p.proto, bpf_ntohs(j->p.dport));
+}
+
+/*
+ * 1 if permission v (of generation ver) makes the packet's port a TLS port:
+ * a TCP connection there must show an allowed SNI, and UDP there (QUIC)
+ * gets no SNI check, so it is refused unless a CIDR rule allows it.
+ */
+static __always_inline int tls_port(const struct judge *j, __u32 ver, const struct tf_rule_val *v)
+{
+	if (j->p.proto != IPPROTO_TCP && j->p.proto != IPPROTO_UDP)
+		return 0;
+	if (v->all_ports & TF_PB_TLS)
+		return 1;
+	if (!(v->protos & TF_PB_TLS) || !v->cls)
+		return 0;
+	return port_bit(j, ver, v->cls, TF_PORTS_TLS, bpf_ntohs(j->p.dport));
 }
 
 /* Returns TF_REASON_PORT_NOT_ALLOWED, or 0 if permission v (of generation ver) allows the packet. */
@@ -129,8 +150,8 @@ static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
 	return port_allowed(j, ver, v, bit) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 }
 
-/* Returns the deny reason, or 0 if a rule of the session allows the packet. */
-static __always_inline __u16 rule_reason(const struct judge *j)
+/* Returns the deny reason, or 0 if a rule of the session allows the packet (*perm: its permission). */
+static __always_inline __u16 rule_reason(const struct judge *j, struct tf_rule_val *perm)
 {
 	struct tf_rule_key k = {
 		.prefixlen = TF_RULE_KEY_FIXED_BITS + (j->p.family == TF_FAM_IPV4 ? 32 : 128),
@@ -144,22 +165,22 @@ static __always_inline __u16 rule_reason(const struct judge *j)
 	v = bpf_map_lookup_elem(&tf_rules, &k);
 	if (!v)
 		return TF_REASON_NO_RULE;
-	return perm_reason(j, j->ver, v);
+	*perm = *v;
+	return perm_reason(j, j->ver, perm);
 }
 
 /*
  * An address learnt from a DNS answer (dns.bpf.h): TF_REASON_NO_RULE if
- * there is none (or its TTL ended), else what its permission says, with
- * the port classes of the generation it was learnt (or rebased) under.
+ * there is none (or its TTL ended), else what its permission (*perm, of
+ * generation *ver) says.
  */
-static __always_inline __u16 learned_reason(const struct judge *j)
+static __always_inline __u16 learned_reason(const struct judge *j, struct tf_rule_val *perm,
+					    __u32 *ver)
 {
 	struct tf_learn_key k = { .sid = j->sid, .family = j->p.family };
-	struct tf_rule_val perm;
 	struct tf_learned *l;
 	void *lmap;
 	__u64 expires;
-	__u32 ver;
 
 	__builtin_memcpy(k.addr, j->p.daddr, 16);
 	lmap = bpf_map_lookup_elem(&tf_learned, &j->sid);
@@ -168,16 +189,16 @@ static __always_inline __u16 learned_reason(const struct judge *j)
 		return TF_REASON_NO_RULE;
 	/* Copies: an LRU element can be recycled under a reader. */
 	expires = l->expires_ns;
-	ver = l->ver;
-	perm = l->perm;
+	*ver = l->ver;
+	*perm = l->perm;
 	/*
 	 * An entry of another generation was learnt across a policy switch
 	 * the daemon's rebase may already have passed: it counts for nothing
 	 * (the daemon moves current entries to the new generation).
 	 */
-	if (bpf_ktime_get_ns() >= expires || ver != j->ver)
+	if (bpf_ktime_get_ns() >= expires || *ver != j->ver)
 		return TF_REASON_NO_RULE;
-	return perm_reason(j, ver, &perm);
+	return perm_reason(j, *ver, perm);
 }
 
 /* Ports that carry name resolution past the session's resolver: refused everywhere. */
@@ -209,10 +230,16 @@ static __always_inline int open_flow(struct judge *j, void *flows, const struct 
 /*
  * A TCP SYN (without ACK) always goes through the full decision, even on
  * a known tuple: it starts a new connection, and rule changes apply to new
- * connections. Every other packet of a tracked flow takes the fast path,
- * except DNS to the session's resolver: every UDP query is judged by its
- * content (TF_JUDGE_DNS), and TCP is refused (dns_tcp: a TCP stream would
- * need reassembly to be read, so it is not read at all).
+ * connections. Every other packet of an open flow takes the fast path;
+ * a flow in a TLS state goes to tls_flow_out(). DNS to the session's
+ * resolver is the exception: every UDP query is judged by its content
+ * (TF_JUDGE_DNS), and TCP is refused (dns_tcp: a TCP stream would need
+ * reassembly to be read, so it is not read at all).
+ *
+ * A new flow may be allowed by a learnt address and by a CIDR rule. An
+ * allowance without a TLS check wins; else a CIDR rule's TLS port asks
+ * for an allowed SNI, and a learnt address's TLS port for an allowed SNI
+ * that the address was learnt for (bind).
  */
 static __always_inline int decide_out(struct judge *j)
 {
@@ -220,7 +247,11 @@ static __always_inline int decide_out(struct judge *j)
 	void *flows = session_flows(j->sid);
 	int syn = j->p.proto == IPPROTO_TCP &&
 		  (j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
-	__u16 reason, learned;
+	struct tf_rule_val lperm = {}, rperm = {};
+	struct tf_flow *f;
+	__u16 reason, learned, allowed;
+	__u32 lver = 0;
+	__u8 bind;
 
 	if (!flows)
 		return deny(j, TF_REASON_NO_SESSION);
@@ -231,8 +262,13 @@ static __always_inline int decide_out(struct judge *j)
 		reason = TF_REASON_DNS_TCP;
 		goto refuse;
 	}
-	if (!syn && bpf_map_lookup_elem(flows, &k))
-		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	if (!syn) {
+		f = bpf_map_lookup_elem(flows, &k);
+		if (f && f->state == TF_FLOW_OPEN)
+			return allow(j, TF_REASON_ALLOW_FLOW, 0);
+		if (f)
+			return tls_flow_out(j, &k, f);
+	}
 	if (j->p.proto == IPPROTO_TCP && !syn)
 		return deny(j, TF_REASON_TCP_NO_FLOW);
 
@@ -247,16 +283,29 @@ static __always_inline int decide_out(struct judge *j)
 	reason = floor_reason(j);
 	if (reason)
 		goto refuse;
-	/* A learnt address and the CIDR rules each may allow. */
-	learned = (j->s->flags & TF_SF_HOSTS) ? learned_reason(j) : TF_REASON_NO_RULE;
-	if (!learned)
+	learned = (j->s->flags & TF_SF_HOSTS) ? learned_reason(j, &lperm, &lver) : TF_REASON_NO_RULE;
+	if (!learned && !tls_port(j, lver, &lperm))
 		return open_flow(j, flows, &k, TF_REASON_ALLOW_LEARNED);
-	reason = rule_reason(j);
-	if (reason == TF_REASON_NO_RULE)
-		reason = learned;	/* a learnt address, but not this port */
-	if (reason)
+	reason = rule_reason(j, &rperm);
+	if (!reason && (j->p.proto != IPPROTO_TCP || !tls_port(j, j->ver, &rperm)))
+		return open_flow(j, flows, &k, TF_REASON_ALLOW_RULE);
+	if (reason && learned) {
+		if (reason == TF_REASON_NO_RULE)
+			reason = learned;	/* a learnt address, but not this port */
 		goto refuse;
-	return open_flow(j, flows, &k, TF_REASON_ALLOW_RULE);
+	}
+	/* A TLS port, allowed by the CIDR rule (no bind) or else by the learnt address. */
+	bind = reason != 0;
+	allowed = bind ? TF_REASON_ALLOW_LEARNED : TF_REASON_ALLOW_RULE;
+	if (j->p.proto != IPPROTO_TCP) {
+		reason = TF_REASON_TLS_UDP;
+		goto refuse;
+	}
+	if (tcp_payload_len(j)) {
+		reason = TF_REASON_TLS_FASTOPEN;
+		goto refuse;
+	}
+	return tls_flow_new(j, flows, &k, bind, allowed);
 
 refuse:
 	/* A refused SYN on a tuple we still track ends that stale flow. */

@@ -115,6 +115,29 @@ static __always_inline int from_resolver(const struct judge *j)
 	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.saddr, s->resolver_ip6);
 }
 
+/* TCP from the far end of a flow the guest opened; TLS states decide in tls_flow_reply(). */
+static __always_inline int tcp_reply(struct judge *j)
+{
+	struct tf_flow_key k = {
+		.family = j->p.family,
+		.proto = IPPROTO_TCP,
+		.gport = j->p.dport,
+		.rport = j->p.sport,
+	};
+	void *flows = session_flows(j->sid);
+	struct tf_flow *f;
+
+	if (!flows)
+		return deny(j, TF_REASON_UNSOLICITED);
+	__builtin_memcpy(k.raddr, j->p.saddr, 16);
+	f = bpf_map_lookup_elem(flows, &k);
+	if (!f)
+		return deny(j, TF_REASON_UNSOLICITED);
+	if (f->state == TF_FLOW_OPEN)
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	return tls_flow_reply(j, flows, &k, f);
+}
+
 /*
  * TCP, UDP and ICMP echo replies: the flow the guest opened, seen from its
  * far end. DNS answers are judged by content instead (TF_JUDGE_DNS): the
@@ -126,6 +149,8 @@ static __always_inline int reply_to_guest(struct judge *j)
 
 	if (from_resolver(j))
 		return TF_JUDGE_DNS;
+	if (j->p.proto == IPPROTO_TCP)
+		return tcp_reply(j);
 
 	if (j->p.proto == IPPROTO_ICMP || j->p.proto == IPPROTO_ICMPV6) {
 		gport = j->p.sport;	/* echo id */

@@ -23,6 +23,9 @@ struct pkt {
 	__u8 icmp_type;
 	__u16 l4_len;	/* IP payload length, from the IP header (host order) */
 	__u16 udp_len;	/* UDP length field (host order) */
+	__u16 tcp_hlen;	/* TCP header length in bytes */
+	__u32 tcp_seq;	/* host order */
+	__u32 tcp_ack;	/* host order */
 } __attribute__((aligned(8)));	/* addresses are read as __u32 words: keep them aligned on the stack */
 
 struct judge {
@@ -36,7 +39,9 @@ struct judge {
 	__u8 vlan;	/* the skb carried a tag the stack already took off */
 	__u8 pulled;	/* TC pulled TF_PULL_LEN already: no TF_JUDGE_PULL again */
 	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
+	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
 	struct pkt p;
+	struct tf_flow flow;	/* TF_JUDGE_TLS: a copy of the packet's flow */
 };
 
 /*
@@ -52,6 +57,11 @@ struct judge {
  * pulls more and judges again; the judges set nothing before returning it.
  */
 #define TF_JUDGE_PULL       3
+/*
+ * Not a verdict: guest payload on a flow whose ClientHello is awaited or
+ * being verified (j->flow); the entry program reads the bytes (tls.bpf.h).
+ */
+#define TF_JUDGE_TLS        4
 
 static __always_inline int deny(struct judge *j, __u16 reason)
 {
@@ -95,6 +105,18 @@ static __always_inline void copy_words(void *dst, const void *src, __u32 n)
 	__u32 i;
 
 	for (i = 0; i < n / 8; i++)
+		d[i] = s[i];
+}
+
+/* The same for 4-aligned buffers, n a multiple of 4. */
+static __always_inline void copy_u32s(void *dst, const void *src, __u32 n)
+{
+	__u32 *d = dst;
+	const __u32 *s = src;
+	__u32 i;
+
+#pragma clang loop unroll(disable)
+	for (i = 0; i < n / 4; i++)
 		d[i] = s[i];
 }
 
@@ -147,6 +169,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, int ve
 {
 	struct tf_event *e;
 	struct dns_scratch *s;
+	struct tls_scratch *t;
 	__u32 zero = 0, suppressed;
 
 	if (!event_budget(j->sid, &suppressed)) {
@@ -176,7 +199,14 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, int ve
 	__builtin_memcpy(e->smac, j->p.smac, 6);
 	e->suppressed = suppressed;
 	e->name_len = 0;
-	if (j->name_len) {
+	if (j->name_len && j->name_tls) {
+		t = bpf_map_lookup_elem(&tf_tlsscratch, &zero);
+		if (t) {
+			/* Forward form, zero padded by tls_parse_start(). */
+			copy_words(e->name, t->p.sni, TF_NAME_MAX);
+			e->name_len = j->name_len;
+		}
+	} else if (j->name_len) {
 		s = bpf_map_lookup_elem(&tf_dnsbuf, &zero);
 		if (s) {
 			/* The forward form, zero padded by dns_parse_start(). */

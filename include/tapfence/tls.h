@@ -113,9 +113,10 @@ static inline int tls_walk_step(struct tf_tls_buf *b, int *progress)
 		n = b->rec_left;
 	if (n == 0)
 		return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
+	/* The handshake header's bytes among them (hdr[i] is handshake byte i). */
 	for (i = 0; i < 4; i++)
-		if (b->hs_len + i < 4 && i < n)
-			b->hdr[(b->hs_len + i) & 3] = b->wire[(b->rec_off + i) & TF_TLS_MASK];
+		if (i >= b->hs_len && i - b->hs_len < n)
+			b->hdr[i] = b->wire[(b->rec_off + i - b->hs_len) & TF_TLS_MASK];
 	b->hs_len += n;
 	b->rec_off += n;
 	b->rec_left -= n;

@@ -928,11 +928,11 @@ static void test_queries(struct env *e)
 	      "allow_dns[github.com]");
 	snprintf(what, sizeof(what), "%s: the query is outstanding", prog_name(e, FROM));
 	CHECK_EQ(what, dnsq_get(e, SID_A, 40001, 0x1111, &q), 0);
-	snprintf(what, sizeof(what), "%s: outstanding query: name, type, permission, generation",
+	snprintf(what, sizeof(what), "%s: outstanding query: name, type, permission (TLS on 443), generation",
 		 prog_name(e, FROM));
 	rev_of("github.com", rev);
 	CHECK_EQ(what, q.name_len == 11 && !memcmp(q.name, rev, 11) && q.qtype == DNS_T_A &&
-		 q.perm.protos == TF_PB_TCP && q.sub == 0 && q.ver == 1, 1);
+		 q.perm.protos == (TF_PB_TCP | TF_PB_TLS) && q.sub == 0 && q.ver == 1, 1);
 	query(e, "query GitHub.COM, mixed case", 40002, 0x1112, "GitHub.COM", DNS_T_AAAA, 1,
 	      "allow_dns+1", "allow_dns[github.com]");
 	query(e, "query github.com CNAME", 40003, 0x1113, "github.com", DNS_T_CNAME, 1,
@@ -1096,7 +1096,7 @@ static void test_answers(struct env *e)
 	CHECK_EQ("140.82.112.3 is learnt", learned_get(e, SID_A, "140.82.112.3", &l), 0);
 	rev_of("github.com", rev);
 	CHECK_EQ("140.82.112.3 is learnt with github.com's name, permission and generation",
-		 l.name_len == 11 && !memcmp(l.name, rev, 11) && l.perm.protos == TF_PB_TCP &&
+		 l.name_len == 11 && !memcmp(l.name, rev, 11) && l.perm.protos == (TF_PB_TCP | TF_PB_TLS) &&
 		 l.sub == 0 && l.ver == 1, 1);
 	CHECK_EQ("140.82.112.3 expires with the TTL (60 s)", learned_ttl(e, "140.82.112.3"), 60);
 	CHECK_EQ("140.82.112.3 is not learnt for session B", learned_get(e, SID_B, "140.82.112.3", &l),

@@ -28,6 +28,8 @@ void tf_config_defaults(struct tf_config *c)
 	c->dns_ttl_min_s = 5;
 	c->dns_ttl_max_s = 3600;
 	c->dns_query_timeout_s = 10;
+	c->tls_pending = 16;
+	c->tls_timeout_s = 10;
 	c->events_per_s = 200;
 	c->events_burst = 400;
 	c->ringbuf_bytes = 8u << 20;
@@ -165,6 +167,8 @@ static const struct limit_field limit_fields[] = {
 	LIMIT(dns_ttl_min_s, 0, 86400),
 	LIMIT(dns_ttl_max_s, 1, 7 * 86400),
 	LIMIT(dns_query_timeout_s, 1, 600),
+	LIMIT(tls_pending, 1, 4096),
+	LIMIT(tls_timeout_s, 1, 600),
 	LIMIT(events_per_s, 0, 10000000),
 	LIMIT(events_burst, 1, 10000000),
 	LIMIT(ringbuf_bytes, 4096, 1u << 30),

@@ -44,6 +44,8 @@ struct tf_config {
 	unsigned int dns_ttl_min_s;	/* learnt TTLs are clamped to [min, max] */
 	unsigned int dns_ttl_max_s;
 	unsigned int dns_query_timeout_s;	/* an answer after this matches no query */
+	unsigned int tls_pending;	/* ClientHellos reassembled at once, per session */
+	unsigned int tls_timeout_s;	/* a hello buffer older than this may be swept */
 	unsigned int events_per_s;	/* per session and CPU; 0: no limit */
 	unsigned int events_burst;
 	unsigned int ringbuf_bytes;	/* power of two */

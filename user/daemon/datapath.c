@@ -157,6 +157,10 @@ static struct bpf_map *slot_outer(struct tapfence_bpf *skel, enum tf_slot_map wh
 		return skel->maps.tf_flows;
 	case TF_SLOT_DNSQ:
 		return skel->maps.tf_dnsq;
+	case TF_SLOT_TLSBUF:
+		return skel->maps.tf_tlsbuf;
+	case TF_SLOT_TLSBIND:
+		return skel->maps.tf_tlsbind;
 	default:
 		return skel->maps.tf_learned;
 	}
@@ -165,7 +169,10 @@ static struct bpf_map *slot_outer(struct tapfence_bpf *skel, enum tf_slot_map wh
 /* A session's own table of kind which (sid 0: the inner-map template). */
 static int slot_map_create(const struct tf_config *cfg, enum tf_slot_map which, __u32 sid)
 {
-	static const char *const names[TF_SLOT_MAPS] = { "tf_flows", "tf_dnsq", "tf_learned" };
+	static const char *const names[TF_SLOT_MAPS] = {
+		"tf_flows", "tf_dnsq", "tf_learned", "tf_tlsbuf", "tf_tlsbind",
+	};
+	enum bpf_map_type type = BPF_MAP_TYPE_LRU_HASH;
 	char name[BPF_OBJ_NAME_LEN];
 	__u32 key, value, max;
 	int fd;
@@ -179,13 +186,23 @@ static int slot_map_create(const struct tf_config *cfg, enum tf_slot_map which, 
 		key = sizeof(struct tf_dnsq_key), value = sizeof(struct tf_dnsq);
 		max = cfg->dns_queries;
 		break;
+	case TF_SLOT_TLSBUF:
+		/* A plain preallocated hash: no eviction of a hello being read. */
+		type = BPF_MAP_TYPE_HASH;
+		key = sizeof(struct tf_flow_key), value = sizeof(struct tf_tls_buf);
+		max = cfg->tls_pending;
+		break;
+	case TF_SLOT_TLSBIND:
+		key = sizeof(struct tf_bind_key), value = sizeof(__u64);
+		max = cfg->learned_entries;
+		break;
 	default:
 		key = sizeof(struct tf_learn_key), value = sizeof(struct tf_learned);
 		max = cfg->learned_entries;
 		break;
 	}
 	snprintf(name, sizeof(name), "%s_%u", names[which], sid);
-	fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, name, key, value, max, NULL);
+	fd = bpf_map_create(type, name, key, value, max, NULL);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -195,6 +212,7 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_ttl_min_s = cfg->dns_ttl_min_s;
 	skel->rodata->cfg_ttl_max_s = cfg->dns_ttl_max_s;
 	skel->rodata->cfg_dnsq_timeout_s = cfg->dns_query_timeout_s;
+	skel->rodata->cfg_tls_timeout_s = cfg->tls_timeout_s;
 	skel->rodata->cfg_events_per_s = cfg->events_per_s;
 	skel->rodata->cfg_events_burst = cfg->events_burst;
 	if (cfg->events_per_s) {
@@ -207,7 +225,7 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 
 int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 {
-	int inner[TF_SLOT_MAPS] = { -1, -1, -1 };
+	int inner[TF_SLOT_MAPS] = { -1, -1, -1, -1, -1 };
 	struct tapfence_bpf *skel;
 	char path[PATH_MAX];
 	int err, i;

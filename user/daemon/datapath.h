@@ -16,7 +16,14 @@
 struct tapfence_bpf;
 struct xdp_program;
 /* The per-slot tables: an inner map per session in each of these. */
-enum tf_slot_map { TF_SLOT_FLOWS, TF_SLOT_DNSQ, TF_SLOT_LEARNED, TF_SLOT_MAPS };
+enum tf_slot_map {
+	TF_SLOT_FLOWS,
+	TF_SLOT_DNSQ,
+	TF_SLOT_LEARNED,
+	TF_SLOT_TLSBUF,		/* ClientHellos being reassembled */
+	TF_SLOT_TLSBIND,	/* (learnt address, asked name) pairs */
+	TF_SLOT_MAPS
+};
 
 
 struct tf_dp {

@@ -12,6 +12,9 @@
  * only), protocols allowed at all (protos, ICMP and OTHER are plain bits),
  * and the TCP and UDP ports allowed beyond all_ports, as sorted merged
  * range lists interned as numbered classes, so equal unions share one.
+ * A third list, the TLS ports (TF_PB_TLS), holds the TCP ports where a
+ * connection must show an allowed SNI: a union too, so a port is checked
+ * when any rule that allows it there asks for the check (docs/tls.md).
  * Rules are expected canonical, as tf_rule_from_json() makes them.
  */
 #include <errno.h>
@@ -23,8 +26,12 @@
 #define MAX_CLASSES 65535	/* tf_rule_val.cls is a __u16; 0 means none */
 #define STACK_MAX   129		/* strictly nested prefixes: lengths 0..128 */
 
-static const __u8 tf_pbit[2] = { TF_PB_TCP, TF_PB_UDP };
-static const __u8 tf_ipproto[2] = { IPPROTO_TCP, IPPROTO_UDP };
+#define NSETS 3	/* TCP ports, UDP ports, TLS ports (TCP ports with an SNI check) */
+#define TLS_PORT 443	/* a host rule's TLS port unless it says "tls" */
+
+static const __u8 tf_pbit[NSETS] = { TF_PB_TCP, TF_PB_UDP, TF_PB_TLS };
+static const __u8 tf_ipproto[NSETS] = { IPPROTO_TCP, IPPROTO_UDP, TF_PORTS_TLS };
+static const struct tf_port_range tls_default = { TLS_PORT, TLS_PORT };
 
 struct pset {
 	unsigned int n;
@@ -32,7 +39,7 @@ struct pset {
 };
 
 struct pclass {
-	struct pset set[2];		/* [0] TCP, [1] UDP */
+	struct pset set[NSETS];		/* [0] TCP, [1] UDP, [2] TLS */
 	__u32 hash;
 };
 
@@ -49,8 +56,8 @@ struct compiler {
 	unsigned int nclasses, cap_classes;
 	unsigned int *slots;		/* open-addressing table of class ids, 0 = free */
 	unsigned int nslots;
-	struct tf_port_range *scratch[2];	/* the permission being built */
-	unsigned int nscratch[2], cap_scratch[2];
+	struct tf_port_range *scratch[NSETS];	/* the permission being built */
+	unsigned int nscratch[NSETS], cap_scratch[NSETS];
 	unsigned int cap_chunks;
 };
 
@@ -101,14 +108,14 @@ static int append(struct compiler *cc, unsigned int k, const struct tf_port_rang
 	return 0;
 }
 
-/* FNV-1a over both scratch sets. */
+/* FNV-1a over the scratch sets. */
 static __u32 scratch_hash(const struct compiler *cc)
 {
 	__u32 h = 2166136261u;
 	unsigned int k;
 	size_t i;
 
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < NSETS; k++) {
 		const unsigned char *b = (const unsigned char *)cc->scratch[k];
 
 		h = (h ^ cc->nscratch[k]) * 16777619u;
@@ -122,7 +129,7 @@ static int scratch_equal(const struct compiler *cc, const struct pclass *c)
 {
 	unsigned int k;
 
-	for (k = 0; k < 2; k++)
+	for (k = 0; k < NSETS; k++)
 		if (c->set[k].n != cc->nscratch[k] ||
 		    (c->set[k].n && memcmp(c->set[k].r, cc->scratch[k],
 					   c->set[k].n * sizeof(*c->set[k].r))))
@@ -151,8 +158,9 @@ static int grow_slots(struct compiler *cc)
 /* The class id of the scratch sets, made if new: 1..MAX_CLASSES or -errno. */
 static int intern(struct compiler *cc)
 {
-	unsigned int s, id, mask = cc->nslots - 1, n0 = cc->nscratch[0], n1 = cc->nscratch[1];
+	unsigned int s, id, k, n = 0, mask = cc->nslots - 1;
 	__u32 h = scratch_hash(cc);
+	struct tf_port_range *r;
 	struct pclass *c;
 
 	for (s = h & mask; (id = cc->slots[s]); s = (s + 1) & mask)
@@ -168,16 +176,18 @@ static int intern(struct compiler *cc)
 		cc->cap_classes *= 2;
 	}
 	c = &cc->classes[cc->nclasses + 1];
-	c->set[0].r = malloc((n0 + n1) * sizeof(*c->set[0].r));
-	if (!c->set[0].r)
+	for (k = 0; k < NSETS; k++)
+		n += cc->nscratch[k];
+	r = malloc(n * sizeof(*r));
+	if (!r)
 		return -ENOMEM;
-	c->set[1].r = c->set[0].r + n0;
-	if (n0)
-		memcpy(c->set[0].r, cc->scratch[0], n0 * sizeof(*c->set[0].r));
-	if (n1)
-		memcpy(c->set[1].r, cc->scratch[1], n1 * sizeof(*c->set[1].r));
-	c->set[0].n = n0;
-	c->set[1].n = n1;
+	for (k = 0; k < NSETS; k++) {
+		c->set[k].r = r;
+		c->set[k].n = cc->nscratch[k];
+		if (c->set[k].n)
+			memcpy(r, cc->scratch[k], c->set[k].n * sizeof(*r));
+		r += c->set[k].n;
+	}
 	c->hash = h;
 	id = ++cc->nclasses;
 	cc->slots[s] = id;
@@ -186,14 +196,43 @@ static int intern(struct compiler *cc)
 	return (int)id;
 }
 
+/*
+ * The TLS ports rule r adds: with "tls": true all its TCP ports, with
+ * "tls": false none, else (host rules only) port 443 if it allows it.
+ * *all: every port. Returns the ranges and their count.
+ */
+static unsigned int rule_tls(const struct tf_rule *r, const struct tf_port_range **out, int *all)
+{
+	unsigned int i;
+
+	*all = 0;
+	if (!(r->protos & TF_PB_TCP) || r->tls == TF_TLS_OFF)
+		return 0;
+	if (r->tls == TF_TLS_ON) {
+		*all = !r->nranges;
+		*out = r->ranges;
+		return r->nranges;
+	}
+	if (r->kind != TF_RULE_HOST)
+		return 0;
+	for (i = 0; i < r->nranges; i++)
+		if (r->ranges[i].lo <= TLS_PORT && TLS_PORT <= r->ranges[i].hi)
+			break;
+	if (r->nranges && i == r->nranges)
+		return 0;
+	*out = &tls_default;
+	return 1;
+}
+
 /* The permission of the prefix of rules order[from..to): its parent's and its own rules'. */
 static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 		      const struct perm *parent, struct perm *out)
 {
 	const struct pclass *pc = &cc->classes[parent->cls];
+	const struct tf_port_range *tls = NULL;
 	const struct tf_rule *r;
-	unsigned int i, k;
-	int ret, added;
+	unsigned int i, k, n;
+	int ret, added, all;
 
 	out->all_ports = parent->all_ports;
 	out->protos = parent->protos;
@@ -202,16 +241,26 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 		out->protos |= r->protos;
 		if (!r->nranges)
 			out->all_ports |= r->protos & (TF_PB_TCP | TF_PB_UDP);
+		if (rule_tls(r, &tls, &all)) {
+			out->protos |= TF_PB_TLS;
+			out->all_ports |= all ? TF_PB_TLS : 0;
+		}
 	}
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < NSETS; k++) {
 		cc->nscratch[k] = 0;
 		if (out->all_ports & tf_pbit[k])
 			continue;	/* every port: no set, no chunks */
 		ret = append(cc, k, pc->set[k].r, pc->set[k].n);
 		for (i = from, added = 0; !ret && i < to; i++) {
 			r = &cc->rules[cc->order[i]];
-			if ((r->protos & tf_pbit[k]) && r->nranges) {
-				ret = append(cc, k, r->ranges, r->nranges);
+			if (k == 2) {
+				n = rule_tls(r, &tls, &all);
+			} else {
+				n = (r->protos & tf_pbit[k]) ? r->nranges : 0;
+				tls = r->ranges;
+			}
+			if (n) {
+				ret = append(cc, k, tls, n);
 				added = 1;
 			}
 		}
@@ -221,7 +270,7 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 			cc->nscratch[k] = tf_ranges_merge(cc->scratch[k], cc->nscratch[k]);
 	}
 	out->cls = 0;
-	if (!cc->nscratch[0] && !cc->nscratch[1])
+	if (!cc->nscratch[0] && !cc->nscratch[1] && !cc->nscratch[2])
 		return 0;
 	ret = intern(cc);
 	if (ret < 0)
@@ -452,7 +501,7 @@ int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct t
 		goto cleanup;
 
 	for (i = 1; i <= cc.nclasses; i++) {
-		for (k = 0; k < 2; k++) {
+		for (k = 0; k < NSETS; k++) {
 			ret = emit_chunks(&cc, out, i, k);
 			if (ret)
 				goto cleanup;
@@ -465,8 +514,8 @@ cleanup:
 		free(cc.classes[i].set[0].r);
 	free(cc.classes);
 	free(cc.slots);
-	free(cc.scratch[0]);
-	free(cc.scratch[1]);
+	for (k = 0; k < NSETS; k++)
+		free(cc.scratch[k]);
 	free(cc.order);
 	if (ret)
 		tf_policy_free(out);

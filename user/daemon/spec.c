@@ -527,12 +527,12 @@ static int host_from_json(const json_t *j, const char *where, struct tf_rule *ou
 int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		      char *err, size_t errlen)
 {
-	static const char *const cidr_keys[] = { "cidr", "proto", "ports", NULL };
-	static const char *const host_keys[] = { "host", "proto", "ports", NULL };
+	static const char *const cidr_keys[] = { "cidr", "proto", "ports", "tls", NULL };
+	static const char *const host_keys[] = { "host", "proto", "ports", "tls", NULL };
 	const char *const *keys = cidr_keys;
 	char path[PATH_BUF], q[QUOTE_BUF];
 	const char *cidr = NULL, *proto;
-	json_t *ports;
+	json_t *ports, *tls;
 	size_t i;
 	int ret;
 
@@ -585,6 +585,19 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 	}
 	if (!out->kind)
 		out->kind = TF_RULE_CIDR;
+	tls = json_object_get(j, "tls");
+	if (tls && !json_is_boolean(tls)) {
+		ret = fail(err, errlen, "%s: expected true or false, not `%s'",
+			   join(path, where, "tls"), quote(tls, q));
+		goto cleanup;
+	}
+	if (tls && json_is_true(tls) && !(out->protos & TF_PB_TCP)) {
+		ret = fail(err, errlen, "%s: an SNI check needs TCP (proto `%s')",
+			   join(path, where, "tls"), quote_str(proto, q));
+		goto cleanup;
+	}
+	if (tls)
+		out->tls = json_is_true(tls) ? TF_TLS_ON : TF_TLS_OFF;
 cleanup:
 	if (ret)
 		memset(out, 0, sizeof(*out));
@@ -613,6 +626,8 @@ static int rule_cmp(const struct tf_rule *a, const struct tf_rule *b)
 		d = cmp_u(a->cidr.prefixlen, b->cidr.prefixlen);
 	if (!d)
 		d = cmp_u(a->protos, b->protos);
+	if (!d)
+		d = cmp_u(a->tls, b->tls);
 	if (!d)
 		d = cmp_u(a->nranges, b->nranges);
 	if (!d)
@@ -797,10 +812,8 @@ static json_t *ports_to_json(const struct tf_rule *r)
 json_t *tf_rule_to_json(const struct tf_rule *r)
 {
 	const char *proto = proto_name(r);
-	char buf[TF_ADDRSTRLEN];
-	json_t *ports = NULL;
-
-	char host[TF_HOST_MAX + 3];
+	char buf[TF_ADDRSTRLEN], host[TF_HOST_MAX + 3];
+	json_t *ports = NULL, *tls = NULL;
 
 	if ((r->kind != TF_RULE_CIDR && r->kind != TF_RULE_HOST) || !proto)
 		return NULL;
@@ -810,12 +823,15 @@ json_t *tf_rule_to_json(const struct tf_rule *r)
 			return NULL;
 	}
 	/* json_pack() steals ports even when it fails (jansson >= 2.11). */
+	if (r->tls != TF_TLS_DEFAULT)
+		tls = json_boolean(r->tls == TF_TLS_ON);
 	if (r->kind == TF_RULE_HOST) {
 		snprintf(host, sizeof(host), "%s%s", r->wildcard ? "*." : "", r->host);
-		return json_pack("{s:s, s:s, s:o*}", "host", host, "proto", proto, "ports", ports);
+		return json_pack("{s:s, s:s, s:o*, s:o*}", "host", host, "proto", proto,
+				 "ports", ports, "tls", tls);
 	}
-	return json_pack("{s:s, s:s, s:o*}", "cidr", tf_fmt_cidr(&r->cidr, buf),
-			 "proto", proto, "ports", ports);
+	return json_pack("{s:s, s:s, s:o*, s:o*}", "cidr", tf_fmt_cidr(&r->cidr, buf),
+			 "proto", proto, "ports", ports, "tls", tls);
 }
 
 static json_t *end_to_json(const __u8 mac[6], const struct tf_ip *ip4, const struct tf_ip *ip6)

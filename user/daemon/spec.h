@@ -24,6 +24,13 @@ struct tf_port_range {
 
 enum tf_rule_kind { TF_RULE_CIDR = 1, TF_RULE_HOST = 2 };
 
+/* struct tf_rule.tls: the "tls" field (docs/tls.md). */
+enum tf_rule_tls {
+	TF_TLS_DEFAULT,		/* absent: host rules check SNI on port 443, CIDR rules nowhere */
+	TF_TLS_ON,		/* true: every TCP port of the rule */
+	TF_TLS_OFF,		/* false: none */
+};
+
 #define TF_HOST_MAX 247	/* reversed form (host + '.') fits TF_DNS_NAME_MAX */
 
 /**
@@ -31,6 +38,7 @@ enum tf_rule_kind { TF_RULE_CIDR = 1, TF_RULE_HOST = 2 };
  * @protos: TF_PB_* bits: "tcp", "udp", "icmp", or "any" (all four bits)
  * @nranges: 0 means every port (only allowed for "any" or when "ports" is
  *           omitted); ranges are sorted and merged.
+ * @tls:     enum tf_rule_tls
  */
 struct tf_rule {
 	enum tf_rule_kind kind;
@@ -38,6 +46,7 @@ struct tf_rule {
 	char host[TF_HOST_MAX + 1];	/* TF_RULE_HOST: lower case, no trailing dot */
 	int wildcard;			/* host was "*.<host>": names strictly below it */
 	__u8 protos;
+	__u8 tls;
 	unsigned int nranges;
 	struct tf_port_range ranges[TF_RULE_MAX_RANGES];
 };

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * TLS flow states (docs/tls.md). A TCP flow to a TLS port of the
+ * permission that allowed it starts in TF_FLOW_TLS_WAIT: packets without
+ * payload pass both ways (the handshake, ACKs, FIN, RST), the guest's
+ * payload goes to the ClientHello reader (tls_hello.bpf.h, through
+ * TF_JUDGE_TLS) and the server's is held back. An allowed hello moves the
+ * flow to TF_FLOW_TLS_VERIFY: the guest's resent hello bytes must equal
+ * the judged ones, until the server acknowledges the whole hello and the
+ * flow is TF_FLOW_OPEN (one lookup per packet from then on). A refused
+ * hello leaves the flow TF_FLOW_TLS_DENIED: no payload passes again.
+ */
+#ifndef TF_TLS_BPF_H
+#define TF_TLS_BPF_H
+
+#include "verdict.bpf.h"
+
+static __always_inline __u32 tcp_payload_len(const struct judge *j)
+{
+	return j->p.l4_len - j->p.tcp_hlen;
+}
+
+/* Forget a flow's hello buffer, if it has one. */
+static __always_inline void tls_buf_drop(__u32 sid, const struct tf_flow_key *k)
+{
+	void *bufs = bpf_map_lookup_elem(&tf_tlsbuf, &sid);
+
+	if (bufs)
+		bpf_map_delete_elem(bufs, k);
+}
+
+/*
+ * A SYN (without data: decide_out() refuses TCP Fast Open on TLS ports)
+ * that a permission allows on a TLS port. bind: the SNI must also be a
+ * name the destination was learnt for (it was allowed as a learnt address).
+ */
+static __always_inline int tls_flow_new(struct judge *j, void *flows, const struct tf_flow_key *k,
+					__u8 bind, __u16 reason)
+{
+	struct tf_flow f = {
+		.created_ns = bpf_ktime_get_ns(),
+		.policy_ver = j->ver,
+		.state = TF_FLOW_TLS_WAIT,
+		.bind = bind,
+		.isn = j->p.tcp_seq + 1,
+	};
+
+	tls_buf_drop(j->sid, k);	/* an earlier connection's, on the same tuple */
+	if (bpf_map_update_elem(flows, k, &f, BPF_ANY))
+		return deny(j, TF_REASON_FLOW_TABLE_FULL);
+	return allow(j, reason, 1);
+}
+
+/* Guest -> host, not a SYN, on a flow in a TLS state (f). */
+static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_key *k,
+					const struct tf_flow *f)
+{
+	__builtin_memcpy(&j->flow, f, sizeof(j->flow));
+	if (j->flow.state == TF_FLOW_TLS_DENIED)
+		return tcp_payload_len(j) ? deny(j, j->flow.reason) : allow(j, TF_REASON_ALLOW_FLOW, 0);
+	if (tcp_payload_len(j))
+		return TF_JUDGE_TLS;
+	/* A connection ended before its hello was judged frees its buffer. */
+	if (j->flow.state == TF_FLOW_TLS_WAIT && (j->p.tcp_flags & (TCP_FLAG_RST | TCP_FLAG_FIN)))
+		tls_buf_drop(j->sid, k);
+	return allow(j, TF_REASON_ALLOW_FLOW, 0);
+}
+
+/*
+ * Host -> guest on a flow in a TLS state (f, key k in flows): the server's
+ * acknowledgement of the whole allowed hello opens the flow; until then
+ * (and on refused flows) only packets without payload pass.
+ */
+static __always_inline int tls_flow_reply(struct judge *j, void *flows, const struct tf_flow_key *k,
+					  const struct tf_flow *f)
+{
+	struct tf_flow nf;
+
+	__builtin_memcpy(&nf, f, sizeof(nf));
+	if (nf.state == TF_FLOW_TLS_VERIFY && (j->p.tcp_flags & TCP_FLAG_ACK) &&
+	    (__s32)(j->p.tcp_ack - (nf.isn + nf.ch_end)) >= 0) {
+		nf.state = TF_FLOW_OPEN;
+		/* If the update fails the flow stays in VERIFY: stricter, not open. */
+		bpf_map_update_elem(flows, k, &nf, BPF_EXIST);
+		tls_buf_drop(j->sid, k);
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	}
+	if (tcp_payload_len(j))
+		return deny(j, nf.state == TF_FLOW_TLS_DENIED ? nf.reason : TF_REASON_TLS_PENDING);
+	return allow(j, TF_REASON_ALLOW_FLOW, 0);
+}
+
+#endif /* TF_TLS_BPF_H */

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The guest's ClientHello on a TLS flow (states: tls.bpf.h; format:
+ * include/tapfence/tls.h; design: docs/tls.md).
+ *
+ * TF_FLOW_TLS_WAIT: each payload segment must continue the bytes held
+ * (sequence number - isn == bytes held); bytes it resends must equal them.
+ * Its new bytes are appended to the flow's buffer in tf_tlsbuf and the
+ * segment is dropped (tls_pending): nothing reaches the server before the
+ * verdict. When the records hold a whole hello, it is de-framed into the
+ * per-CPU scratch, parsed and judged: SNI allowed by a host rule for this
+ * port, and, for a flow allowed as a learnt address, a name the address
+ * was learnt for (tf_tlsbind). Allowed: the completing segment passes and
+ * the flow goes to TF_FLOW_TLS_VERIFY, where the client's retransmission
+ * of the dropped segments passes if its bytes equal the judged ones.
+ * Refused: TF_FLOW_TLS_DENIED. A gap, different resent bytes, a hello over
+ * TF_TLS_BUF or one that does not parse: refused (fail closed).
+ *
+ * Packet bytes are read with bpf_skb_load_bytes() (TC) or
+ * bpf_xdp_load_bytes() (XDP): the functions below take the context and a
+ * constant xdp flag, and each entry point gets its own copy with the
+ * other helper's call folded away.
+ */
+#ifndef TF_TLS_HELLO_BPF_H
+#define TF_TLS_HELLO_BPF_H
+
+#include "policy.bpf.h"
+
+/* A buffer older than this is swept when a session's table is full; set by tapfenced before load. */
+const volatile __u32 cfg_tls_timeout_s = 10;
+
+#define TLS_CHUNKS (TF_TLS_BUF / TF_TLS_SLACK)
+
+static __always_inline struct tls_scratch *tls_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&tf_tlsscratch, &zero);
+}
+
+static __always_inline long tls_load(void *ctx, const int xdp, __u32 off, void *to, __u32 len)
+{
+	if (xdp)
+		return bpf_xdp_load_bytes(ctx, off, to, len);
+	return bpf_skb_load_bytes(ctx, off, to, len);
+}
+
+/*
+ * Packet bytes [pay_off, pay_off + n) against (or into) the held wire
+ * bytes from off on, a chunk of TF_TLS_SLACK bytes per bpf_loop()
+ * iteration: a callback is verified once, where a loop would be walked
+ * for every chunk with its own bounds.
+ */
+struct tls_chunk_ctx {
+	void *ctx;		/* the program's context */
+	__u8 *wire;		/* the held bytes */
+	__u8 *chunk;		/* scratch for one chunk of packet bytes */
+	__u64 off;		/* where in wire the packet's bytes go */
+	__u64 pay_off;
+	__u64 n;
+	__u64 differ;		/* compare: a difference; append: a failed read */
+};
+
+/* Chunk i's length, 0 past the end (64-bit: the register compared is the one passed). */
+static __always_inline __u64 tls_chunk_len(const struct tls_chunk_ctx *c, __u64 i)
+{
+	__u64 len, done = i * TF_TLS_SLACK;
+
+	if (done >= c->n || done >= TF_TLS_BUF)
+		return 0;
+	len = c->n - done;
+	return len > TF_TLS_SLACK ? TF_TLS_SLACK : len;
+}
+
+/* One pair of callbacks per context type: the helper that reads packet bytes differs. */
+#define TLS_CHUNK_CBS(type, load_bytes)                                         \
+static long tls_append_##type##_cb(__u64 i, void *ctx)                          \
+{                                                                               \
+	struct tls_chunk_ctx *c = ctx;                                          \
+	__u64 done = i * TF_TLS_SLACK, len = tls_chunk_len(c, i);              \
+                                                                                \
+	if (len == 0)                                                           \
+		return 1;                                                       \
+	if (load_bytes(c->ctx, c->pay_off + done,                               \
+		       c->wire + ((c->off + done) & TF_TLS_MASK), len)) {       \
+		c->differ = 1;                                                  \
+		return 1;                                                       \
+	}                                                                       \
+	return 0;                                                               \
+}                                                                               \
+                                                                                \
+static long tls_cmp_##type##_cb(__u64 i, void *ctx)                             \
+{                                                                               \
+	struct tls_chunk_ctx *c = ctx;                                          \
+	__u64 q, d, done = i * TF_TLS_SLACK, len = tls_chunk_len(c, i);        \
+	const __u8 *w;                                                          \
+                                                                                \
+	if (len == 0)                                                           \
+		return 1;                                                       \
+	if (load_bytes(c->ctx, c->pay_off + done, c->chunk, len)) {             \
+		c->differ = 1;                                                  \
+		return 1;                                                       \
+	}                                                                       \
+	w = c->wire + ((c->off + done) & TF_TLS_MASK);                          \
+	for (q = 0; q < TF_TLS_SLACK; q += 8) {                                 \
+		if (q >= len)                                                   \
+			break;                                                  \
+		d = *(const __u64 *)(c->chunk + q) ^ *(const __u64 *)(w + q);  \
+		if (len - q < 8)                                                \
+			d &= (1ULL << ((len - q) * 8)) - 1;                     \
+		c->differ |= d;                                                 \
+	}                                                                       \
+	return c->differ != 0;                                                  \
+}
+
+TLS_CHUNK_CBS(skb, bpf_skb_load_bytes)
+TLS_CHUNK_CBS(xdp, bpf_xdp_load_bytes)
+
+/* Append n bytes of the packet at pay_off to b's wire bytes (have + n <= TF_TLS_BUF). */
+static __always_inline int tls_append(struct tls_chunk_ctx *c, const int xdp, __u32 pay_off,
+				      struct tf_tls_buf *b, __u32 n)
+{
+	c->wire = b->wire;
+	c->off = b->have;
+	c->pay_off = pay_off;
+	c->n = n;
+	c->differ = 0;
+	bpf_loop(TLS_CHUNKS, xdp ? tls_append_xdp_cb : tls_append_skb_cb, c, 0);
+	return c->differ ? -1 : 0;
+}
+
+/* 1 if the n packet bytes at pay_off differ from b's wire bytes at off (off + n <= have). */
+static __always_inline int tls_differs(struct tls_chunk_ctx *c, const int xdp, __u32 pay_off,
+				       struct tf_tls_buf *b, __u32 off, __u32 n)
+{
+	if (off + n > TF_TLS_BUF)
+		return 1;
+	c->wire = b->wire;
+	c->off = off;
+	c->pay_off = pay_off;
+	c->n = n;
+	c->differ = 0;
+	bpf_loop(TLS_CHUNKS, xdp ? tls_cmp_xdp_cb : tls_cmp_skb_cb, c, 0);
+	return c->differ != 0;
+}
+
+struct tls_walk_ctx {
+	struct tf_tls_buf *b;
+	int st;
+};
+
+static long tls_walk_cb(__u64 i __attribute__((unused)), void *ctx)
+{
+	struct tls_walk_ctx *c = ctx;
+	int progress, st = tls_walk_step(c->b, &progress);
+
+	c->st = st;
+	return st != TLS_MORE || !progress;
+}
+
+struct tls_copy_ctx {
+	struct tls_copy c;
+	const __u8 *wire;
+	__u8 *hs;
+};
+
+static long tls_copy_cb(__u64 i __attribute__((unused)), void *ctx)
+{
+	struct tls_copy_ctx *c = ctx;
+
+	return tls_copy_step(&c->c, c->wire, c->hs);
+}
+
+struct tls_parse_ctx {
+	struct tls_parse *p;
+	const __u8 *hs;
+};
+
+static long tls_parse_cb(__u64 i __attribute__((unused)), void *ctx)
+{
+	struct tls_parse_ctx *c = ctx;
+
+	return tls_parse_step(c->p, c->hs);
+}
+
+struct tls_sweep_ctx {
+	__u64 now;
+};
+
+static long tls_sweep_cb(void *map, const void *key, void *value, void *ctx)
+{
+	const struct tf_tls_buf *b = value;
+	struct tls_sweep_ctx *c = ctx;
+
+	if (c->now - b->created_ns > (__u64)cfg_tls_timeout_s * 1000000000ULL)
+		bpf_map_delete_elem(map, key);
+	return 0;
+}
+
+/* A new, empty buffer for the flow; a full table is swept of stale ones first. NULL if none. */
+static __always_inline struct tf_tls_buf *tls_buf_new(void *bufs, const struct tf_flow_key *k)
+{
+	struct tls_sweep_ctx sc = { .now = bpf_ktime_get_ns() };
+	struct tf_tls_buf *zero, *b;
+	__u32 z = 0;
+
+	zero = bpf_map_lookup_elem(&tf_tlszero, &z);
+	if (!zero)
+		return NULL;
+	if (bpf_map_update_elem(bufs, k, zero, BPF_NOEXIST)) {
+		bpf_for_each_map_elem(bufs, tls_sweep_cb, &sc, 0);
+		if (bpf_map_update_elem(bufs, k, zero, BPF_NOEXIST))
+			return NULL;
+	}
+	b = bpf_map_lookup_elem(bufs, k);
+	if (b)
+		b->created_ns = sc.now;
+	return b;
+}
+
+/* Refuse the hello: the flow passes no payload again, its buffer goes. */
+static __always_inline int tls_refuse(struct judge *j, const struct tf_flow_key *k, __u16 reason)
+{
+	void *flows = session_flows(j->sid);
+
+	j->flow.state = TF_FLOW_TLS_DENIED;
+	j->flow.reason = reason;
+	if (flows)
+		bpf_map_update_elem(flows, k, &j->flow, BPF_EXIST);
+	tls_buf_drop(j->sid, k);
+	return deny(j, reason);
+}
+
+static __always_inline __u16 tls_status_reason(int st)
+{
+	switch (st) {
+	case TLS_NOT_TLS:
+		return TF_REASON_TLS_NOT_TLS;
+	case TLS_SSLV2:
+		return TF_REASON_TLS_SSLV2;
+	case TLS_TOO_BIG:
+		return TF_REASON_TLS_TOO_BIG;
+	case TLS_NO_SNI:
+		return TF_REASON_TLS_NO_SNI;
+	case TLS_SNI_IP:
+		return TF_REASON_TLS_SNI_IP;
+	case TLS_SNI_LONG:
+		return TF_REASON_TLS_SNI_DENIED;	/* longer than any host rule */
+	case TLS_ECH:
+		return TF_REASON_TLS_ECH;
+	}
+	return TF_REASON_TLS_MALFORMED;
+}
+
+/*
+ * Judge the whole hello in b: 0 if allowed, else the reason. The SNI stays
+ * in the scratch for the event (j->name_tls).
+ */
+static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tls_buf *b,
+					struct tls_scratch *t)
+{
+	struct tls_copy_ctx cc = { .c = { .end = b->rec_off }, .wire = b->wire, .hs = t->hs };
+	struct tls_parse_ctx pc = { .p = &t->p, .hs = t->hs };
+	struct tf_rule_val perm;
+	struct tf_name_val *v;
+	void *bmap;
+	__u64 *exp;
+	__u32 sid = j->sid;
+	int st;
+
+	bpf_loop(TF_TLS_COPY_STEPS, tls_copy_cb, &cc, 0);
+	tls_parse_start(&t->p, b->hs_need);
+	bpf_loop(TF_TLS_PARSE_STEPS, tls_parse_cb, &pc, 0);
+	st = t->p.phase == TLS_PH_DONE ? t->p.status : TLS_MALFORMED;
+	if (t->p.seen_sni && t->p.sni_len) {
+		j->name_tls = 1;
+		j->name_len = t->p.sni_len < TF_TLS_SNI_MAX ? t->p.sni_len : TF_TLS_SNI_MAX;
+	}
+	if (st != TLS_OK)
+		return tls_status_reason(st);
+
+	t->key.prefixlen = TF_NAME_KEY_FIXED_BITS + 8 * t->p.rev_len;
+	t->key.sid = sid;
+	t->key.ver = j->ver;
+	copy_u32s(t->key.name, t->p.rev, TF_DNS_NAME_MAX);
+	v = bpf_map_lookup_elem(&tf_names, &t->key);
+	if (!v)
+		return TF_REASON_TLS_SNI_DENIED;
+	perm = v->len == t->p.rev_len ? v->exact : v->sub;
+	if (perm_reason(j, j->ver, &perm))
+		return TF_REASON_TLS_SNI_DENIED;
+	if (!j->flow.bind)
+		return 0;
+	t->bkey.family = j->p.family;
+	__builtin_memset(t->bkey.pad, 0, sizeof(t->bkey.pad));
+	__builtin_memcpy(t->bkey.addr, j->p.daddr, 16);
+	copy_u32s(t->bkey.name, t->p.rev, TF_DNS_NAME_MAX);
+	bmap = bpf_map_lookup_elem(&tf_tlsbind, &sid);
+	exp = bmap ? bpf_map_lookup_elem(bmap, &t->bkey) : NULL;
+	if (!exp || bpf_ktime_get_ns() >= *exp)
+		return TF_REASON_TLS_SNI_MISMATCH;
+	return 0;
+}
+
+/* TF_FLOW_TLS_VERIFY: resent hello bytes must be the judged ones; later bytes pass. */
+static __always_inline int tls_verify(struct tls_chunk_ctx *c, const int xdp, struct judge *j,
+				      void *bufs, const struct tf_flow_key *k, __u32 pay_off,
+				      __u32 off, __u32 n)
+{
+	struct tf_tls_buf *b;
+	__u32 end = j->flow.ch_end;
+
+	if (off >= end && off < (1U << 30))
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	b = bpf_map_lookup_elem(bufs, k);
+	/* No buffer: it was swept, or the server's ack just opened the flow (the client resends). */
+	if (!b || off >= end || end > b->have)
+		return deny(j, TF_REASON_TLS_REASSEMBLY);
+	if (n > end - off)
+		n = end - off;
+	if (tls_differs(c, xdp, pay_off, b, off, n))
+		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+	return allow(j, TF_REASON_ALLOW_FLOW, 0);
+}
+
+/* Guest payload on a flow in TF_FLOW_TLS_WAIT or TF_FLOW_TLS_VERIFY (j->flow). */
+static __always_inline int tls_segment(void *ctx, const int xdp, struct judge *j)
+{
+	struct tls_chunk_ctx c = { .ctx = ctx };
+	struct tls_walk_ctx wc = { .st = TLS_MALFORMED };
+	struct tls_scratch *t = tls_scratch();
+	__u32 pay_off = 14 + (j->p.family == TF_FAM_IPV4 ? 20 : 40) + j->p.tcp_hlen;
+	__u32 n = tcp_payload_len(j), off = j->p.tcp_seq - j->flow.isn, have, take;
+	struct tf_flow_key *k;
+	struct tf_tls_buf *b;
+	void *flows, *bufs;
+	__u16 reason;
+
+	bufs = bpf_map_lookup_elem(&tf_tlsbuf, &j->sid);
+	flows = session_flows(j->sid);
+	if (!bufs || !flows || !t)
+		return deny(j, TF_REASON_NO_SESSION);
+	k = &t->fkey;
+	__builtin_memset(k, 0, sizeof(*k));
+	flow_key_out(&j->p, k);
+	c.chunk = t->chunk;
+	if (j->flow.state == TF_FLOW_TLS_VERIFY)
+		return tls_verify(&c, xdp, j, bufs, k, pay_off, off, n);
+
+	b = bpf_map_lookup_elem(bufs, k);
+	if (!b) {
+		if (off != 0)
+			return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+		b = tls_buf_new(bufs, k);
+		if (!b)
+			return deny(j, TF_REASON_TLS_TABLE_FULL);	/* the client resends */
+	}
+	have = b->have;
+	if (have > TF_TLS_BUF || off > have)
+		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+	if (off < have) {
+		take = have - off < n ? have - off : n;
+		if (tls_differs(&c, xdp, pay_off, b, off, take))
+			return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+		if (take == n)
+			return deny(j, TF_REASON_TLS_PENDING);	/* resent, nothing new */
+		pay_off += take;
+		n -= take;
+	}
+	take = TF_TLS_BUF - have < n ? TF_TLS_BUF - have : n;
+	if (tls_append(&c, xdp, pay_off, b, take))
+		return tls_refuse(j, k, TF_REASON_TLS_MALFORMED);
+	b->have = have + take;
+
+	wc.b = b;
+	bpf_loop(TF_TLS_WALK_STEPS, tls_walk_cb, &wc, 0);
+	if (wc.st == TLS_MORE) {
+		if (take < n)
+			return tls_refuse(j, k, TF_REASON_TLS_TOO_BIG);
+		return deny(j, TF_REASON_TLS_PENDING);
+	}
+	if (wc.st != TLS_OK)
+		return tls_refuse(j, k, tls_status_reason(wc.st));
+
+	reason = tls_judge_hello(j, b, t);
+	if (reason)
+		return tls_refuse(j, k, reason);
+	j->flow.state = TF_FLOW_TLS_VERIFY;
+	j->flow.ch_end = b->rec_off;
+	if (bpf_map_update_elem(flows, k, &j->flow, BPF_EXIST))
+		return deny(j, TF_REASON_FLOW_TABLE_FULL);
+	return allow(j, TF_REASON_ALLOW_TLS, 1);
+}
+
+static __noinline int tls_segment_tc(struct __sk_buff *skb, struct judge *j)
+{
+	return tls_segment(skb, 0, j);
+}
+
+static __noinline int tls_segment_xdp(struct xdp_md *ctx, struct judge *j)
+{
+	return tls_segment(ctx, 1, j);
+}
+
+#endif /* TF_TLS_HELLO_BPF_H */
