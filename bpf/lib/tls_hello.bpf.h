@@ -28,6 +28,8 @@
 
 /* A buffer older than this is swept when a session's table is full; set by tapfenced before load. */
 const volatile __u32 cfg_tls_timeout_s = 10;
+/* 1: a hello with encrypted_client_hello is judged by its outer SNI; 0: refused (tls_ech). */
+const volatile __u32 cfg_tls_ech_outer = 0;
 
 #define TLS_CHUNKS (TF_TLS_BUF / TF_TLS_SLACK)
 
@@ -272,6 +274,8 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 	tls_parse_start(&t->p, b->hs_need);
 	bpf_loop(TF_TLS_PARSE_STEPS, tls_parse_cb, &pc, 0);
 	st = t->p.phase == TLS_PH_DONE ? t->p.status : TLS_MALFORMED;
+	if (st == TLS_ECH && cfg_tls_ech_outer)
+		st = t->p.ech_status;
 	if (t->p.seen_sni && t->p.sni_len) {
 		j->name_tls = 1;
 		j->name_len = t->p.sni_len < TF_TLS_SNI_MAX ? t->p.sni_len : TF_TLS_SNI_MAX;

@@ -231,11 +231,15 @@ static __always_inline void emit_event(const struct judge *j, int verdict)
 		event_send(e);
 }
 
-/* Record a decided packet; returns the verdict unchanged. */
+/*
+ * Record a decided packet; returns the verdict unchanged. A segment held
+ * while a ClientHello is read (tls_pending) is counted, not reported: the
+ * hello's verdict is the event.
+ */
 static __always_inline int record(const struct judge *j, int verdict)
 {
 	count(j->sid, j->reason);
-	if (verdict == TF_VERDICT_DENY || j->emit)
+	if ((verdict == TF_VERDICT_DENY && j->reason != TF_REASON_TLS_PENDING) || j->emit)
 		emit_event(j, verdict);
 	return verdict;
 }

@@ -26,7 +26,8 @@
  *    forward form (@sni) and reversed form (@rev, as host rules and DNS
  *    names are kept, abi.h), after checking it is a host name: labels of
  *    [a-z0-9-_], no empty label, no trailing dot. Digits and dots only, or
- *    a ':' or '[', is an IP literal (RFC 6066 forbids those as SNI).
+ *    a ':' or '[', is an IP literal (RFC 6066 forbids those as SNI). A name
+ *    longer than TF_TLS_SNI_MAX is TLS_SNI_LONG whatever its bytes.
  */
 #ifndef TAPFENCE_TLS_H
 #define TAPFENCE_TLS_H
@@ -46,9 +47,14 @@
 #define TLS_EXT_ECH         0xfe0d	/* draft-ietf-tls-esni, encrypted_client_hello */
 #define TLS_EXT_ESNI        0xffce	/* the older encrypted_server_name drafts */
 
-/* Steps that bound each stage for any input the limits accept. */
+/*
+ * Steps that bound each stage for any input the limits accept. The walk
+ * and the copy take a header step and at least one body step per record,
+ * and records of 1 byte take 6 wire bytes: 2 steps per 6 bytes; the copy
+ * adds a step per TF_TLS_COPY body bytes.
+ */
 #define TF_TLS_WALK_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + 4)
-#define TF_TLS_COPY_STEPS   (TF_TLS_BUF / (TF_TLS_REC_HDR + 1) + TF_TLS_BUF / TF_TLS_COPY + 4)
+#define TF_TLS_COPY_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + TF_TLS_BUF / TF_TLS_COPY + 4)
 #define TF_TLS_PARSE_STEPS  (8 + TF_TLS_BUF / 4 + 256 + TF_DNS_NAME_MAX)
 
 /* Outcome of a stage (tls_walk_step(), struct tls_parse.status). */
@@ -187,7 +193,8 @@ enum tls_phase {
  * @sni:     the host name, lower case, @sni_len bytes, zero padded (also
  *           filled, up to TF_TLS_SNI_MAX bytes, for TLS_SNI_IP/TLS_SNI_LONG)
  * @rev:     TLS_OK: its reversed form, @rev_len bytes, zero padded
- * @ech:     encrypted_client_hello or ESNI was present
+ * @ech:     encrypted_client_hello or ESNI was present (then @status is
+ *           TLS_ECH and @ech_status what the outer name alone gives)
  */
 struct tls_parse {
 	__u32 pos;
@@ -203,9 +210,10 @@ struct tls_parse {
 	__u8 ip_like;		/* digits and dots only so far */
 	__u8 literal;		/* a ':' or '[' */
 	__u8 bad;		/* a byte outside the host name alphabet, or an empty label */
+	__u8 ech_status;
 	__u16 sni_len;
 	__u16 rev_len;
-	__u32 pad;
+	__u8 pad[3];
 	__u8 sni[TF_DNS_NAME_BUF];
 	__u8 rev[TF_DNS_NAME_MAX];
 };
@@ -227,9 +235,10 @@ static inline void tls_parse_start(struct tls_parse *p, __u32 end)
 	p->ip_like = 1;
 	p->literal = 0;
 	p->bad = 0;
+	p->ech_status = 0;
 	p->sni_len = 0;
 	p->rev_len = 0;
-	p->pad = 0;
+	p->pad[0] = p->pad[1] = p->pad[2] = 0;
 	for (i = 0; i < TF_DNS_NAME_BUF; i++)
 		p->sni[i] = 0;
 	for (i = 0; i < TF_DNS_NAME_MAX; i++)
@@ -243,19 +252,30 @@ static inline int tls_fail(struct tls_parse *p, int status)
 	return 1;
 }
 
+/*
+ * The parse ends with the name's verdict: TLS_ECH if the hello carries
+ * encrypted_client_hello, whatever the name (the verdict on the outer
+ * name stays in @ech_status for a datapath that judges by it).
+ */
+static inline int tls_done(struct tls_parse *p, int status)
+{
+	p->ech_status = (__u8)status;
+	p->status = p->ech ? TLS_ECH : (__u8)status;
+	p->phase = TLS_PH_DONE;
+	return 1;
+}
+
 /* The verdict on the name, once the extensions are walked. */
 static inline int tls_name_done(struct tls_parse *p)
 {
-	if (p->ech)
-		return tls_fail(p, TLS_ECH);
 	if (!p->seen_sni)
-		return tls_fail(p, TLS_NO_SNI);
-	if (p->literal || (p->ip_like && p->sni[0] >= '0' && p->sni[0] <= '9'))
-		return tls_fail(p, TLS_SNI_IP);
-	if (p->bad || p->label == 0)
-		return tls_fail(p, TLS_MALFORMED);
+		return tls_done(p, TLS_NO_SNI);
 	if (p->sni_len > TF_TLS_SNI_MAX)
-		return tls_fail(p, TLS_SNI_LONG);
+		return tls_done(p, TLS_SNI_LONG);
+	if (p->literal || (p->ip_like && p->sni[0] >= '0' && p->sni[0] <= '9'))
+		return tls_done(p, TLS_SNI_IP);
+	if (p->bad || p->label == 0)
+		return tls_done(p, TLS_MALFORMED);
 	p->phase = TLS_PH_REV;
 	p->pos = 0;
 	return 0;
@@ -365,7 +385,13 @@ static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 			return tls_fail(p, TLS_MALFORMED);
 		return tls_extension(p, hs, type, n);
 	case TLS_PH_SNI:
-		if (p->pos == p->sni_end) {
+		/*
+		 * A step a byte up to one past TF_TLS_SNI_MAX, then the rest is
+		 * skipped: a name of thousands of bytes would outrun
+		 * TF_TLS_PARSE_STEPS, and it is too long whatever they are.
+		 */
+		if (p->pos == p->sni_end || p->sni_len > TF_TLS_SNI_MAX) {
+			p->pos = p->sni_end;
 			p->phase = TLS_PH_EXT;
 			return 0;
 		}
@@ -380,8 +406,7 @@ static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 		if (n == p->sni_len) {
 			p->rev[n] = '.';
 			p->rev_len = p->sni_len + 1;
-			p->phase = TLS_PH_DONE;
-			return 1;
+			return tls_done(p, TLS_OK);
 		}
 		p->rev[n] = p->sni[(p->sni_len - 1 - n) & (TF_DNS_NAME_BUF - 1)];
 		p->pos++;

@@ -265,6 +265,16 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 				snprintf(err, errlen, "attach_mode: `%s' is not tc or xdp", s ? s : "?");
 				ret = -EINVAL;
 			}
+		} else if (!strcmp(key, "tls_ech")) {
+			s = json_string_value(v);
+			if (s && !strcmp(s, "deny")) {
+				c->tls_ech_outer = 0;
+			} else if (s && !strcmp(s, "outer")) {
+				c->tls_ech_outer = 1;
+			} else {
+				snprintf(err, errlen, "tls_ech: `%s' is not deny or outer", s ? s : "?");
+				ret = -EINVAL;
+			}
 		} else if (!strcmp(key, "floor")) {
 			ret = parse_floor(v, c, err, errlen);
 		} else if (!strcmp(key, "limits")) {

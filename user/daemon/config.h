@@ -27,6 +27,12 @@ struct tf_config {
 	unsigned int allowed_uids[64];
 	unsigned int allowed_gids[64];
 	enum tf_attach_mode attach_mode;
+	/*
+	 * A hello with encrypted_client_hello: refused (0, "deny"), or judged by
+	 * its outer SNI (1, "outer"): browsers send a GREASE one that cannot be
+	 * told from a real one (docs/tls.md).
+	 */
+	int tls_ech_outer;
 	int nat64_floor;		/* deny 64:ff9b::/96 (default 1) */
 	unsigned int nfloor_extra;	/* operator's extra hard-deny ranges */
 	struct tf_cidr floor_extra[TF_CONFIG_MAX_CIDRS];

@@ -213,6 +213,7 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_ttl_max_s = cfg->dns_ttl_max_s;
 	skel->rodata->cfg_dnsq_timeout_s = cfg->dns_query_timeout_s;
 	skel->rodata->cfg_tls_timeout_s = cfg->tls_timeout_s;
+	skel->rodata->cfg_tls_ech_outer = cfg->tls_ech_outer;
 	skel->rodata->cfg_events_per_s = cfg->events_per_s;
 	skel->rodata->cfg_events_burst = cfg->events_burst;
 	if (cfg->events_per_s) {

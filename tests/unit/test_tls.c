@@ -1,0 +1,825 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Test that a TLS connection carries payload only after a ClientHello whose SNI a host rule allows and the destination was learnt for, however the hello is segmented or framed, and that every other first flight is refused with its reason. */
+/*
+ * The datapath through BPF_PROG_TEST_RUN on the real object (dprun.h), a
+ * session set up as the daemon does. Learnt addresses are written into the
+ * session's tables as an answer would leave them (test_dns.c tests that
+ * answers do); hellos are the captures in tests/tls/hellos/ (real clients)
+ * and hellos built here. Guest -> host segments are judged by
+ * tc_from_guest, then again by xdp_from_guest.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <bpf/bpf.h>
+
+#include <tapfence/abi.h>
+#include <tapfence/tls.h>
+#include "check.h"
+#include "dpenv.h"
+#include "dprun.h"
+#include "pkt.h"
+
+#define GMAC "02:00:00:00:00:02"
+#define HMAC "02:00:00:00:00:01"
+#define G4   "10.10.0.2"
+#define G6   "fd00:a::2"
+
+#define CDN   "192.0.2.10"	/* learnt for www.example.com and other.example.net */
+#define OTHER "192.0.2.20"	/* learnt for other.example.net only */
+#define PLAIN "192.0.2.30"	/* plain.test: "tls": false */
+#define ALT   "192.0.2.40"	/* alt.test: "tls": true on 8443 */
+#define QUIC  "192.0.2.50"	/* quic.test: any protocol on 443 */
+#define CDN6  "2001:db8:c::10"	/* learnt for www.example.com */
+
+static const char spec[] =
+	"{'id':'a','ifname':'tap-a',"
+	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"
+	"'gateway':{'mac':'" HMAC "','ipv4':'10.10.0.1','ipv6':'fd00:a::1'},"
+	"'resolver':{'ipv4':'10.10.0.1'},"
+	"'allow':["
+	"{'host':'www.example.com','proto':'tcp','ports':[443]},"
+	"{'host':'other.example.net','proto':'tcp','ports':[443]},"
+	"{'host':'plain.test','proto':'tcp','ports':[443],'tls':false},"
+	"{'host':'alt.test','proto':'tcp','ports':[8443],'tls':true},"
+	"{'host':'quic.test','proto':'any','ports':[443]},"
+	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[8443],'tls':true},"
+	"{'cidr':'203.0.113.0/24','proto':'any','ports':[443]}]}";
+
+/* A short sweep timeout, so the full-table test need not wait 10 s. */
+static const char operator_config[] = "{'limits':{'tls_timeout_s':1,'events_per_s':0}}";
+
+/* ---- hellos -------------------------------------------------------------- */
+
+#define HELLO_MAX 20000
+
+struct hello {
+	__u8 b[HELLO_MAX];
+	unsigned int len;
+};
+
+static void put16(__u8 *b, unsigned int v)
+{
+	b[0] = (__u8)(v >> 8);
+	b[1] = (__u8)v;
+}
+
+#define HB_ECH    0x01	/* an encrypted_client_hello extension */
+#define HB_NO_SNI 0x02
+
+/* One record holding a ClientHello for sni (TLS 1.2 version fields, one suite). */
+static void hello_build(struct hello *h, const char *sni, unsigned int flags)
+{
+	__u8 *b = h->b;
+	unsigned int o = 9, n = (unsigned int)strlen(sni), ext;
+
+	memset(b, 0, 200 + n);
+	b[0] = 22;
+	b[1] = 3;
+	b[2] = 1;
+	b[5] = 1;		/* ClientHello */
+	b[o++] = 3;
+	b[o++] = 3;
+	o += 32;		/* random */
+	b[o++] = 0;		/* session id */
+	put16(b + o, 2);
+	b[o + 2] = 0x13;
+	b[o + 3] = 0x01;
+	o += 4;
+	b[o++] = 1;		/* compression: null */
+	b[o++] = 0;
+	ext = o;
+	o += 2;
+	if (!(flags & HB_NO_SNI)) {
+		put16(b + o, 0);
+		put16(b + o + 2, n + 5);
+		put16(b + o + 4, n + 3);
+		b[o + 6] = 0;
+		put16(b + o + 7, n);
+		memcpy(b + o + 9, sni, n);
+		o += 9 + n;
+	}
+	if (flags & HB_ECH) {
+		put16(b + o, 0xfe0d);
+		put16(b + o + 2, 4);
+		o += 8;
+	}
+	put16(b + ext, o - ext - 2);
+	b[6] = (__u8)((o - 9) >> 16);
+	put16(b + 7, o - 9);
+	put16(b + 3, o - 5);
+	h->len = o;
+}
+
+static int hello_load(struct hello *h, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return -errno;
+	h->len = (unsigned int)fread(h->b, 1, sizeof(h->b), f);
+	fclose(f);
+	return h->len ? 0 : -EINVAL;
+}
+
+/* Rename extension type from to to in a one-record hello; 0 if found. */
+static int hello_rename_ext(struct hello *h, unsigned int from, unsigned int to)
+{
+	unsigned int o = 5 + 4 + 2 + 32, end;
+
+	o += 1 + h->b[o];
+	o += 2 + (h->b[o] << 8 | h->b[o + 1]);
+	o += 1 + h->b[o];
+	end = o + 2 + (h->b[o] << 8 | h->b[o + 1]);
+	for (o += 2; o + 4 <= end && end <= h->len; o += 4 + (h->b[o + 2] << 8 | h->b[o + 3])) {
+		if ((unsigned int)(h->b[o] << 8 | h->b[o + 1]) == from) {
+			put16(h->b + o, to);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The same handshake message in records of at most per bytes each. */
+static void hello_reframe(struct hello *out, const struct hello *in, unsigned int per)
+{
+	unsigned int hs = in->len - 5, i, n, o = 0;
+
+	for (i = 0; i < hs; i += n) {
+		n = hs - i < per ? hs - i : per;
+		out->b[o] = 22;
+		out->b[o + 1] = 3;
+		out->b[o + 2] = 1;
+		put16(out->b + o + 3, n);
+		memcpy(out->b + o + 5, in->b + 5 + i, n);
+		o += 5 + n;
+	}
+	out->len = o;
+}
+
+/* ---- TCP segments ---------------------------------------------------------- */
+
+struct conn {
+	const char *raddr;
+	unsigned int rport, gport;
+	__u32 isn;		/* the guest's SYN sequence number */
+	__u32 risn;		/* the server's */
+};
+
+static unsigned int next_gport = 20000;
+
+static void conn_init(struct conn *c, const char *raddr, unsigned int rport)
+{
+	c->raddr = raddr;
+	c->rport = rport;
+	c->gport = next_gport++;
+	c->isn = 0x10000000u + c->gport * 7919u;
+	c->risn = 0x70000000u;
+}
+
+/* A TCP segment of c, either way, with payload; seq/ack are absolute. */
+static void fr_seg(struct frame *f, const struct conn *c, int to_guest, __u8 flags, __u32 seq,
+		   __u32 ack, const void *pay, unsigned int n)
+{
+	const char *src = to_guest ? c->raddr : (strchr(c->raddr, ':') ? G6 : G4);
+	const char *dst = to_guest ? (strchr(c->raddr, ':') ? G6 : G4) : c->raddr;
+	__u8 s[16], d[16], *t;
+	int fam = pk_addr(src, s);
+	unsigned int ip = fam == 4 ? 20 : 40, o = 14;
+
+	pk_addr(dst, d);
+	if (n > sizeof(f->d) - 14 - ip - 20)
+		n = sizeof(f->d) - 14 - ip - 20;
+	memset(f->d, 0, 14 + ip + 20);
+	pk_mac(to_guest ? GMAC : HMAC, f->d);
+	pk_mac(to_guest ? HMAC : GMAC, f->d + 6);
+	pk_put16(f->d + 12, fam == 4 ? 0x0800 : 0x86dd);
+	if (fam == 4) {
+		f->d[o] = 0x45;
+		pk_put16(f->d + o + 2, ip + 20 + n);
+		f->d[o + 8] = 64;
+		f->d[o + 9] = IPPROTO_TCP;
+		memcpy(f->d + o + 12, s, 4);
+		memcpy(f->d + o + 16, d, 4);
+	} else {
+		f->d[o] = 0x60;
+		pk_put16(f->d + o + 4, 20 + n);
+		f->d[o + 6] = IPPROTO_TCP;
+		f->d[o + 7] = 64;
+		memcpy(f->d + o + 8, s, 16);
+		memcpy(f->d + o + 24, d, 16);
+	}
+	t = f->d + o + ip;
+	pk_put16(t, to_guest ? c->rport : c->gport);
+	pk_put16(t + 2, to_guest ? c->gport : c->rport);
+	t[4] = (__u8)(seq >> 24);
+	t[5] = (__u8)(seq >> 16);
+	t[6] = (__u8)(seq >> 8);
+	t[7] = (__u8)seq;
+	t[8] = (__u8)(ack >> 24);
+	t[9] = (__u8)(ack >> 16);
+	t[10] = (__u8)(ack >> 8);
+	t[11] = (__u8)ack;
+	t[12] = 5 << 4;
+	t[13] = flags;
+	pk_put16(t + 14, 65535);
+	if (n)
+		memcpy(t + 20, pay, n);
+	f->len = o + ip + 20 + n;
+}
+
+static void c_syn(struct env *e, const struct conn *c, const char *desc, int allow,
+		  const char *counters)
+{
+	struct frame f;
+
+	fr_seg(&f, c, 0, PK_SYN, c->isn, 0, NULL, 0);
+	judge(e, FROM, &f, desc, allow, counters, NULL);
+}
+
+/* The guest's payload at stream offset off (0: the first byte after the SYN). */
+static void c_send(struct env *e, const struct conn *c, unsigned int off, const void *pay,
+		   unsigned int n, const char *desc, int allow, const char *counters,
+		   const char *events)
+{
+	struct frame f;
+
+	fr_seg(&f, c, 0, PK_ACK | PK_PSH, c->isn + 1 + off, c->risn + 1, pay, n);
+	judge(e, FROM, &f, desc, allow, counters, events);
+}
+
+/* The server acknowledging the guest's first ack_off bytes, with n bytes of its own. */
+static void c_reply(struct env *e, const struct conn *c, unsigned int ack_off, unsigned int n,
+		    const char *desc, int allow, const char *counters)
+{
+	static const __u8 pay[64];
+	struct frame f;
+
+	fr_seg(&f, c, 1, PK_ACK | (n ? PK_PSH : 0), c->risn + 1, c->isn + 1 + ack_off, pay, n);
+	judge(e, TO, &f, desc, allow, counters, NULL);
+}
+
+/* Run silently: the verdict only (for the loops over thousands of segmentations). */
+static int quiet(struct env *e, enum dir dir, const struct frame *f)
+{
+	struct result r;
+
+	run(e, dir, f, &r);
+	return r.ok && r.allow;
+}
+
+static int q_send(struct env *e, const struct conn *c, unsigned int off, const void *pay,
+		  unsigned int n)
+{
+	struct frame f;
+
+	fr_seg(&f, c, 0, PK_ACK | PK_PSH, c->isn + 1 + off, c->risn + 1, pay, n);
+	return quiet(e, FROM, &f);
+}
+
+static int q_syn(struct env *e, const struct conn *c)
+{
+	struct frame f;
+
+	fr_seg(&f, c, 0, PK_SYN, c->isn, 0, NULL, 0);
+	return quiet(e, FROM, &f);
+}
+
+static int q_reply(struct env *e, const struct conn *c, unsigned int ack_off)
+{
+	struct frame f;
+
+	fr_seg(&f, c, 1, PK_ACK, c->risn + 1, c->isn + 1 + ack_off, NULL, 0);
+	return quiet(e, TO, &f);
+}
+
+/* ---- set-up -------------------------------------------------------------------- */
+
+static unsigned int rev_of(const char *fwd, __u8 out[TF_DNS_NAME_MAX])
+{
+	unsigned int n = (unsigned int)strlen(fwd), i;
+
+	memset(out, 0, TF_DNS_NAME_MAX);
+	for (i = 0; i < n; i++)
+		out[i] = (__u8)fwd[n - 1 - i];
+	out[n] = '.';
+	return n + 1;
+}
+
+/* What an answer for name leaves behind for addr: a learnt address and its binding. */
+static int learn(struct env *e, const struct sess *s, const char *addr, const char *name)
+{
+	struct tf_learn_key lk = { .sid = s->sid };
+	struct tf_learned l = { .ver = s->ver };
+	struct tf_bind_key bk = {};
+	__u64 exp = now_ns() + 600000000000ULL;
+	int idx, sub, lfd, bfd;
+
+	lk.family = (__u8)pk_addr(addr, lk.addr);
+	bk.family = lk.family;
+	memcpy(bk.addr, lk.addr, 16);
+	l.name_len = (__u16)rev_of(name, l.name);
+	memcpy(bk.name, l.name, TF_DNS_NAME_MAX);
+	idx = tf_policy_name_perm(&s->pol, l.name, l.name_len, 0, &l.perm, &sub);
+	if (idx < 0)
+		return -ENOENT;
+	l.name_idx = (__u16)idx;
+	l.sub = (__u8)sub;
+	l.expires_ns = exp;
+	lfd = tf_dp_slot_map(&e->dp, TF_SLOT_LEARNED, s->sid);
+	bfd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBIND, s->sid);
+	if (lfd < 0 || bfd < 0 || bpf_map_update_elem(bfd, &bk, &exp, BPF_ANY))
+		return -errno;
+	return bpf_map_update_elem(lfd, &lk, &l, BPF_ANY) ? -errno : 0;
+}
+
+/* ---- tests ----------------------------------------------------------------------- */
+
+static char what[512];
+
+static const char *w(const char *fmt, const char *a)
+{
+	snprintf(what, sizeof(what), fmt, a);
+	return what;
+}
+
+/* A whole hello in one segment, then the server's reply and data both ways. */
+static void test_one_segment(struct env *e, const char *label, const struct hello *h,
+			     const char *raddr, const char *events)
+{
+	struct conn c;
+
+	conn_init(&c, raddr, 443);
+	c_syn(e, &c, w("%s: SYN", label), 1, "allow_learned+1");
+	c_reply(e, &c, 0, 0, w("%s: SYN-ACK (no payload) passes", label), 1, "allow_flow+1");
+	c_reply(e, &c, 0, 10, w("%s: server data before the hello is held", label), 0,
+		"tls_pending+1");
+	c_send(e, &c, 0, h->b, h->len, w("%s: the hello", label), 1, "allow_tls+1", events);
+	c_reply(e, &c, h->len, 40, w("%s: the server's answer, acking the hello", label), 1,
+		"allow_flow+1");
+	c_send(e, &c, h->len, "abc", 3, w("%s: then the guest's data takes the fast path", label),
+	       1, "allow_flow+1", "-");
+	CHECK_EQ(w("%s: its buffer is gone once the server acked the hello", label),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+}
+
+/*
+ * Every split of h into two segments: the first is held (tls_pending), the
+ * second completes it and passes (allow_tls), the resent first passes, the
+ * server's ack opens the flow. One check for all splits.
+ */
+static void test_splits(struct env *e, const char *label, const struct hello *h)
+{
+	unsigned int k, bad = 0, first = 0;
+	struct conn c;
+
+	for (k = 1; k < h->len; k++) {
+		int ok;
+
+		conn_init(&c, CDN, 443);
+		ok = q_syn(e, &c);
+		ok = ok && !q_send(e, &c, 0, h->b, k);
+		ok = ok && q_send(e, &c, k, h->b + k, h->len - k);
+		ok = ok && q_send(e, &c, 0, h->b, k);		/* the retransmission */
+		ok = ok && q_reply(e, &c, h->len);
+		ok = ok && q_send(e, &c, h->len, "x", 1);
+		if (!ok && !bad++)
+			first = k;
+	}
+	snprintf(what, sizeof(what), "%s: %s split in two at each of its %u byte boundaries: held, "
+		 "allowed on completion, resent bytes pass (first failing split: %u)",
+		 prog_name(e, FROM), label, h->len - 1, first);
+	CHECK_EQ(what, bad, 0);
+	CHECK_EQ(w("%s: no buffer left behind by the splits", label),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+}
+
+/* h sent seg bytes at a time: held until the last segment, which passes. */
+static void test_small_segments(struct env *e, const char *label, const struct hello *h,
+				unsigned int seg)
+{
+	unsigned int off, held = 0, n;
+	struct conn c;
+	int last = 0;
+
+	conn_init(&c, CDN, 443);
+	q_syn(e, &c);
+	for (off = 0; off < h->len; off += n) {
+		n = h->len - off < seg ? h->len - off : seg;
+		last = q_send(e, &c, off, h->b + off, n);
+		held += !last && off + n < h->len;
+	}
+	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: every one held but the last, "
+		 "which passes", prog_name(e, FROM), label, seg);
+	CHECK_EQ(what, held == (h->len + seg - 1) / seg - 1 && last, 1);
+	q_reply(e, &c, h->len);
+}
+
+/*
+ * A refused first flight: the SYN passes, the hello is dropped with the
+ * reason, its retransmission too (the flow stays refused), and nothing
+ * of the server's reaches the guest.
+ */
+static void test_refused(struct env *e, const char *label, const struct hello *h,
+			 const char *raddr, unsigned int port, const char *counter,
+			 const char *events)
+{
+	struct conn c;
+
+	conn_init(&c, raddr, port);
+	c_syn(e, &c, w("%s: SYN", label), 1, NULL);
+	c_send(e, &c, 0, h->b, h->len, w("%s: refused", label), 0, counter, events);
+	c_send(e, &c, 0, h->b, h->len, w("%s: its retransmission too", label), 0, counter, NULL);
+	c_reply(e, &c, h->len, 20, w("%s: no server data reaches the guest", label), 0, counter);
+	c_send(e, &c, 0, NULL, 0, w("%s: a bare ACK still passes", label), 1, "allow_flow+1",
+	       NULL);
+	CHECK_EQ(w("%s: no buffer left behind", label), slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+}
+
+static void test_fixtures(struct env *e)
+{
+	static const char *const names[] = {
+		"openssl-s_client", "curl", "python-ssl", "gnutls-cli", "go", "chromium",
+	};
+	static struct hello h, r;
+	char path[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "tests/tls/hellos/%s.bin", names[i]);
+		CHECK_EQ(w("load %s", path), hello_load(&h, path), 0);
+		snprintf(path, sizeof(path), "%s hello", names[i]);
+		if (!strcmp(names[i], "chromium")) {
+			/* A GREASE encrypted_client_hello: refused unless tls_ech is "outer". */
+			test_refused(e, path, &h, CDN, 443, "tls_ech+1", "tls_ech[www.example.com]");
+			CHECK_EQ("chromium's hello: rename its ECH extension to a GREASE type",
+				 hello_rename_ext(&h, TLS_EXT_ECH, 0x0a0a), 0);
+			snprintf(path, sizeof(path), "chromium hello without ECH");
+		}
+		test_one_segment(e, path, &h, CDN, "allow_tls[www.example.com]");
+		if (!e->xdp || !strcmp(names[i], "chromium"))
+			test_splits(e, path, &h);
+	}
+	/* chromium's: about 2 KB with an X25519MLKEM768 key share */
+	hello_reframe(&r, &h, 1);
+	test_small_segments(e, "chromium's hello in 1-byte records", &r, 1400);
+	hello_reframe(&r, &h, 97);
+	test_splits(e, "chromium's hello in 97-byte records", &r);
+	CHECK_EQ("load openssl-s_client.bin", hello_load(&h, "tests/tls/hellos/openssl-s_client.bin"),
+		 0);
+	test_small_segments(e, "openssl's hello", &h, 1);
+	CHECK_EQ("load openssl-nosni.bin", hello_load(&h, "tests/tls/hellos/openssl-nosni.bin"), 0);
+	test_refused(e, "openssl without SNI", &h, CDN, 443, "tls_no_sni+1", "tls_no_sni[]");
+}
+
+/* Each refused first flight, with the reason and the SNI the event carries. */
+static void test_denials(struct env *e)
+{
+	static const __u8 http[] = "GET / HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
+	static const __u8 sslv2[] = { 0x80, 0x2e, 0x01, 0x00, 0x02, 0x00, 0x15, 0x00, 0x00,
+				      0x00, 0x10, 0x07, 0x00, 0xc0 };
+	static struct hello h;
+	struct conn c;
+	struct frame f;
+
+	hello_build(&h, "evil.test", 0);
+	test_refused(e, "an SNI no rule allows", &h, CDN, 443, "tls_sni_denied+1",
+		     "tls_sni_denied[evil.test]");
+	hello_build(&h, "www.example.com", 0);
+	test_refused(e, "an allowed SNI to an address learnt for another name", &h, OTHER, 443,
+		     "tls_sni_mismatch+1", "tls_sni_mismatch[www.example.com]");
+	hello_build(&h, "other.example.net", 0);
+	test_one_segment(e, "an address shared by two learnt names: the other one", &h, CDN,
+			 "allow_tls[other.example.net]");
+	hello_build(&h, "www.example.com", 0);
+	test_one_segment(e, "a built hello over IPv6", &h, CDN6, "allow_tls[www.example.com]");
+	hello_build(&h, "other.example.net", 0);
+	test_refused(e, "an allowed SNI to an IPv6 address learnt for another name", &h, CDN6,
+		     443, "tls_sni_mismatch+1", "tls_sni_mismatch[other.example.net]");
+	hello_build(&h, "WWW.Example.COM", 0);
+	test_one_segment(e, "an SNI in mixed case", &h, CDN, "allow_tls[www.example.com]");
+	hello_build(&h, "192.0.2.10", 0);
+	test_refused(e, "an IP literal as SNI", &h, CDN, 443, "tls_sni_ip+1",
+		     "tls_sni_ip[192.0.2.10]");
+	hello_build(&h, "www.example.com", HB_ECH);
+	test_refused(e, "encrypted_client_hello with an allowed outer SNI", &h, CDN, 443,
+		     "tls_ech+1", "tls_ech[www.example.com]");
+	hello_build(&h, "www.example.com", HB_NO_SNI);
+	test_refused(e, "a built hello without SNI", &h, CDN, 443, "tls_no_sni+1", "tls_no_sni[]");
+	memcpy(h.b, http, sizeof(http) - 1);
+	h.len = sizeof(http) - 1;
+	test_refused(e, "plain HTTP on a TLS port", &h, CDN, 443, "tls_not_tls+1", "tls_not_tls[]");
+	memcpy(h.b, sslv2, sizeof(sslv2));
+	h.len = sizeof(sslv2);
+	test_refused(e, "an SSLv2-framed hello", &h, CDN, 443, "tls_sslv2+1", "tls_sslv2[]");
+	hello_build(&h, "www.example.com", 0);
+	h.b[5] = 2;	/* a ServerHello */
+	test_refused(e, "a handshake that is not a ClientHello", &h, CDN, 443, "tls_malformed+1",
+		     NULL);
+	hello_build(&h, "www.example.com", 0);
+	h.b[44] = 33;	/* session id longer than 32 */
+	test_refused(e, "a hello with a 33-byte session id", &h, CDN, 443, "tls_malformed+1",
+		     NULL);
+	hello_build(&h, "www.example.com", 0);
+	h.b[6] = 1;	/* claims 64 KB more */
+	test_refused(e, "a hello claiming more than 16 KB", &h, CDN, 443, "tls_too_big+1", NULL);
+	memset(h.b, 0xa5, 600);
+	h.len = 600;
+	test_refused(e, "garbage", &h, CDN, 443, "tls_sslv2+1", NULL);
+	h.b[0] = 22;
+	h.b[1] = 3;
+	h.b[2] = 1;
+	put16(h.b + 3, 595);
+	test_refused(e, "garbage in a handshake record", &h, CDN, 443, "tls_malformed+1", NULL);
+
+	/* TCP Fast Open: data in the SYN */
+	conn_init(&c, CDN, 443);
+	hello_build(&h, "www.example.com", 0);
+	fr_seg(&f, &c, 0, PK_SYN, c.isn, 0, h.b, h.len);
+	judge(e, FROM, &f, "a SYN carrying the hello (TCP Fast Open)", 0, "tls_fastopen+1", NULL);
+	c_syn(e, &c, "the same connection without data in its SYN", 1, "allow_learned+1");
+	c_send(e, &c, 0, h.b, h.len, "then its hello", 1, "allow_tls+1", NULL);
+	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+}
+
+/* Reassembly: gaps, resent bytes that differ, bounds, the buffer table. */
+static void test_reassembly(struct env *e)
+{
+	static struct hello h, big;
+	struct conn c;
+	unsigned int off, n;
+
+	hello_build(&h, "www.example.com", 0);
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "out of order: SYN", 1, NULL);
+	c_send(e, &c, 20, h.b + 20, h.len - 20, "a segment past a gap", 0, "tls_reassembly+1",
+	       "tls_reassembly[]");
+	c_send(e, &c, 0, h.b, h.len, "the whole hello after it: the flow stays refused", 0,
+	       "tls_reassembly+1", NULL);
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "resent identical: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, 30, "the first 30 bytes: held, counted, no event", 0,
+	       "tls_pending+1", "-");
+	c_send(e, &c, 0, h.b, 30, "the same 30 again", 0, "tls_pending+1", "-");
+	c_send(e, &c, 10, h.b + 10, 40, "bytes 10-50: overlapping, the overlap equal", 0,
+	       "tls_pending+1", "-");
+	c_send(e, &c, 50, h.b + 50, h.len - 50, "the rest", 1, "allow_tls+1", NULL);
+	c_send(e, &c, 0, h.b, h.len, "all of it resent unchanged", 1, "allow_flow+1", "-");
+	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "resent different while held: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, 60, "the first 60 bytes", 0, "tls_pending+1", NULL);
+	memcpy(big.b, h.b, h.len);
+	big.b[40] ^= 1;
+	c_send(e, &c, 30, big.b + 30, 60, "bytes 30-90, byte 40 changed", 0, "tls_reassembly+1",
+	       "tls_reassembly[]");
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "resent different once allowed: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, 60, "the first 60 bytes", 0, "tls_pending+1", NULL);
+	c_send(e, &c, 60, h.b + 60, h.len - 60, "the rest: allowed", 1, "allow_tls+1", NULL);
+	/* the attack: resend the dropped bytes with another SNI */
+	memcpy(big.b, h.b, h.len);
+	memcpy(big.b + 51, "evil", 4);
+	c_send(e, &c, 0, big.b, 60, "the first 60 resent with `www.' changed", 0,
+	       "tls_reassembly+1", NULL);
+	c_send(e, &c, 0, h.b, 60, "then the true bytes: the flow stays refused", 0,
+	       "tls_reassembly+1", NULL);
+	c_send(e, &c, h.len, "data", 4, "and so does its data", 0, "tls_reassembly+1", NULL);
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "data after the hello before the server's ack: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, h.len, "the hello", 1, "allow_tls+1", NULL);
+	c_send(e, &c, h.len, "early", 5, "bytes after the hello (early data)", 1, "allow_flow+1",
+	       NULL);
+	c_reply(e, &c, h.len - 1, 0, "an ack short of the hello's end", 1, "allow_flow+1");
+	c_reply(e, &c, h.len - 1, 8, "server data before it acks the whole hello", 0,
+		"tls_pending+1");
+	c_reply(e, &c, h.len, 8, "server data acking the hello", 1, "allow_flow+1");
+
+	/* Records that never complete a hello: over TF_TLS_BUF wire bytes */
+	for (off = 0; off + 5 <= HELLO_MAX - 5; off += 1005) {
+		big.b[off] = 22;
+		big.b[off + 1] = 3;
+		big.b[off + 2] = 1;
+		put16(big.b + off + 3, 1000);
+		memset(big.b + off + 5, 0, 1000);
+	}
+	/* a ClientHello of 16300 bytes: whole only at wire byte 17085, past the bound */
+	big.b[5] = 1;
+	big.b[6] = 0;
+	put16(big.b + 7, 16300);
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "a hello over 16 KB of records: SYN", 1, NULL);
+	for (off = 0; off < 16383; off += n) {
+		n = 16383 - off < 3000 ? 16383 - off : 3000;
+		if (q_send(e, &c, off, big.b + off, n))
+			break;
+	}
+	CHECK_EQ("the first 16383 bytes of it are held", off, 16383);
+	c_send(e, &c, 16383, big.b + 16383, 100, "the segment past 16 KB", 0, "tls_too_big+1",
+	       "tls_too_big[]");
+}
+
+/* Which ports are TLS ports, and UDP on them. */
+static void test_ports(struct env *e)
+{
+	static const __u8 http[] = "GET / HTTP/1.1\r\n\r\n";
+	static struct hello h;
+	struct conn c;
+	struct frame f;
+
+	conn_init(&c, PLAIN, 443);
+	c_syn(e, &c, "\"tls\": false on 443: SYN", 1, "allow_learned+1");
+	c_send(e, &c, 0, http, sizeof(http) - 1, "\"tls\": false: plain HTTP passes", 1,
+	       "allow_flow+1", "-");
+
+	hello_build(&h, "alt.test", 0);
+	conn_init(&c, ALT, 8443);
+	c_syn(e, &c, "\"tls\": true on 8443: SYN", 1, "allow_learned+1");
+	c_send(e, &c, 0, h.b, h.len, "\"tls\": true: its hello", 1, "allow_tls+1",
+	       "allow_tls[alt.test]");
+	c_reply(e, &c, h.len, 0, "\"tls\": true: acked", 1, NULL);
+	conn_init(&c, ALT, 8443);
+	c_syn(e, &c, "\"tls\": true: another connection", 1, NULL);
+	c_send(e, &c, 0, http, sizeof(http) - 1, "\"tls\": true: plain HTTP refused", 0,
+	       "tls_not_tls+1", NULL);
+
+	conn_init(&c, "198.51.100.7", 8443);
+	c_syn(e, &c, "a CIDR rule with \"tls\": true: SYN", 1, "allow_rule+1");
+	c_send(e, &c, 0, h.b, h.len, "an SNI a host rule allows on 8443, to an address no answer "
+	       "named: passes (the CIDR rule vouches for the address)", 1, "allow_tls+1",
+	       "allow_tls[alt.test]");
+	c_reply(e, &c, h.len, 0, "a CIDR rule with \"tls\": true: acked", 1, NULL);
+	hello_build(&h, "www.example.com", 0);
+	conn_init(&c, "198.51.100.7", 8443);
+	c_syn(e, &c, "a CIDR rule with \"tls\": true: another connection", 1, NULL);
+	c_send(e, &c, 0, h.b, h.len, "an SNI whose rule allows 443 only: refused", 0,
+	       "tls_sni_denied+1", "tls_sni_denied[www.example.com]");
+
+	conn_init(&c, "203.0.113.5", 443);
+	c_syn(e, &c, "a CIDR rule without \"tls\": SYN", 1, "allow_rule+1");
+	c_send(e, &c, 0, http, sizeof(http) - 1, "no SNI check", 1, "allow_flow+1", "-");
+
+	conn_init(&c, QUIC, 443);
+	fr_seg(&f, &c, 0, 0, 0, 0, NULL, 0);
+	{
+		struct pk p = { .src = G4, .dst = QUIC, .proto = IPPROTO_UDP,
+				.sport = (__u16)(30000 + e->xdp), .dport = 443 };
+		struct pk_frame pf;
+
+		CHECK_EQ("build a UDP datagram", pk_build(&p, GMAC, HMAC, &pf), 0);
+		memcpy(f.d, pf.data, pf.len);
+		f.len = pf.len;
+		judge(e, FROM, &f, "UDP (QUIC) to a learnt address on 443", 0, "tls_udp+1",
+		      "tls_udp[]");
+		p.dst = "203.0.113.5";
+		pk_build(&p, GMAC, HMAC, &pf);
+		memcpy(f.d, pf.data, pf.len);
+		f.len = pf.len;
+		judge(e, FROM, &f, "UDP to 443 where a CIDR rule allows it", 1, "allow_rule+1",
+		      NULL);
+	}
+	hello_build(&h, "quic.test", 0);
+	conn_init(&c, QUIC, 443);
+	c_syn(e, &c, "quic.test over TCP: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, h.len, "quic.test over TCP: its hello", 1, "allow_tls+1", NULL);
+	c_reply(e, &c, h.len, 0, "quic.test over TCP: acked", 1, NULL);
+	CHECK_EQ(w("%s: no buffer left behind by the port tests", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+}
+
+/* The per-session table of hellos being read: full, swept, freed. */
+static void test_table(struct env *e)
+{
+	static struct hello h;
+	struct conn c[17];
+	unsigned int i, held = 0;
+
+	hello_build(&h, "www.example.com", 0);
+	for (i = 0; i < 16; i++) {
+		conn_init(&c[i], CDN, 443);
+		q_syn(e, &c[i]);
+		held += !q_send(e, &c[i], 0, h.b, 20);
+	}
+	CHECK_EQ("16 connections with half a hello each fill the session's table",
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid) == 16 && held == 16, 1);
+	conn_init(&c[16], CDN, 443);
+	c_syn(e, &c[16], "a 17th connection: SYN", 1, NULL);
+	c_send(e, &c[16], 0, h.b, 20, "a 17th hello: no buffer for it", 0, "tls_table_full+1",
+	       "tls_table_full[]");
+	c_send(e, &c[0], 0, NULL, 0, "one of the 16 ends with an RST", 1, NULL, NULL);
+	{
+		struct frame f;
+
+		fr_seg(&f, &c[0], 0, PK_RST | PK_ACK, c[0].isn + 21, c[0].risn + 1, NULL, 0);
+		judge(e, FROM, &f, "the RST passes", 1, "allow_flow+1", NULL);
+	}
+	CHECK_EQ("the RST freed its buffer", slot_count(e, TF_SLOT_TLSBUF, e->sid), 15);
+	c_send(e, &c[16], 0, h.b, h.len, "the 17th now gets the free buffer", 1, "allow_tls+1",
+	       NULL);
+	c_reply(e, &c[16], h.len, 0, "acked", 1, NULL);
+	for (i = 1; i < 16; i++)
+		q_send(e, &c[i], 20, h.b + 20, 10);
+	conn_init(&c[0], CDN, 443);
+	q_syn(e, &c[0]);
+	c_send(e, &c[0], 0, h.b, 20, "a 16th stalled hello fills the table again", 0,
+	       "tls_pending+1", NULL);
+	conn_init(&c[16], CDN, 443);
+	c_syn(e, &c[16], "one more connection: SYN", 1, NULL);
+	c_send(e, &c[16], 0, h.b, h.len, "its hello, while every buffer is young: refused", 0,
+	       "tls_table_full+1", NULL);
+	usleep(1300000);	/* past tls_timeout_s */
+	conn_init(&c[16], CDN, 443);
+	c_syn(e, &c[16], "after tls_timeout_s: SYN", 1, NULL);
+	c_send(e, &c[16], 0, h.b, h.len, "its hello: stale buffers were swept", 1, "allow_tls+1",
+	       NULL);
+	c_reply(e, &c[16], h.len, 0, "acked", 1, NULL);
+	CHECK_EQ("the sweep left no stale buffer", slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+}
+
+static const struct {
+	const char *addr, *name;
+} learnt[] = {
+	{ CDN, "www.example.com" }, { CDN, "other.example.net" },
+	{ OTHER, "other.example.net" }, { PLAIN, "plain.test" }, { ALT, "alt.test" },
+	{ QUIC, "quic.test" }, { CDN6, "www.example.com" },
+};
+
+/* Load the datapath with config, set up the session, learn its addresses. */
+static int env_open(struct env *e, struct sess *a, const char *config)
+{
+	size_t i;
+	int ret;
+
+	tf_config_defaults(&e->cfg);
+	CHECK_EQ(w("parse the operator config %s", config), config_parse(&e->cfg, config), 0);
+	ret = tf_dp_open(&e->dp, &e->cfg, 0);
+	CHECK_EQ("load the datapath, unpinned", ret, 0);
+	if (ret)
+		return ret;
+	CHECK_EQ("write the hard floor", tf_dp_write_floor(&e->dp), 0);
+	e->rb = ring_buffer__new(tf_dp_ringbuf_fd(&e->dp), on_event, e, NULL);
+	CHECK_EQ("open the event ring buffer", e->rb != NULL, 1);
+	ret = session_add(e, a, spec, 1, IFINDEX_LO);
+	CHECK_EQ("set up the session on ifindex 1", ret, 0);
+	for (i = 0; !ret && i < sizeof(learnt) / sizeof(learnt[0]); i++)
+		CHECK_EQ(w("learn an address for %s", learnt[i].name),
+			 learn(e, a, learnt[i].addr, learnt[i].name), 0);
+	e->sid = 1;
+	e->xdp = 0;
+	return ret || !e->rb ? -1 : 0;
+}
+
+static void env_close(struct env *e, struct sess *a)
+{
+	if (!e->dp.skel)
+		return;
+	session_del(e, a);
+	ring_buffer__free(e->rb);
+	tf_dp_close(&e->dp);
+}
+
+/* tls_ech "outer": a hello with encrypted_client_hello is judged by its outer SNI. */
+static void test_ech_outer(struct env *e)
+{
+	static struct hello h;
+
+	CHECK_EQ("load chromium.bin", hello_load(&h, "tests/tls/hellos/chromium.bin"), 0);
+	test_one_segment(e, "tls_ech outer: chromium's hello with its GREASE ECH", &h, CDN,
+			 "allow_tls[www.example.com]");
+	hello_build(&h, "evil.test", HB_ECH);
+	test_refused(e, "tls_ech outer: an ECH hello whose outer SNI no rule allows", &h, CDN, 443,
+		     "tls_sni_denied+1", "tls_sni_denied[evil.test]");
+}
+
+int main(void)
+{
+	static struct env e;
+	static struct sess a;
+
+	libbpf_set_print(quiet_libbpf);
+	CHECK_EQ("a private network namespace with lo up", private_netns(), 0);
+	if (!env_open(&e, &a, operator_config)) {
+		for (e.xdp = 0; e.xdp < 2; e.xdp++) {
+			test_fixtures(&e);
+			test_denials(&e);
+			test_reassembly(&e);
+			test_ports(&e);
+		}
+		e.xdp = 0;
+		test_table(&e);
+	}
+	env_close(&e, &a);
+	if (!env_open(&e, &a, "{'tls_ech':'outer','limits':{'events_per_s':0}}"))
+		test_ech_outer(&e);
+	env_close(&e, &a);
+	return CHECK_EXIT();
+}
