@@ -14,7 +14,7 @@
 
 #include "reason.h"
 
-#define TF_ABI_VERSION      1
+#define TF_ABI_VERSION      2	/* 2: TLS flow states, buffers and bindings; 128 counter slots */
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS     4096

@@ -84,9 +84,18 @@ static int mkdir_p(const char *path, mode_t mode)
 }
 
 /* Per-CPU scratch, not state: never pinned, so its size may change across upgrades. */
+/* Maps holding state worth pinning: not rodata, not per-run scratch, not the zeroed template. */
 static int map_is_state(const struct bpf_map *map)
 {
-	return !bpf_map__is_internal(map) && strcmp(bpf_map__name(map), "tf_dnsbuf");
+	static const char *const scratch[] = { "tf_dnsbuf", "tf_tlsscratch", "tf_tlszero" };
+	size_t i;
+
+	if (bpf_map__is_internal(map))
+		return 0;
+	for (i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
+		if (!strcmp(bpf_map__name(map), scratch[i]))
+			return 0;
+	return 1;
 }
 
 /* A pinned map keeps the size it was created with; say so when the config asks for another. */
