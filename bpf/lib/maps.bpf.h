@@ -214,6 +214,17 @@ struct {
 	__type(value, struct dns_scratch);
 } tf_dnsbuf SEC(".maps");
 
+/*
+ * TF_ABI_VERSION of the build that created the pinned maps, written by
+ * tapfenced: a build with another layout refuses to adopt them.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} tf_abi SEC(".maps");
+
 /* Per-session per-reason packet counters: index sid * TF_CNT_SLOTS + slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

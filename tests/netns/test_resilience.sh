@@ -253,4 +253,22 @@ check "c does not get D's slot ($c_slot, D had $d_slot)" test "$c_slot" != "$d_s
 probe "C -> 203.0.113.10:80 (C's rule)" "$gc" 203.0.113.10 80 reached
 probe "C -> 198.51.100.10:80 (only D's rule: not inherited)" "$gc" 198.51.100.10 80 blocked
 
+note "pins made by a build with another ABI"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+check "mark the pinned maps as ABI 1" bpftool map update pinned "$TF_PIN_DIR/maps/tf_abi" \
+	key 0 0 0 0 value 1 0 0 0
+start_foreground() {
+	timeout 20 ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --foreground \
+		>>"$T/tapfenced.log" 2>&1
+}
+check_not "a start on them is refused" start_foreground
+check "the refusal names both ABIs and --cleanup" \
+	grep -q "have ABI 1, this build has ABI [0-9]*: run tapfenced --cleanup" "$T/tapfenced.log"
+probe "refused start: C -> 203.0.113.10:80 still allowed by the pinned programs" "$gc" 203.0.113.10 80 reached
+probe "refused start: C -> 198.51.100.10:80 still denied" "$gc" 198.51.100.10 80 blocked
+check "--cleanup removes pins of another ABI" n "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup
+check "no map is left pinned" test -z "$(ls "$TF_PIN_DIR/maps" 2>/dev/null)"
+
 tf_done

@@ -113,12 +113,43 @@ static void warn_resized(const struct bpf_map *map, int fd, const char *path)
 }
 
 /* Reuse every map already pinned; after load, pin the rest. */
+/*
+ * Pinned maps are adopted only from a build with this ABI: their keys and
+ * values are what the programs read. Pins from another (or from before the
+ * marker) refuse the start, and the old programs keep enforcing.
+ */
+static int maps_check_abi(const struct tf_dp *dp)
+{
+	char path[PATH_MAX], probe[PATH_MAX];
+	__u32 zero = 0, abi = 0;
+	int fd, err = 0;
+
+	fd = bpf_obj_get(map_pin_path(dp, "tf_abi", path, sizeof(path)));
+	if (fd < 0) {
+		if (access(map_pin_path(dp, "tf_sessions", probe, sizeof(probe)), F_OK))
+			return 0;	/* nothing pinned yet */
+	} else if (bpf_map_lookup_elem(fd, &zero, &abi)) {
+		err = -errno;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!err && abi == TF_ABI_VERSION)
+		return 0;
+	pr_warn("the maps pinned in `%s/maps' have ABI %u, this build has ABI %u: "
+		"run tapfenced --cleanup to start over (the pinned programs keep enforcing meanwhile)\n",
+		dp->cfg->pin_dir, abi, TF_ABI_VERSION);
+	return -EPROTO;
+}
+
 static int maps_reuse(struct tf_dp *dp)
 {
 	struct bpf_map *map;
 	char path[PATH_MAX];
 	int fd, err;
 
+	err = maps_check_abi(dp);
+	if (err)
+		return err;
 	bpf_object__for_each_map(map, dp->skel->obj) {
 		if (map_is_state(map)) {
 			map_pin_path(dp, bpf_map__name(map), path, sizeof(path));
@@ -237,6 +268,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 {
 	int inner[TF_SLOT_MAPS] = { -1, -1, -1, -1, -1 };
 	struct tapfence_bpf *skel;
+	__u32 zero = 0, abi;
 	char path[PATH_MAX];
 	int err, i;
 
@@ -291,6 +323,11 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		err = maps_pin(dp);
 		if (err)
 			goto cleanup;
+	}
+	abi = TF_ABI_VERSION;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.tf_abi), &zero, &abi, BPF_ANY)) {
+		err = -errno;
+		goto cleanup;
 	}
 	for (i = 0; i < TF_SLOT_MAPS; i++)
 		close(inner[i]);
