@@ -106,7 +106,7 @@ fuzz: deps $(FUZZ_BINS)
 	$(Q)for b in $(FUZZ_BINS); do \
 		n=$${b##*/fuzz_}; mkdir -p $(BUILD)/fuzz/corpus-$$n; \
 		echo "  FUZZ     $$n for $(FUZZ_SECONDS)s"; \
-		case $$n in dns) ml=2112 ;; *) ml=16384 ;; esac; \
+		case $$n in dns) ml=2112 ;; tls) ml=20000 ;; *) ml=16384 ;; esac; \
 		$$b -max_total_time=$(FUZZ_SECONDS) -max_len=$$ml -print_final_stats=1 \
 			-artifact_prefix=$(BUILD)/fuzz/ \
 			$(BUILD)/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; \

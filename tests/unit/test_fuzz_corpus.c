@@ -28,6 +28,10 @@
 #define LLVMFuzzerTestOneInput fuzz_control_one
 #include "../fuzz/fuzz_control.c"
 #undef LLVMFuzzerTestOneInput
+#undef FUZZ_CHECK
+#define LLVMFuzzerTestOneInput fuzz_tls_one
+#include "../fuzz/fuzz_tls.c"
+#undef LLVMFuzzerTestOneInput
 
 static const struct {
 	const char *name;
@@ -36,6 +40,7 @@ static const struct {
 	{ "dns", fuzz_dns_one },
 	{ "spec", fuzz_spec_one },
 	{ "control", fuzz_control_one },
+	{ "tls", fuzz_tls_one },
 };
 
 static int replay(int (*one)(const uint8_t *, size_t), const char *path)
