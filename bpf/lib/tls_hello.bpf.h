@@ -272,6 +272,9 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 
 	bpf_loop(TF_TLS_COPY_STEPS, tls_copy_cb, &cc, 0);
 	tls_parse_start(&t->p, b->hs_need);
+	/* A copy that stopped short would leave an earlier hello's bytes in the scratch. */
+	if (cc.c.out != b->hs_need)
+		return TF_REASON_TLS_MALFORMED;
 	bpf_loop(TF_TLS_PARSE_STEPS, tls_parse_cb, &pc, 0);
 	st = t->p.phase == TLS_PH_DONE ? t->p.status : TLS_MALFORMED;
 	if (st == TLS_ECH && cfg_tls_ech_outer)

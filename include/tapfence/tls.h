@@ -228,7 +228,7 @@ static inline void tls_parse_start(struct tls_parse *p, __u32 end)
 	p->list_end = 0;
 	p->sni_end = 0;
 	p->phase = TLS_PH_HELLO;
-	p->status = TLS_OK;
+	p->status = TLS_MALFORMED;	/* until a phase ends the parse: fail closed */
 	p->ech = 0;
 	p->seen_sni = 0;
 	p->label = 0;
