@@ -50,6 +50,13 @@ static const char spec[] =
 	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[8443],'tls':true},"
 	"{'cidr':'203.0.113.0/24','proto':'any','ports':[443]}]}";
 
+/* Session B: never judged (test runs judge on ifindex 1); its tables must survive A's floods. */
+static const char spec_b[] =
+	"{'id':'b','ifname':'tap-b',"
+	"'guest':{'mac':'02:00:00:00:00:12','ipv4':'10.20.0.2'},"
+	"'gateway':{'mac':'02:00:00:00:00:11','ipv4':'10.20.0.1'},"
+	"'allow':[{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443]}]}";
+
 /* A short sweep timeout, so the full-table test need not wait 10 s. */
 static const char operator_config[] = "{'limits':{'tls_timeout_s':1,'events_per_s':0}}";
 
@@ -745,6 +752,83 @@ static void test_table(struct env *e)
 	CHECK_EQ("the sweep left no stale buffer", slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 }
 
+/*
+ * One session floods SYNs to a million distinct tuples (each a new flow it
+ * may open): it evicts its own flows only. Its own established connection,
+ * evicted, drops (never passed on a missing entry); session B's flows and
+ * half-read hello stay.
+ */
+static void test_flood(struct env *e, struct sess *b)
+{
+	static const __u8 zero_buf[sizeof(struct tf_tls_buf)];
+	struct tf_flow_key k = { .family = TF_FAM_IPV4, .proto = IPPROTO_TCP };
+	struct tf_flow v = { .policy_ver = 1, .state = TF_FLOW_OPEN };
+	int ffd = tf_dp_slot_map(&e->dp, TF_SLOT_FLOWS, b->sid);
+	int tfd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBUF, b->sid);
+	unsigned int i, kept = 0, allowed = 0, n = 1000000;
+	struct tf_tls_buf held;
+	struct frame f;
+	struct conn c;
+	__u8 *t;
+
+	pk_addr("203.0.113.9", k.raddr);
+	k.rport = htons(443);
+	for (i = 0; i < 100; i++) {
+		k.gport = htons((__u16)(40000 + i));
+		bpf_map_update_elem(ffd, &k, &v, BPF_ANY);
+	}
+	k.gport = htons(50000);
+	CHECK_EQ("session B holds a half-read hello",
+		 bpf_map_update_elem(tfd, &k, zero_buf, BPF_ANY), 0);
+
+	conn_init(&c, "203.0.113.5", 443);
+	c_syn(e, &c, "flood: A's own connection, before the flood: SYN", 1, "allow_rule+1");
+	c_send(e, &c, 0, "ping", 4, "flood: A's connection carries data", 1, "allow_flow+1", NULL);
+
+	/*
+	 * The flood: SYNs from 1M (port, address) pairs, patched into one frame,
+	 * run bare (no counters read around each run: that would take minutes).
+	 */
+	conn_init(&c, "203.0.113.1", 443);
+	fr_seg(&f, &c, 0, PK_SYN, 1, 0, NULL, 0);
+	t = f.d + 14 + 20;
+	{
+		struct __sk_buff skb = { .ifindex = IFINDEX_LO };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f.d, .data_size_in = f.len,
+			    .ctx_in = &skb, .ctx_size_in = sizeof(skb), .repeat = 1);
+		int fd = bpf_program__fd(e->dp.skel->progs.tc_from_guest);
+
+		for (i = 0; i < n; i++) {
+			pk_put16(t, (__u16)(1024 + i % 60000));
+			f.d[14 + 19] = (__u8)(1 + i / 60000);	/* 203.0.113.1.. */
+			allowed += !bpf_prog_test_run_opts(fd, &o) && (int)o.retval == TC_ACT_UNSPEC;
+			if (!(i & 0xffff))
+				ring_buffer__consume(e->rb);
+		}
+		ring_buffer__consume(e->rb);
+	}
+	snprintf(what, sizeof(what), "flood: A opened %u new flows (every SYN judged, none refused)",
+		 n);
+	CHECK_EQ(what, allowed, n);
+	CHECK_EQ("flood: A's table holds no more than its size",
+		 slot_count(e, TF_SLOT_FLOWS, e->sid) <= e->cfg.flows_per_session, 1);
+	c_send(e, &c, 0, "late", 4, "flood: data on a tuple A never opened", 0, "tcp_no_flow+1", NULL);
+	conn_init(&c, "203.0.113.5", 443);
+	c.gport--;	/* the connection opened before the flood */
+	c.isn = 0x10000000u + c.gport * 7919u;
+	c_send(e, &c, 4, "pong", 4, "flood: A's own connection, evicted by its flood, drops", 0,
+	       "tcp_no_flow+1", NULL);
+
+	for (i = 0; i < 100; i++) {
+		k.gport = htons((__u16)(40000 + i));
+		kept += !bpf_map_lookup_elem(ffd, &k, &v);
+	}
+	CHECK_EQ("flood: all 100 of session B's flows are still there", kept, 100);
+	k.gport = htons(50000);
+	CHECK_EQ("flood: session B's half-read hello is still there",
+		 bpf_map_lookup_elem(tfd, &k, &held), 0);
+}
+
 static const struct {
 	const char *addr, *name;
 } learnt[] = {
@@ -803,7 +887,7 @@ static void test_ech_outer(struct env *e)
 int main(void)
 {
 	static struct env e;
-	static struct sess a;
+	static struct sess a, b;
 
 	libbpf_set_print(quiet_libbpf);
 	CHECK_EQ("a private network namespace with lo up", private_netns(), 0);
@@ -816,6 +900,9 @@ int main(void)
 		}
 		e.xdp = 0;
 		test_table(&e);
+		CHECK_EQ("set up session B on ifindex 2", session_add(&e, &b, spec_b, 2, 2), 0);
+		test_flood(&e, &b);
+		session_del(&e, &b);
 	}
 	env_close(&e, &a);
 	if (!env_open(&e, &a, "{'tls_ech':'outer','limits':{'events_per_s':0}}"))
