@@ -5,12 +5,21 @@
  * changes and detaching still need (docs/security.md):
  *   CAP_BPF        map updates, bpf_map_create for flow tables, link ops
  *   CAP_NET_ADMIN  attaching tcx links and XDP programs to new devices
- *   CAP_PERFMON    libxdp loads its dispatcher when XDP mode attaches
+ *   CAP_PERFMON    libxdp loads its dispatcher when XDP mode attaches; the
+ *                  TLS reader's programs were verified as a perfmon loader's
  * Everything else leaves the effective, permitted, inheritable and
- * bounding sets, and no_new_privs is set.
+ * bounding sets, and no_new_privs is set. With "user" in the config the
+ * daemon also becomes that user (its primary group, no supplementary
+ * groups), keeping those three capabilities across the switch; the
+ * directories it still writes are handed to it first.
  */
 #include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/capability.h>
 
@@ -19,7 +28,62 @@
 
 static const cap_value_t keep[] = { CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON };
 
-int tf_caps_drop(void)
+/* path now belongs to uid:gid, if it exists. */
+static int give(const char *path, uid_t uid, gid_t gid)
+{
+	if (chown(path, uid, gid) && errno != ENOENT) {
+		pr_warn("cannot hand `%s' to uid %u: %s\n", path, uid, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/*
+ * What the daemon writes after start-up: session files in the state dir,
+ * link pins under pin_dir/links, the event log (reopened on SIGHUP). Both
+ * dirs are tapfence's own; the log's directory is not touched (a rotation
+ * must create the new file for the user, docs/operations.md).
+ */
+static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
+{
+	char path[PATH_MAX];
+	int err;
+
+	err = give(cfg->state_dir, uid, gid);
+	snprintf(path, sizeof(path), "%s/sessions", cfg->state_dir);
+	err = err ?: give(path, uid, gid);
+	err = err ?: give(cfg->pin_dir, uid, gid);
+	snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
+	err = err ?: give(path, uid, gid);
+	return err ?: give(cfg->event_log, uid, gid);
+}
+
+/* Become cfg->user with the permitted set kept (PR_SET_KEEPCAPS); 0 or -errno. */
+static int become_user(const struct tf_config *cfg)
+{
+	struct passwd *pw = getpwnam(cfg->user);
+	int err;
+
+	if (!pw) {
+		pr_warn("user `%s': no such user\n", cfg->user);
+		return -ENOENT;
+	}
+	if (pw->pw_uid == 0) {
+		pr_warn("user `%s' is uid 0: name a dedicated user\n", cfg->user);
+		return -EINVAL;
+	}
+	err = give_dirs(cfg, pw->pw_uid, pw->pw_gid);
+	if (err)
+		return err;
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups(0, NULL) ||
+	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0))
+		return -errno;
+	pr_info("running as user %s (uid %u, gid %u)\n", cfg->user, pw->pw_uid, pw->pw_gid);
+	return 0;
+}
+
+int tf_caps_drop(const struct tf_config *cfg)
 {
 	cap_t caps = cap_init();
 	cap_value_t c;
@@ -41,6 +105,12 @@ int tf_caps_drop(void)
 			goto cleanup;
 		}
 	}
+	if (cfg->user[0]) {
+		err = become_user(cfg);
+		if (err)
+			goto cleanup;
+	}
+	/* After a uid switch the effective set is empty: this raises the three again. */
 	if (cap_set_proc(caps) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		err = -errno;
 		goto cleanup;

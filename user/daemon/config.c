@@ -251,6 +251,14 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			} else {
 				snprintf(c->socket_group, sizeof(c->socket_group), "%s", s);
 			}
+		} else if (!strcmp(key, "user")) {
+			s = json_string_value(v);
+			if (!s || !*s || strlen(s) >= sizeof(c->user)) {
+				snprintf(err, errlen, "user: expected a user name");
+				ret = -EINVAL;
+			} else {
+				snprintf(c->user, sizeof(c->user), "%s", s);
+			}
 		} else if (!strcmp(key, "allowed_uids")) {
 			ret = set_ids(v, key, c->allowed_uids, &c->nallowed_uids, err, errlen);
 		} else if (!strcmp(key, "allowed_gids")) {

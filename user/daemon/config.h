@@ -22,6 +22,7 @@ struct tf_config {
 	char state_dir[TF_PATH_MAX];
 	char event_log[TF_PATH_MAX];
 	char socket_group[64];		/* "" = root's group */
+	char user[64];			/* run as this user after start-up; "" = stay uid 0 */
 	/* Control-socket peers allowed besides uid 0 (SO_PEERCRED). */
 	unsigned int nallowed_uids, nallowed_gids;
 	unsigned int allowed_uids[64];

@@ -75,8 +75,8 @@ void tf_ctl_close(struct tf_daemon *d);
 /* Send one event line to the subscribers of sid (or of all sessions). */
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len);
 
-/* Capabilities (caps.c): keep only what running needs. 0 or -errno. */
-int tf_caps_drop(void) __attribute__((warn_unused_result));
+/* Capabilities (caps.c): keep only what running needs, as cfg->user if set. 0 or -errno. */
+int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result));
 
 /* Event feed (events.c). */
 int tf_events_open(struct tf_daemon *d) __attribute__((warn_unused_result));

@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 	tf_sess_reconcile(&d);
 	if (tf_ctl_open(&d))
 		goto cleanup;
-	if (tf_caps_drop())
+	if (tf_caps_drop(&d.cfg))
 		goto cleanup;
 	ret = run(&d) ? 1 : 0;
 cleanup:

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Test that tapfenced with "user" in its config runs as that dedicated user, with only its three
+# capabilities, and still does its whole job: adds, changes and deletes sessions (pinning and
+# unpinning links), enforces, writes and reopens its event log, and re-adopts on restart.
+#
+#   ns g (guest) ─ veth ga|ha ─ ns host (router, tapfenced as $duser) ─ ns inet
+#     10.10.1.2                                                      198.51.100.10:80 (allowed)
+#                                                                    203.0.113.10:80 (denied)
+set -u
+. "$(dirname "$0")/lib.sh"
+tf_init
+cleanup() {
+	tf_cleanup
+	userdel "$duser" 2>/dev/null
+	userdel "$other" 2>/dev/null
+}
+trap cleanup EXIT
+
+host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
+duser=tfd$TF_SFX other=tfo$TF_SFX
+ns_add "$host" "$g" "$inet"
+ns_router "$host"
+guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
+inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
+	198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
+L_INET=$T/inet.log
+listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+
+useradd -M -N -r -s /usr/sbin/nologin "$duser" || die "cannot create user $duser"
+useradd -M -N -r -s /usr/sbin/nologin "$other" || die "cannot create user $other"
+duid=$(id -u "$duser") dgid=$(id -g "$duser")
+# The daemon's files live under $T: the user must be able to get through it (not list it).
+chmod 0711 "$T"
+bpffs_mount "$T/bpffs"
+tfd_config "$T/tf.json" "\"user\":\"$duser\""
+session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
+	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+
+# probe DESC HOST reached|blocked
+probe() {
+	tf_mark
+	if [ "$3" = reached ]; then
+		check "$1: the client got the reply" tcp_get "$g" "$2" 80
+		expect_reached "$L_INET" "tcp $2:80 from 10.10.1.2:" "$1: reached the listener"
+	else
+		check_not "$1: the client got no reply" tcp_get "$g" "$2" 80
+		expect_not_reached "$L_INET" "tcp $2:80 from 10.10.1.2:" "$1: never reached the listener"
+	fi
+}
+
+status() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$TFD_PID/status"; }
+
+note "start as $duser"
+tfd_start "$host"
+check "the daemon's uids are all $duser's ($duid)" test "$(status Uid)" = "$duid $duid $duid $duid"
+check "its gids are all $duser's group ($dgid)" test "$(status Gid)" = "$dgid $dgid $dgid $dgid"
+check "it has no supplementary group" test -z "$(status Groups)"
+# CAP_NET_ADMIN (12), CAP_PERFMON (38), CAP_BPF (39): nothing else, in any set.
+for set in CapEff CapPrm CapBnd; do
+	check "its $set is cap_net_admin, cap_perfmon, cap_bpf" test "$(status $set)" = 000000c000001000
+done
+check "its CapInh and CapAmb are empty" test "$(status CapInh)$(status CapAmb)" = 00000000000000000000000000000000
+check "it has no_new_privs" test "$(status NoNewPrivs)" = 1
+check "the log says so" grep -q "running as user $duser (uid $duid" "$T/tapfenced.log"
+
+note "its job, unprivileged"
+check "session a added" tfc session add "$T/a.json"
+check "its links are pinned, owned by $duser" test "$(stat -c %u "$TF_PIN_DIR/links/a-in")" = "$duid"
+check "its state file is written, owned by $duser" test "$(stat -c %u "$T/state/sessions/a.json")" = "$duid"
+probe "A -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
+probe "A -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
+expect_event reason=no_rule -- "the denial is in the event log"
+check "rule add" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
+probe "A -> 203.0.113.10:80 after rule add" 203.0.113.10 reached
+check "rule del" tfc rule del a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
+
+note "another local user"
+check_not "$other cannot list the pins" runuser -u "$other" -- ls "$TF_PIN_DIR/links"
+check_not "$other cannot open a pinned map" runuser -u "$other" -- bpftool map show pinned "$TF_PIN_DIR/maps/tf_sessions"
+
+note "log rotation, as logrotate's create would do it"
+mv "$TF_EVENTS" "$TF_EVENTS.1"
+install -m 0640 -o "$duser" -g "$dgid" /dev/null "$TF_EVENTS"
+check "SIGHUP" kill -HUP "$TFD_PID"
+sleep 0.5
+probe "after the reopen: A -> 203.0.113.10:80" 203.0.113.10 blocked
+check "the new log gets the events" wait_for 3 grep -q '"reason":"no_rule"' "$TF_EVENTS"
+
+note "restart"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+tfd_start "$host"
+check "session a re-adopted" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^a '"
+check "the restarted daemon is $duser again" test "$(status Uid)" = "$duid $duid $duid $duid"
+probe "after the restart: A -> 198.51.100.10:80" 198.51.100.10 reached
+check "session del" tfc session del a
+check "its links are unpinned" test ! -e "$TF_PIN_DIR/links/a-in"
+check "its state file is gone" test ! -e "$T/state/sessions/a.json"
+
+tf_done
