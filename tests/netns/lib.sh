@@ -230,6 +230,49 @@ udp_echo() {
 		--timeout "$TF_CONNECT_TIMEOUT" "$1" "$2" >"$T/client.out" 2>&1
 }
 
+# n_resolv NS RESOLV_CONF CMD...: run CMD inside NS with the file RESOLV_CONF as /etc/resolv.conf, so
+# getaddrinfo() (curl by name) asks the session's resolver. The bind mount lives in the private mount
+# namespace `ip netns exec' creates (/ is made a slave there) and ends with CMD: nothing outside changes.
+n_resolv() {
+	local ns=$1 conf=$2
+	shift 2
+	# shellcheck disable=SC2016 # expanded by sh -c
+	ip netns exec "$ns" /bin/sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$conf" "$@"
+}
+
+# tls_certs DIR NAME...: a throwaway CA (DIR/ca.pem) and, for each NAME, DIR/NAME.pem and DIR/NAME.key
+# signed by it for DNS:NAME (P-256, valid 2 days), made with openssl in DIR.
+tls_certs() {
+	local dir=$1 name
+	shift
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=tapfence-test-ca -keyout "$dir/ca.key" -out "$dir/ca.pem" >>"$dir/openssl.out" 2>&1 || return
+	for name in "$@"; do
+		openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
+			-keyout "$dir/$name.key" -out "$dir/$name.csr" >>"$dir/openssl.out" 2>&1 || return
+		printf 'subjectAltName=DNS:%s\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+			"$name" >"$dir/$name.ext"
+		openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+			-days 2 -extfile "$dir/$name.ext" -out "$dir/$name.pem" >>"$dir/openssl.out" 2>&1 || return
+	done
+}
+
+# tlsserver_start NS LOG ARG...: tlsserver.py (a TLS server choosing its certificate by SNI, see its
+# header) inside NS, logging to LOG; ARGs are its --cert/--tcp/--udp/--capture options. Sets
+# TLSSERVER_PID; the server is killed at cleanup.
+tlsserver_start() {
+	local ns=$1 log=$2 ready=$T/tlsserver.$RANDOM.ready
+	shift 2
+	: >"$log"
+	ip netns exec "$ns" "$PY" "$TF_NETNS_DIR/tlsserver.py" --log "$log" --ready "$ready" "$@" \
+		>>"$T/tlsserver.out" 2>&1 &
+	TLSSERVER_PID=$!
+	defer kill_pid "$TLSSERVER_PID"
+	wait_for 5 test -e "$ready" || die "tlsserver in $ns did not start: $(tail -n 3 "$T/tlsserver.out")"
+	[ "$(cat "$ready")" = "$TLSSERVER_PID" ] || die "tlsserver in $ns runs as PID $(cat "$ready"), not $TLSSERVER_PID"
+	tf_watch "$log"
+}
+
 # tapvmm NS DEV GUEST_MAC GUEST_IP GW_MAC CMD...: play the guest on a tap (see tapvmm.py).
 tapvmm() {
 	local ns=$1 dev=$2 gmac=$3 gip=$4 gwmac=$5
