@@ -60,8 +60,12 @@ static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_ke
 		return tcp_payload_len(j) ? deny(j, j->flow.reason) : allow(j, TF_REASON_ALLOW_FLOW, 0);
 	if (tcp_payload_len(j))
 		return TF_JUDGE_TLS;
-	/* A connection ended before its hello was judged frees its buffer. */
-	if (j->flow.state == TF_FLOW_TLS_WAIT && (j->p.tcp_flags & (TCP_FLAG_RST | TCP_FLAG_FIN)))
+	/*
+	 * A connection that ends frees its buffer: on a FIN before its hello
+	 * was judged, on an RST also while its resent hello is verified.
+	 */
+	if ((j->p.tcp_flags & TCP_FLAG_RST) ||
+	    (j->flow.state == TF_FLOW_TLS_WAIT && (j->p.tcp_flags & TCP_FLAG_FIN)))
 		tls_buf_drop(j->sid, k);
 	return allow(j, TF_REASON_ALLOW_FLOW, 0);
 }

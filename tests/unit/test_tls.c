@@ -563,7 +563,17 @@ static void test_reassembly(struct env *e)
 	hello_build(&h, "www.example.com", 0);
 
 	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "first segment missing: SYN", 1, NULL);
+	c_send(e, &c, 20, h.b + 20, h.len - 20,
+	       "a later segment before any buffer (the first found the table full): held", 0,
+	       "tls_pending+1", "-");
+	c_send(e, &c, 0, h.b, h.len, "the whole hello resent from its first byte: allowed", 1,
+	       "allow_tls+1", NULL);
+	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+
+	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "out of order: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, 10, "the first 10 bytes", 0, "tls_pending+1", NULL);
 	c_send(e, &c, 20, h.b + 20, h.len - 20, "a segment past a gap", 0, "tls_reassembly+1",
 	       "tls_reassembly[]");
 	c_send(e, &c, 0, h.b, h.len, "the whole hello after it: the flow stays refused", 0,
@@ -600,6 +610,18 @@ static void test_reassembly(struct env *e)
 	c_send(e, &c, 0, h.b, 60, "then the true bytes: the flow stays refused", 0,
 	       "tls_reassembly+1", NULL);
 	c_send(e, &c, h.len, "data", 4, "and so does its data", 0, "tls_reassembly+1", NULL);
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "an RST while the hello is verified: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, h.len, "the hello", 1, "allow_tls+1", NULL);
+	{
+		struct frame f;
+
+		fr_seg(&f, &c, 0, PK_RST | PK_ACK, c.isn + 1 + h.len, c.risn + 1, NULL, 0);
+		judge(e, FROM, &f, "the guest's RST", 1, "allow_flow+1", NULL);
+	}
+	CHECK_EQ(w("%s: the RST freed the verified hello's buffer", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "data after the hello before the server's ack: SYN", 1, NULL);
