@@ -57,8 +57,8 @@ static const char spec_b[] =
 	"'gateway':{'mac':'02:00:00:00:00:11','ipv4':'10.20.0.1'},"
 	"'allow':[{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443]}]}";
 
-/* A short sweep timeout, so the full-table test need not wait 10 s. */
-static const char operator_config[] = "{'limits':{'tls_timeout_s':1,'events_per_s':0}}";
+/* A 16-hello table and a short sweep timeout, so the full-table test is quick. */
+static const char operator_config[] = "{'limits':{'tls_pending':16,'tls_timeout_s':1,'events_per_s':0}}";
 
 /* ---- hellos -------------------------------------------------------------- */
 

@@ -28,7 +28,7 @@ void tf_config_defaults(struct tf_config *c)
 	c->dns_ttl_min_s = 5;
 	c->dns_ttl_max_s = 3600;
 	c->dns_query_timeout_s = 10;
-	c->tls_pending = 16;
+	c->tls_pending = 64;
 	c->tls_timeout_s = 10;
 	c->events_per_s = 200;
 	c->events_burst = 400;
