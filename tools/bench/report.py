@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Sum up a `make bench' run, show a results file, or compare two.
 
-  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,ctl}.json (those present) with
+  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,ctl,tls}.json (those present) with
                                               the machine's description into one results file,
                                               RESULTS_DIR/<UTC time>-<commit>.json; print the table;
                                               plot the scaling curves into PLOT_DIR/*.png
@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 SCHEMA = 1
-PARTS = ("dp", "tput", "ctl")
+PARTS = ("dp", "tput", "ctl", "tls")
 
 
 def sh(*cmd):
@@ -127,6 +127,99 @@ def tput_metrics(raw):
     return out
 
 
+# --- TLS SNI check: raw connections -> metrics ---------------------------------------------------
+
+TLS_DESC = {
+    "none": "no enforcement",
+    "plain": "tapfence TC, CIDR rule without \"tls\" (no SNI check)",
+    "plain-2seg": "as plain, the hello in two writes {gap} ms apart",
+    "sni-1seg": "SNI check, the hello in one segment",
+    "sni-2seg": "SNI check, the hello in two segments {gap} ms apart",
+    "plain-2seg-b2b": "as plain, the hello in two writes back to back",
+    "sni-2seg-b2b": "SNI check, the hello in two segments back to back",
+}
+# Each configuration's baseline: tapfence's own cost against none, the SNI check's against plain.
+TLS_BASE = {"plain": "none", "plain-2seg": "plain", "sni-1seg": "plain", "sni-2seg": "plain",
+            "plain-2seg-b2b": "plain", "sni-2seg-b2b": "plain"}
+TLS_STATS = ("p50", "p90", "p99", "mean")
+# What the split costs by itself (two writes, no check), and what the loss recovery adds to it.
+TLS_DIFFS = (("split", "plain-2seg", "plain", "two writes {gap} ms apart, without any check"),
+             ("recovery", "sni-2seg", "plain-2seg", "the client's loss recovery, writes {gap} ms apart"),
+             ("split_b2b", "plain-2seg-b2b", "plain", "two writes back to back, without any check"),
+             ("recovery_b2b", "sni-2seg-b2b", "plain-2seg-b2b",
+              "the client's loss recovery, writes back to back"))
+
+
+def nearest_rank(vals, p):
+    """The p-th percentile by nearest rank (as bench_ctl's)."""
+    v = sorted(vals)
+    k = int(p / 100 * len(v) + 0.999999)
+    return v[max(k, 1) - 1]
+
+
+def tls_stat(vals, stat):
+    return statistics.fmean(vals) if stat == "mean" else nearest_rank(vals, int(stat[1:]))
+
+
+def tls_metrics(raw):
+    """Per configuration p50/p90/p99/mean over all its connections (the spread: the rounds'
+    values) and the ratio to its baseline; then retransmissions, and what a split hello costs."""
+    lat, rounds, retrans, mib = {}, {}, {}, {}
+    for r in raw["runs"]:
+        cfg = r["config"]
+        lat.setdefault(cfg, []).extend(r["lat_us"])
+        rounds.setdefault(cfg, []).append(r["lat_us"])
+        retrans.setdefault(cfg, []).extend(r["retrans"])
+        for k, v in r["mib"].items():
+            mib.setdefault(cfg, {}).setdefault(k, 0)
+            mib[cfg][k] += v
+    gap = f"{raw['gap_ms']:g}"
+    hello = f"{raw['hello']} ({raw['hello_bytes']} B)"
+    out = []
+    for cfg in lat:
+        base = TLS_BASE.get(cfg)
+        for st in TLS_STATS:
+            per_round = [tls_stat(v, st) for v in rounds[cfg]]
+            m = {"id": f"tls.{cfg}.{st}", "group": "tls",
+                 "desc": f"{TLS_DESC.get(cfg, cfg).format(gap=gap)}; connect to answer, {hello}, {st} "
+                         f"of {len(lat[cfg])} connections (spread: {len(rounds[cfg])} rounds)",
+                 "unit": "us", "value": tls_stat(lat[cfg], st), "min": min(per_round),
+                 "max": max(per_round), "samples": per_round, "n": len(lat[cfg])}
+            if base in lat:
+                m["baseline"] = f"tls.{base}.{st}"
+                m["ratio"] = m["value"] / tls_stat(lat[base], st)
+            out.append(m)
+    for cfg in lat:
+        n = len(retrans[cfg])
+        out.append({"id": f"tls.{cfg}.retrans", "group": "tls_recovery",
+                    "desc": f"{cfg}: segments the client retransmitted per connection (TCP_INFO), "
+                            f"over {n}", "unit": "segs", "value": sum(retrans[cfg]) / n})
+    for cfg in lat:
+        if not sum(retrans[cfg]):
+            continue
+        n = len(retrans[cfg])
+        for k, what in (("TCPSackRecovery", "SACK (RACK) recoveries"), ("TCPLossProbes", "tail loss probes"),
+                        ("TCPTimeouts", "retransmission timeouts")):
+            out.append({"id": f"tls.{cfg}.{k}", "group": "tls_recovery",
+                        "desc": f"{cfg}: {what} per connection (the guest namespace's {k})",
+                        "unit": "/conn", "value": mib[cfg].get(k, 0) / n})
+    for cfg in ("plain-2seg-b2b", "sni-2seg-b2b"):
+        if cfg in lat:
+            out.append({"id": f"tls.{cfg}.over_2ms", "group": "tls_recovery",
+                        "desc": f"{cfg}: share of connections over 2 ms (for sni-2seg-b2b: those whose "
+                                "stack waited for RACK's reordering timer)", "unit": "%",
+                        "value": 100 * sum(x > 2000 for x in lat[cfg]) / len(lat[cfg])})
+    for name, cfg, base, what in TLS_DIFFS:
+        if cfg not in lat or base not in lat:
+            continue
+        for st in ("p50", "mean"):
+            a, b = tls_stat(lat[cfg], st), tls_stat(lat[base], st)
+            out.append({"id": f"tls.{name}.{st}", "group": "tls_recovery",
+                        "desc": f"{cfg} {st} - {base} {st}: {what.format(gap=gap)}",
+                        "unit": "us", "value": a - b, "baseline": f"tls.{base}.{st}", "ratio": a / b})
+    return out
+
+
 # --- targets and the table -----------------------------------------------------------------------
 
 def judge(m):
@@ -173,6 +266,10 @@ GROUPS = [
     ("throughput_cost", "Per-run cost of the daemon's programs under that load (one more run each, stats on)"),
     ("control", "Control plane"),
     ("memory", "Memory"),
+    ("tls", "TLS SNI check: connect to the server's answer to a real ClientHello (ratio: plain to none, "
+            "the others to plain; spread: the rounds' values)"),
+    ("tls_recovery", "TLS SNI check: retransmissions per connection, and what a split hello costs (each row's "
+                     "difference and ratio to the baseline it names)"),
 ]
 
 
@@ -264,7 +361,12 @@ def cmd_run(rundir, resdir, plotdir):
             continue
         raw = json.load(open(f))
         parts[p] = {k: v for k, v in raw.items() if k not in ("metrics", "runs")}
-        metrics += tput_metrics(raw) if p == "tput" else raw["metrics"]
+        if p == "tput":
+            metrics += tput_metrics(raw)
+        elif p == "tls":
+            metrics += tls_metrics(raw)
+        else:
+            metrics += raw["metrics"]
     skipped = [p for p in os.environ.get("BENCH_SKIPPED", "").split() if p]
     failed = [p for p in failed if p not in skipped]
     now = datetime.datetime.now(datetime.timezone.utc)
