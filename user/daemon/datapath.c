@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/if_link.h>
 #include <xdp/libxdp.h>
 
 #include "tapfence.skel.h"
@@ -986,32 +987,82 @@ cleanup:
 	return err;
 }
 
-/* Our XDP program is already on the device (a restarted daemon): keep it. */
-static int xdp_is_ours(__u32 ifindex)
+/*
+ * Our XDP program already on the device (a restarted daemon): alone on the
+ * device, it is replaced by this daemon's in one step, XDP_FLAGS_REPLACE
+ * naming the old program, so no packet finds the device without a judge
+ * and a new build or new load-time knobs apply (a program's tag does not
+ * cover its read-only data, so "the same program" cannot be told from the
+ * tag). Behind libxdp's dispatcher it stays (libxdp has no in-place
+ * replacement). 1 if handled here, 0 if nothing of ours is there, -errno.
+ */
+static int xdp_keep_or_replace(struct tf_dp *dp, __u32 ifindex)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
 	struct xdp_program *p;
-	int ours = 0;
+	int ret = 0, old_fd, new_fd, err;
+	__u32 flags;
 
 	if (libxdp_get_error(mp))
 		return 0;
-	if (xdp_multiprog__is_legacy(mp)) {
-		p = xdp_multiprog__main_prog(mp);
-		ours = p && !strcmp(xdp_program__name(p), "xdp_from_guest");
-	} else {
+	if (!xdp_multiprog__is_legacy(mp)) {
 		for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
-			ours |= !strcmp(xdp_program__name(p), "xdp_from_guest");
+			ret |= !strcmp(xdp_program__name(p), "xdp_from_guest");
+		goto out;
 	}
+	p = xdp_multiprog__main_prog(mp);
+	if (!p || strcmp(xdp_program__name(p), "xdp_from_guest"))
+		goto out;
+	ret = 1;
+	/* Loaded here, not by libxdp (which would put a new program behind its dispatcher). */
+	err = xdp_prepare(dp);
+	if (!err && bpf_program__fd(dp->xdp_skel->progs.xdp_from_guest) < 0)
+		err = tapfence_bpf__load(dp->xdp_skel);
+	if (err) {
+		ret = err;
+		goto out;
+	}
+	new_fd = bpf_program__fd(dp->xdp_skel->progs.xdp_from_guest);
+	if (new_fd < 0) {
+		ret = -EBADF;	/* never "replace" with no program: that would detach */
+		goto out;
+	}
+	old_fd = bpf_prog_get_fd_by_id(xdp_program__id(p));
+	if (old_fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	flags = XDP_FLAGS_REPLACE;
+	switch (xdp_multiprog__attach_mode(mp)) {
+	case XDP_MODE_SKB:
+		flags |= XDP_FLAGS_SKB_MODE;
+		break;
+	case XDP_MODE_HW:
+		flags |= XDP_FLAGS_HW_MODE;
+		break;
+	default:
+		flags |= XDP_FLAGS_DRV_MODE;
+		break;
+	}
+	opts.old_prog_fd = old_fd;
+	if (bpf_xdp_attach((int)ifindex, new_fd, flags, &opts))
+		ret = -errno;
+	else
+		pr_info("ifindex %u: XDP program %u replaced by a new one\n", ifindex,
+			xdp_program__id(p));
+	close(old_fd);
+out:
 	xdp_multiprog__close(mp);
-	return ours;
+	return ret;
 }
 
 static int xdp_attach(struct tf_dp *dp, __u32 ifindex)
 {
-	int err;
+	int err = xdp_keep_or_replace(dp, ifindex);
 
-	if (xdp_is_ours(ifindex))
-		return 0;
+	if (err)
+		return err < 0 ? err : 0;
 	err = xdp_prepare(dp);
 	if (err)
 		return err;
