@@ -455,5 +455,28 @@ check "tapfenced still running" kill -0 "$TFD_PID"
 tf_unmark "$TF_EVENTS"
 expect_event_schema "event log: every line is JSON with the common keys"
 
+# --- phase 3: no daemon -------------------------------------------------------------------------
+
+note "phase 3: tapfenced killed (-9): reassembly, SNI checks and DNS learning go on in the kernel"
+kill -9 "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+ENFORCED=0
+tls_ok "outage: https://cdn2.test/ by name (resolved again during the outage)" cdn2.test $B 443 name
+next_port "$A"
+tf_mark
+if https_get 4 forbidden.test 443 "$A"; then
+	fail "outage: https://forbidden.test/ at $A: curl completed"
+else
+	pass "outage: https://forbidden.test/ at $A: curl failed"
+fi
+expect_not_reached "$SLOG" "data $A:443 $FROM" "outage: no byte of forbidden.test's hello reached the server"
+expect_not_reached "$SLOG" "sni $A:443 $FROM" "outage: the server never saw its SNI"
+OUTAGE_PORT=$LPORT
+tfd_start "$host"
+expect_event session=$SID sport=$OUTAGE_PORT verdict=deny reason=tls_sni_denied name=forbidden.test -- \
+	"restart: the outage's refusal is drained into the feed"
+check "restart: session $SID re-adopted" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^$SID '"
+
 tfd_log_tail 5
 tf_done
