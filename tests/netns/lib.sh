@@ -307,20 +307,26 @@ tfd_config() {
 	"$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$file" || die "bad config $file"
 }
 
-# tfd_start NS: start tapfenced with $TFD_CONFIG inside NS, wait up to 10 s for its socket.
-# Sets TFD_PID; output goes to $T/tapfenced.log.
+# tfd_start NS: start tapfenced with $TFD_CONFIG inside NS, wait up to $TFD_START_WAIT s (default 10)
+# for its socket. Sets TFD_PID; output goes to $T/tapfenced.log. TFD_WRAP, an array a script may set,
+# is put before the daemon's command: a tool that runs it in the same process (valgrind, for
+# test_soak.sh), so TFD_PID is still the daemon's. Unset, nothing changes.
 tfd_start() {
-	local ns=$1
+	local ns=$1 wait=${TFD_START_WAIT:-10}
 	[ -x "$TF_BUILD/tapfenced" ] || die "$TF_BUILD/tapfenced is not built (run make)"
 	: >"$TF_EVENTS"
 	tf_watch "$TF_EVENTS"
+	# A daemon running as a dedicated user leaves its socket behind (it cannot unlink it in a
+	# root-owned directory): the wait below must see the new daemon's socket, not that one.
+	rm -f "$TF_SOCK"
 	TFD_NS=$ns
-	ip netns exec "$ns" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --foreground -v >>"$T/tapfenced.log" 2>&1 &
+	ip netns exec "$ns" ${TFD_WRAP[@]+"${TFD_WRAP[@]}"} "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" \
+		--foreground -v >>"$T/tapfenced.log" 2>&1 &
 	TFD_PID=$!
 	defer tfd_stop
-	if ! wait_for 10 test -S "$TF_SOCK"; then
+	if ! wait_for "$wait" test -S "$TF_SOCK"; then
 		tfd_log_tail 20
-		die "tapfenced did not open $TF_SOCK within 10 s"
+		die "tapfenced did not open $TF_SOCK within $wait s"
 	fi
 	kill -0 "$TFD_PID" 2>/dev/null || { tfd_log_tail 20; die "tapfenced exited at start"; }
 }
@@ -430,6 +436,21 @@ expect_not_reached() {
 		fail "$desc (listener logged: $(since "$log" | grep -F -- "$pat" | head -n 1))"
 	else
 		pass "$desc"
+	fi
+}
+
+# probe_tcp DESC LOG NS SRC DST PORT reached|blocked: an HTTP GET from NS (whose address is SRC) to
+# the listener at DST:PORT that logs to LOG: the reply came back and the listener logged the
+# connection, or neither happened.
+probe_tcp() {
+	local desc=$1 log=$2 ns=$3 src=$4 dst=$5 port=$6 want=$7
+	tf_mark
+	if [ "$want" = reached ]; then
+		check "$desc: the client got the reply" tcp_get "$ns" "$dst" "$port"
+		expect_reached "$log" "tcp $dst:$port from $src:" "$desc: reached the listener"
+	else
+		check_not "$desc: the client got no reply" tcp_get "$ns" "$dst" "$port"
+		expect_not_reached "$log" "tcp $dst:$port from $src:" "$desc: never reached the listener"
 	fi
 }
 

@@ -24,17 +24,8 @@ bpffs_mount "$T/bpffs"
 session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
 	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
 
-# probe DESC HOST reached|blocked
-probe() {
-	tf_mark
-	if [ "$3" = reached ]; then
-		check "$1: the client got the reply" tcp_get "$g" "$2" 80
-		expect_reached "$L_INET" "tcp $2:80 from 10.10.1.2:" "$1: reached the listener"
-	else
-		check_not "$1: the client got no reply" tcp_get "$g" "$2" 80
-		expect_not_reached "$L_INET" "tcp $2:80 from 10.10.1.2:" "$1: never reached the listener"
-	fi
-}
+# probe DESC HOST reached|blocked: the guest to HOST:80.
+probe() { probe_tcp "$1" "$L_INET" "$g" 10.10.1.2 "$2" 80 "$3"; }
 
 # The id of the XDP program on the guest's device, "" if none.
 xdp_id() { ip -n "$host" -d link show dev ha | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p'; }
