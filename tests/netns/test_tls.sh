@@ -373,19 +373,19 @@ tls_refused "https://forbidden.test/ at $A6 (learnt for allowed.test)" forbidden
 	allow_learned tls_sni_denied
 
 note "no SNI, not TLS, UDP"
-tf_mark
-if sclient_nosni; then fail "s_client -noservername: handshake completed"; else pass "s_client -noservername: no handshake"; fi
-read -ra F <<<"$(probe_filter $A 443)"
-expect_reached "$SLOG" "conn $A:443 $FROM" "s_client -noservername: the TCP connection reached the server"
-expect_not_reached "$SLOG" "data $A:443 $FROM" "s_client -noservername: no byte reached the server"
-expect_event "${F[@]}" verdict=deny reason=tls_no_sni -- "s_client -noservername: event tls_no_sni"
-
-tf_mark
-if plain_http; then fail "plain HTTP to allowed.test:443: curl got a reply"; else pass "plain HTTP to allowed.test:443: curl failed"; fi
-read -ra F <<<"$(probe_filter $A 443)"
-expect_reached "$SLOG" "conn $A:443 $FROM" "plain HTTP to $A:443: the TCP connection reached the server"
-expect_not_reached "$SLOG" "data $A:443 $FROM" "plain HTTP to $A:443: no byte reached the server"
-expect_event "${F[@]}" verdict=deny reason=tls_not_tls -- "plain HTTP to $A:443: event tls_not_tls"
+# raw_refused DESC REASON CLIENT: CLIENT (a function sending from $LPORT to $A:443) fails; its
+# connection reaches the server, none of its bytes do, and the feed has REASON.
+raw_refused() {
+	local desc=$1 reason=$2 f
+	tf_mark
+	if "$3"; then fail "$desc: the client got through"; else pass "$desc: the client failed"; fi
+	read -ra f <<<"$(probe_filter $A 443)"
+	expect_reached "$SLOG" "conn $A:443 $FROM" "$desc: the TCP connection reached the server"
+	expect_not_reached "$SLOG" "data $A:443 $FROM" "$desc: no byte reached the server"
+	expect_event "${f[@]}" verdict=deny reason="$reason" -- "$desc: event $reason"
+}
+raw_refused "s_client -noservername to $A:443" tls_no_sni sclient_nosni
+raw_refused "plain HTTP to $A:443" tls_not_tls plain_http
 
 tf_mark
 udp_443
