@@ -148,7 +148,9 @@ void tf_ctl_reap(struct tf_daemon *d)
 
 static void client_want_write(struct tf_daemon *d, struct tf_client *c, int on)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c };
+	/* A closing client's input is not read (at its end of stream it would wake us for ever). */
+	struct epoll_event ev = { .events = (c->closing ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0),
+				  .data.ptr = c };
 
 	epoll_ctl(d->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
 }
@@ -505,7 +507,16 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
-		if (n <= 0) {
+		if (n == 0) {
+			/*
+			 * The client has sent all it will (it may have shut down its
+			 * sending side only, as socat does after the request): answer
+			 * what it sent, then close.
+			 */
+			c->closing = 1;
+			break;
+		}
+		if (n < 0) {
 			client_free(d, c);
 			return -1;
 		}
@@ -653,6 +664,14 @@ void tf_ctl_event(struct tf_daemon *d, int unused, void *ptr, __u32 events)
 		client_read(d, c);
 }
 
+/* Bytes the client sent that the event loop has not read yet. */
+static int input_waiting(const struct tf_client *c)
+{
+	char b;
+
+	return recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 /*
  * Drop clients that stalled: a half-sent request gets an error, an idle
  * connection is closed; subscribers may idle.
@@ -665,6 +684,13 @@ void tf_ctl_tick(struct tf_daemon *d)
 	for (c = d->clients; c; c = next) {
 		next = c->next;
 		if (c->dead || c->subscriber || now < c->deadline_ms)
+			continue;
+		/*
+		 * After a pass of the loop longer than the timeout (a slow request,
+		 * a loaded host) what the client sent may be waiting unread: read it
+		 * before judging the client idle or its request late.
+		 */
+		if (!c->closing && input_waiting(c) && (client_read(d, c) || now < c->deadline_ms))
 			continue;
 		if (c->in_len) {
 			client_reply(d, c, error_resp("request incomplete: timed out"));
