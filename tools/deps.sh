@@ -11,6 +11,7 @@ PKGS=(
 	dnsmasq-base bind9-dnsutils libclang-rt-14-dev
 	iperf3 nftables gnuplot-nox
 	qemu-system-x86 busybox-static libc6-dev # tests/vm: microVM guests (tools/vm/build-image.sh)
+	valgrind # tests/netns/test_soak.sh: the daemon under memcheck
 )
 
 missing=()
