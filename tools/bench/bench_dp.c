@@ -163,6 +163,9 @@ static const struct dim dims[] = {
 	{ "sessions", "sessions (10 rules each)", { 1, 100, 4095 }, { 1, 100, 250 }, 1.2 },
 	{ "flows", "flows in the measured session's table (1310720 slots)",
 	  { 1, 1000, 100000, 1000000 }, { 1, 1000, 100000 }, 0 },
+	/* A noisy neighbour: its flows live in its own table, so the measured session's cost stays. */
+	{ "neighbour_flows", "flows in another session's table (1310720 slots)",
+	  { 1, 1000, 100000, 1000000 }, { 1, 1000, 100000 }, 1.2 },
 };
 
 #define FLOW_TABLE_BIG 1310720	/* flows dimension: 1M entries plus LRU slack */
@@ -378,16 +381,16 @@ static int sessions_add(struct bench *b, unsigned int nsessions, unsigned int nr
 }
 
 /*
- * Fill the measured session's flow table with n flows to hosts of
- * 198.18.0.0/15 (guest ports from 1024 up), in batches of 4096.
+ * Fill session sid's flow table with n flows to hosts of 198.18.0.0/15
+ * (guest ports from 1024 up), in batches of 4096.
  */
-static int flows_fill(struct bench *b, unsigned int n)
+static int flows_fill(struct bench *b, __u32 sid, unsigned int n)
 {
 	enum { BATCH = 4096 };
 	static struct tf_flow_key keys[BATCH];
 	static struct tf_flow vals[BATCH];
 	int outer = bpf_map__fd(b->dp.skel->maps.tf_flows), fd, err = 0;
-	__u32 sid = MAIN_SID, id, cnt, i, k, v;
+	__u32 id, cnt, i, k, v;
 
 	if (!n)
 		return 0;
@@ -905,6 +908,7 @@ static int scale_point(const struct dim *d, unsigned int x, struct bench *b, jso
 {
 	static struct series v[NSCASES];
 	unsigned int nrules = 10, nsessions = 1, nflows = 0, i, r;
+	__u32 fill_sid = MAIN_SID;
 	struct target t[NSCASES];
 	struct timespec t0, t1;
 	double ns;
@@ -918,7 +922,11 @@ static int scale_point(const struct dim *d, unsigned int x, struct bench *b, jso
 		nsessions = x;
 	else
 		nflows = x - 1;	/* and the measured flow */
-	if (nflows || !strcmp(d->id, "flows"))
+	if (!strcmp(d->id, "neighbour_flows")) {
+		nsessions = 2;
+		fill_sid = MAIN_SID + 1;
+	}
+	if (nflows || !strcmp(d->id, "flows") || !strcmp(d->id, "neighbour_flows"))
 		b->cfg.flows_per_session = FLOW_TABLE_BIG;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = bench_open(b);
@@ -926,7 +934,7 @@ static int scale_point(const struct dim *d, unsigned int x, struct bench *b, jso
 		return err;
 	err = sessions_add(b, nsessions, nrules);
 	if (!err)
-		err = flows_fill(b, nflows);
+		err = flows_fill(b, fill_sid, nflows);
 	if (!err)
 		err = scale_targets(b, nrules, t);
 	if (err)

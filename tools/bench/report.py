@@ -305,7 +305,8 @@ def table(res, out=sys.stdout):
 # --- plots ---------------------------------------------------------------------------------------
 
 DIM_TITLE = {"rules": "CIDR rules in the session", "sessions": "sessions",
-             "flows": "flows in the session's table"}
+             "flows": "flows in the session's table",
+             "neighbour_flows": "flows in another session's table"}
 SERIES = ("noop", "fast_path", "new_flow", "no_rule")
 
 
