@@ -33,7 +33,9 @@
 # A 198.51.100.60 (TTL 1 day); example.org A 192.0.2.10; bee.example.net A 203.0.113.20; TXT on
 # allowed.example.com. Every other TTL is 300 s.
 # Session a allows tcp/443 to allowed.example.com, *.example.org, short.example.com,
-# rebind.example.com, meta.example.com; session b allows tcp/443 to bee.example.net only.
+# rebind.example.com, meta.example.com; session b allows tcp/443 to bee.example.net only. The
+# rules say "tls": false: the probes are plain TCP, and this test is about what DNS opens (the SNI
+# check on 443 is test_tls.sh's).
 # tapfenced runs with "limits":{"dns_ttl_min_s":1,"dns_ttl_max_s":3600}.
 #
 # Phase 1 (baseline, nothing enforces): every query reaches dnsmasq and is answered, every
@@ -380,13 +382,13 @@ tfd_config "$T/tapfenced.json" '"limits":{"dns_ttl_min_s":1,"dns_ttl_max_s":3600
 tfd_start "$host"
 
 session_spec "$T/a.json" a ha $A_MAC 10.10.1.2 fd00:a:1::2 $A_GW_MAC $RES_A fd00:a:1::1 '[
-	{"host":"allowed.example.com","proto":"tcp","ports":[443]},
-	{"host":"*.example.org","proto":"tcp","ports":[443]},
-	{"host":"short.example.com","proto":"tcp","ports":[443]},
-	{"host":"rebind.example.com","proto":"tcp","ports":[443]},
-	{"host":"meta.example.com","proto":"tcp","ports":[443]}]'
+	{"host":"allowed.example.com","proto":"tcp","ports":[443],"tls":false},
+	{"host":"*.example.org","proto":"tcp","ports":[443],"tls":false},
+	{"host":"short.example.com","proto":"tcp","ports":[443],"tls":false},
+	{"host":"rebind.example.com","proto":"tcp","ports":[443],"tls":false},
+	{"host":"meta.example.com","proto":"tcp","ports":[443],"tls":false}]'
 session_spec "$T/b.json" b hb $B_MAC 10.10.2.2 fd00:a:2::2 $B_GW_MAC $RES_B fd00:a:2::1 '[
-	{"host":"bee.example.net","proto":"tcp","ports":[443]}]'
+	{"host":"bee.example.net","proto":"tcp","ports":[443],"tls":false}]'
 sessions_added=0
 for s in a b; do
 	if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
@@ -533,7 +535,7 @@ else
 fi
 
 note "rule del ends what the rule learnt"
-rule='{"host":"allowed.example.com","proto":"tcp","ports":[443]}'
+rule='{"host":"allowed.example.com","proto":"tcp","ports":[443],"tls":false}'
 check "rule del a $rule" tfc rule del a "$rule"
 conn_denied "A tcp 198.51.100.10:443 after rule del" "$ga" 198.51.100.10 443 \
 	"${A4[@]}" dst=198.51.100.10 dport=443 verdict=deny

@@ -634,7 +634,7 @@ static void test_reassembly(struct env *e)
 	c_reply(e, &c, h.len, 8, "server data acking the hello", 1, "allow_flow+1");
 
 	/* Records that never complete a hello: over TF_TLS_BUF wire bytes */
-	for (off = 0; off + 5 <= HELLO_MAX - 5; off += 1005) {
+	for (off = 0; off + 1005 <= HELLO_MAX; off += 1005) {
 		big.b[off] = 22;
 		big.b[off + 1] = 3;
 		big.b[off + 2] = 1;
