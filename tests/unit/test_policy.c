@@ -648,9 +648,52 @@ static void test_names(void)
 	CHECK_EQ("random host rules: probes run", probes_run, 200 * 200);
 }
 
+/* Which TCP ports carry the SNI check (TF_PB_TLS), as the datapath reads them. */
+static void test_tls_ports(void)
+{
+	static const char *const cidr_all[] = { "{'cidr':'198.51.100.0/24','proto':'tcp','tls':true}", NULL };
+	static const char *const cidr_none[] = { "{'cidr':'198.51.100.0/24','proto':'tcp','ports':[443]}",
+						 NULL };
+	static const char *const host_all[] = { "{'host':'a.test','proto':'tcp','tls':true}", NULL };
+	static const char *const host_443[] = { "{'host':'a.test','proto':'tcp','ports':[80,443]}", NULL };
+	static const char *const host_off[] = { "{'host':'a.test','proto':'tcp','ports':[443],'tls':false}",
+						NULL };
+	struct tf_rule rules[MAX_CASE_RULES];
+	struct tf_policy p;
+	unsigned int i, tls443;
+
+	CHECK_EQ("\"tls\": true without ports: every TCP port of a CIDR rule is a TLS port",
+		 compile_fixture(cidr_all, rules, &p) == 1 && p.nentries == 1 &&
+		 (p.entries[0].val.all_ports & TF_PB_TLS), 1);
+	tf_policy_free(&p);
+	CHECK_EQ("a CIDR rule without \"tls\" has no TLS port",
+		 compile_fixture(cidr_none, rules, &p) == 1 && !(p.entries[0].val.protos & TF_PB_TLS), 1);
+	tf_policy_free(&p);
+	CHECK_EQ("\"tls\": true without ports: every TCP port of a host rule is a TLS port",
+		 compile_fixture(host_all, rules, &p) == 1 && p.nnames == 1 &&
+		 (p.names[0].exact.all_ports & TF_PB_TLS), 1);
+	tf_policy_free(&p);
+	CHECK_EQ("a host rule on 80 and 443: 443 alone is a TLS port (compile)",
+		 compile_fixture(host_443, rules, &p), 1);
+	for (i = 0, tls443 = 0; i < p.nchunks; i++) {
+		if (p.chunks[i].proto != TF_PORTS_TLS)
+			continue;
+		if (p.chunks[i].hi == 443 >> 8)
+			tls443 |= (unsigned int)(p.chunks[i].bits.w[(443 & 0xff) / 64] >> (443 % 64) & 1);
+		if (p.chunks[i].hi == 80 >> 8)
+			tls443 |= 2;	/* ports 0-255 hold a TLS port: 80 */
+	}
+	CHECK_EQ("a host rule on 80 and 443: 443 alone is a TLS port", tls443, 1);
+	tf_policy_free(&p);
+	CHECK_EQ("\"tls\": false: no TLS port",
+		 compile_fixture(host_off, rules, &p) == 1 && !(p.names[0].exact.protos & TF_PB_TLS), 1);
+	tf_policy_free(&p);
+}
+
 int main(void)
 {
 	test_names();
+	test_tls_ports();
 	test_policy_cases();
 	test_layout();
 	test_random();

@@ -241,7 +241,7 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 		out->protos |= r->protos;
 		if (!r->nranges)
 			out->all_ports |= r->protos & (TF_PB_TCP | TF_PB_UDP);
-		if (rule_tls(r, &tls, &all)) {
+		if (rule_tls(r, &tls, &all) || all) {
 			out->protos |= TF_PB_TLS;
 			out->all_ports |= all ? TF_PB_TLS : 0;
 		}
