@@ -27,6 +27,7 @@
 #define TCP_FLAG_SYN    0x02
 #define TCP_FLAG_RST    0x04
 #define TCP_FLAG_ACK    0x10
+#define TCP_FLAG_URG    0x20
 
 /* IPv6 next-header values (uapi #defines, not in vmlinux.h). */
 #define IPPROTO_HOPOPTS     0

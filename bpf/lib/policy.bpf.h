@@ -264,8 +264,17 @@ static __always_inline int decide_out(struct judge *j)
 	}
 	if (!syn) {
 		f = bpf_map_lookup_elem(flows, &k);
-		if (f && f->state == TF_FLOW_OPEN)
+		if (f && f->state == TF_FLOW_OPEN) {
+			/*
+			 * A flow opened by an allowed hello never carries the hello's
+			 * bytes again: the server acknowledged them, and no bytes
+			 * other than the judged ones may reach it there.
+			 */
+			if (f->ch_end && j->p.proto == IPPROTO_TCP && tcp_payload_len(j) &&
+			    (__s32)(j->p.tcp_seq - (f->isn + f->ch_end)) < 0)
+				return deny(j, TF_REASON_TLS_REASSEMBLY);
 			return allow(j, TF_REASON_ALLOW_FLOW, 0);
+		}
 		if (f)
 			return tls_flow_out(j, &k, f);
 	}
@@ -287,7 +296,7 @@ static __always_inline int decide_out(struct judge *j)
 	if (!learned && !tls_port(j, lver, &lperm))
 		return open_flow(j, flows, &k, TF_REASON_ALLOW_LEARNED);
 	reason = rule_reason(j, &rperm);
-	if (!reason && (j->p.proto != IPPROTO_TCP || !tls_port(j, j->ver, &rperm)))
+	if (!reason && !tls_port(j, j->ver, &rperm))
 		return open_flow(j, flows, &k, TF_REASON_ALLOW_RULE);
 	if (reason && learned) {
 		if (reason == TF_REASON_NO_RULE)
@@ -298,7 +307,7 @@ static __always_inline int decide_out(struct judge *j)
 	bind = reason != 0;
 	allowed = bind ? TF_REASON_ALLOW_LEARNED : TF_REASON_ALLOW_RULE;
 	if (j->p.proto != IPPROTO_TCP) {
-		reason = TF_REASON_TLS_UDP;
+		reason = TF_REASON_TLS_UDP;	/* QUIC carries no SNI we read */
 		goto refuse;
 	}
 	if (tcp_payload_len(j)) {

@@ -51,15 +51,30 @@ static __always_inline int tls_flow_new(struct judge *j, void *flows, const stru
 	return allow(j, reason, 1);
 }
 
-/* Guest -> host, not a SYN, on a flow in a TLS state (f). */
+/*
+ * Guest -> host, not a SYN, on a flow in a TLS state (f). Urgent data is
+ * refused: the server's stack would take the urgent byte out of the stream
+ * it hands the application, which would then read another hello than the
+ * one judged. Payload is read only once the server's SYN-ACK to this
+ * connection's SYN was seen, and only if it acknowledges exactly that
+ * SYN-ACK (the server sends nothing else before the verdict): so the bytes
+ * judged are the server's stream from its first byte, not bytes of another
+ * connection attempt on the tuple that the server never accepted.
+ */
 static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_key *k,
 					const struct tf_flow *f)
 {
 	__builtin_memcpy(&j->flow, f, sizeof(j->flow));
 	if (j->flow.state == TF_FLOW_TLS_DENIED)
 		return tcp_payload_len(j) ? deny(j, j->flow.reason) : allow(j, TF_REASON_ALLOW_FLOW, 0);
-	if (tcp_payload_len(j))
+	if (j->p.tcp_flags & TCP_FLAG_URG)
+		return deny(j, TF_REASON_TLS_MALFORMED);
+	if (tcp_payload_len(j)) {
+		if (!j->flow.armed || !(j->p.tcp_flags & TCP_FLAG_ACK) ||
+		    j->p.tcp_ack != j->flow.srv_isn + 1)
+			return deny(j, TF_REASON_TLS_PENDING);
 		return TF_JUDGE_TLS;
+	}
 	/*
 	 * A connection that ends frees its buffer: on a FIN before its hello
 	 * was judged, on an RST also while its resent hello is verified.
@@ -78,10 +93,22 @@ static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_ke
 static __always_inline int tls_flow_reply(struct judge *j, void *flows, const struct tf_flow_key *k,
 					  const struct tf_flow *f)
 {
+	__u8 syn_ack = j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK);
 	struct tf_flow nf;
 
 	__builtin_memcpy(&nf, f, sizeof(nf));
+	/* The SYN-ACK to the guest's SYN: the server's stream starts after its seq. */
+	if (nf.state == TF_FLOW_TLS_WAIT && !nf.armed && syn_ack == (TCP_FLAG_SYN | TCP_FLAG_ACK) &&
+	    j->p.tcp_ack == nf.isn && !tcp_payload_len(j)) {
+		nf.armed = 1;
+		nf.srv_isn = j->p.tcp_seq;
+		if (bpf_map_update_elem(flows, k, &nf, BPF_EXIST))
+			return deny(j, TF_REASON_FLOW_TABLE_FULL);
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	}
+	/* That server acknowledging the whole hello, from its own first byte. */
 	if (nf.state == TF_FLOW_TLS_VERIFY && (j->p.tcp_flags & TCP_FLAG_ACK) &&
+	    !(j->p.tcp_flags & TCP_FLAG_SYN) && j->p.tcp_seq == nf.srv_isn + 1 &&
 	    (__s32)(j->p.tcp_ack - (nf.isn + nf.ch_end)) >= 0) {
 		nf.state = TF_FLOW_OPEN;
 		/* If the update fails the flow stays in VERIFY: stricter, not open. */

@@ -184,7 +184,9 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
  *          allowed by a learnt address, not by a CIDR rule)
  * @reason: TF_FLOW_TLS_DENIED: why (enum tf_reason)
  * @isn:    TLS: sequence number of the guest's first payload byte
- * @ch_end: TF_FLOW_TLS_VERIFY: wire bytes of the ClientHello's records
+ * @ch_end: TF_FLOW_TLS_VERIFY and after: wire bytes of the ClientHello's records
+ * @armed:  TLS: the server's SYN-ACK to this connection's SYN was seen
+ * @srv_isn: TLS, once @armed: the server's initial sequence number
  */
 struct tf_flow {
 	__u64 created_ns;
@@ -194,8 +196,11 @@ struct tf_flow {
 	__u16 reason;
 	__u32 isn;
 	__u32 ch_end;
+	__u8 armed;
+	__u8 pad[3];
+	__u32 srv_isn;
 };
-_Static_assert(sizeof(struct tf_flow) == 24, "tf_flow layout");
+_Static_assert(sizeof(struct tf_flow) == 32, "tf_flow layout");
 
 /*
  * Host names (host rules, DNS). A name is kept in "reversed form": lower

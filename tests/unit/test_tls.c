@@ -48,7 +48,8 @@ static const char spec[] =
 	"{'host':'alt.test','proto':'tcp','ports':[8443],'tls':true},"
 	"{'host':'quic.test','proto':'any','ports':[443]},"
 	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[8443],'tls':true},"
-	"{'cidr':'203.0.113.0/24','proto':'any','ports':[443]}]}";
+	"{'cidr':'203.0.113.0/24','proto':'any','ports':[443]},"
+	"{'cidr':'192.0.2.128/25','proto':'any','ports':[8443],'tls':true}]}";
 
 /* Session B: never judged (test runs judge on ifindex 1); its tables must survive A's floods. */
 static const char spec_b[] =
@@ -239,6 +240,10 @@ static void fr_seg(struct frame *f, const struct conn *c, int to_guest, __u8 fla
 	f->len = o + ip + 20 + n;
 }
 
+/* The server's SYN-ACK to c's SYN (its ISN risn), run without checks. */
+static void synack(struct env *e, const struct conn *c);
+
+/* The guest's SYN, judged; then the server's SYN-ACK (a TLS flow reads payload only after it). */
 static void c_syn(struct env *e, const struct conn *c, const char *desc, int allow,
 		  const char *counters)
 {
@@ -246,6 +251,8 @@ static void c_syn(struct env *e, const struct conn *c, const char *desc, int all
 
 	fr_seg(&f, c, 0, PK_SYN, c->isn, 0, NULL, 0);
 	judge(e, FROM, &f, desc, allow, counters, NULL);
+	if (allow)
+		synack(e, c);
 }
 
 /* The guest's payload at stream offset off (0: the first byte after the SYN). */
@@ -291,9 +298,21 @@ static int q_send(struct env *e, const struct conn *c, unsigned int off, const v
 static int q_syn(struct env *e, const struct conn *c)
 {
 	struct frame f;
+	int ok;
 
 	fr_seg(&f, c, 0, PK_SYN, c->isn, 0, NULL, 0);
-	return quiet(e, FROM, &f);
+	ok = quiet(e, FROM, &f);
+	if (ok)
+		synack(e, c);
+	return ok;
+}
+
+static void synack(struct env *e, const struct conn *c)
+{
+	struct frame f;
+
+	fr_seg(&f, c, 1, PK_SYN | PK_ACK, c->risn, c->isn + 1, NULL, 0);
+	quiet(e, TO, &f);
 }
 
 static int q_reply(struct env *e, const struct conn *c, unsigned int ack_off)
@@ -716,6 +735,17 @@ static void test_ports(struct env *e)
 		judge(e, FROM, &f, "UDP to 443 where a CIDR rule allows it", 1, "allow_rule+1",
 		      NULL);
 	}
+	{
+		struct pk p = { .src = G4, .dst = "192.0.2.200", .proto = IPPROTO_UDP,
+				.sport = (__u16)(30010 + e->xdp), .dport = 8443 };
+		struct pk_frame pf;
+
+		pk_build(&p, GMAC, HMAC, &pf);
+		memcpy(f.d, pf.data, pf.len);
+		f.len = pf.len;
+		judge(e, FROM, &f, "UDP to a TLS port of a CIDR rule with \"tls\": true", 0, "tls_udp+1",
+		      NULL);
+	}
 	hello_build(&h, "quic.test", 0);
 	conn_init(&c, QUIC, 443);
 	c_syn(e, &c, "quic.test over TCP: SYN", 1, NULL);
@@ -723,6 +753,79 @@ static void test_ports(struct env *e)
 	c_reply(e, &c, h.len, 0, "quic.test over TCP: acked", 1, NULL);
 	CHECK_EQ(w("%s: no buffer left behind by the port tests", prog_name(e, FROM)),
 		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+}
+
+/*
+ * What the server's stream holds is what was judged: payload only after
+ * the SYN-ACK to this connection's SYN and acknowledging exactly it, no
+ * urgent data, the flow opened only by that server's own acknowledgement,
+ * and once open the hello's bytes never again.
+ */
+static void test_stream(struct env *e)
+{
+	static struct hello h, evil;
+	struct conn c, c2;
+	struct frame f;
+
+	hello_build(&h, "www.example.com", 0);
+	hello_build(&evil, "evil.test", 0);
+
+	conn_init(&c, CDN, 443);
+	fr_seg(&f, &c, 0, PK_SYN, c.isn, 0, NULL, 0);
+	judge(e, FROM, &f, "no SYN-ACK yet: SYN", 1, "allow_learned+1", NULL);
+	c_send(e, &c, 0, h.b, h.len, "a hello before the server's SYN-ACK: held, not read", 0,
+	       "tls_pending+1", "-");
+	CHECK_EQ(w("%s: nothing was buffered for it", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+	fr_seg(&f, &c, 1, PK_SYN | PK_ACK, c.risn, c.isn + 7, NULL, 0);
+	judge(e, TO, &f, "a SYN-ACK acknowledging another SYN passes (no payload)", 1, "allow_flow+1",
+	      NULL);
+	c_send(e, &c, 0, h.b, h.len, "the hello after it: still held", 0, "tls_pending+1", "-");
+	synack(e, &c);
+	fr_seg(&f, &c, 0, PK_ACK | PK_PSH, c.isn + 1, c.risn + 2, h.b, h.len);
+	judge(e, FROM, &f, "after the right SYN-ACK, a hello acknowledging a byte the server never "
+	      "sent: held", 0, "tls_pending+1", "-");
+	c_send(e, &c, 0, h.b, h.len, "the hello acknowledging the SYN-ACK: allowed", 1,
+	       "allow_tls+1", NULL);
+	fr_seg(&f, &c, 1, PK_ACK, c.risn + 5, c.isn + 1 + h.len, NULL, 0);
+	judge(e, TO, &f, "an ack of the hello from another point of the server's stream passes", 1,
+	      "allow_flow+1", NULL);
+	{
+		static const __u8 data[8];
+
+		fr_seg(&f, &c, 1, PK_ACK | PK_PSH, c.risn + 5, c.isn + 1 + h.len, data, sizeof(data));
+		judge(e, TO, &f, "but did not open the flow: server data from there is still held", 0,
+		      "tls_pending+1", NULL);
+	}
+	c_reply(e, &c, h.len, 0, "the server's own ack from its first byte opens it", 1,
+		"allow_flow+1");
+	c_send(e, &c, 0, evil.b, 60, "once open, bytes in the hello's range (another hello): refused",
+	       0, "tls_reassembly+1", "tls_reassembly[]");
+	c_send(e, &c, h.len, "GET", 3, "bytes after the hello pass", 1, "allow_flow+1", "-");
+
+	/* Another SYN on the open tuple, from elsewhere in the sequence space. */
+	c2 = c;
+	c2.isn = c.isn - 100000;
+	fr_seg(&f, &c2, 0, PK_SYN, c2.isn, 0, NULL, 0);
+	judge(e, FROM, &f, "a second SYN on the tuple, 100000 bytes back: judged as a new connection",
+	      1, "allow_learned+1", NULL);
+	fr_seg(&f, &c, 1, PK_ACK, c.risn + 1, c.isn + 1 + h.len + 3, NULL, 0);
+	judge(e, TO, &f, "the server's challenge ACK (not a SYN-ACK) passes", 1, "allow_flow+1", NULL);
+	c_send(e, &c2, 0, h.b, h.len, "an allowed hello at the second SYN's sequence: held, never "
+	       "judged (the server did not accept that SYN)", 0, "tls_pending+1", "-");
+	c_send(e, &c, h.len + 3, evil.b, evil.len, "a forbidden hello where the server's stream "
+	       "really is: held", 0, "tls_pending+1", "-");
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "urgent data: SYN", 1, NULL);
+	fr_seg(&f, &c, 0, PK_ACK | PK_PSH | 0x20, c.isn + 1, c.risn + 1, h.b, 60);
+	judge(e, FROM, &f, "hello bytes with URG: refused (the server would take a byte out)", 0,
+	      "tls_malformed+1", NULL);
+	fr_seg(&f, &c, 0, PK_ACK | 0x20, c.isn + 1, c.risn + 1, NULL, 0);
+	judge(e, FROM, &f, "a bare ACK with URG pointing into the hello to come: refused", 0,
+	      "tls_malformed+1", NULL);
+	c_send(e, &c, 0, h.b, h.len, "the hello without URG: allowed", 1, "allow_tls+1", NULL);
+	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
 }
 
 /* The per-session table of hellos being read: full, swept, freed. */
@@ -918,6 +1021,7 @@ int main(void)
 			test_fixtures(&e);
 			test_denials(&e);
 			test_reassembly(&e);
+			test_stream(&e);
 			test_ports(&e);
 		}
 		e.xdp = 0;
