@@ -72,9 +72,10 @@ get() {
 	timeout 3 wget -q -O - "$(url "$1" "$2")"
 }
 
-# tcp [-s SRC] HOST PORT, udp [-s SRC] HOST PORT: see tfprobe.c.
+# tcp [-s SRC] HOST PORT, udp [-s SRC] HOST PORT, tls SNI HOST PORT: see tfprobe.c.
 tcp() { tfprobe tcp -w 2 "$@"; }
 udp() { tfprobe udp -w 2 "$@"; }
+tls() { tfprobe tls -w 2 "$@"; }
 
 # dns NAME SERVER: an A query with busybox nslookup; prints "ANSWER ADDR" per address.
 dns() {
