@@ -265,7 +265,7 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 	void *bmap;
 	__u64 *exp;
 	__u32 sid = j->sid;
-	int st;
+	int st, name_st;
 
 	bpf_loop(TF_TLS_COPY_STEPS, tls_copy_cb, &cc, 0);
 	tls_parse_start(&t->p, b->hs_need);
@@ -274,12 +274,15 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 		return TF_REASON_TLS_MALFORMED;
 	bpf_loop(TF_TLS_PARSE_STEPS, tls_parse_cb, &pc, 0);
 	st = t->p.phase == TLS_PH_DONE ? t->p.status : TLS_MALFORMED;
-	if (st == TLS_ECH && cfg_tls_ech_outer)
-		st = t->p.ech_status;
-	if (t->p.seen_sni && t->p.sni_len) {
+	/* The event names the SNI only when it is a host name or an IP literal: never raw bytes. */
+	name_st = st == TLS_ECH ? t->p.ech_status : st;
+	if (t->p.seen_sni && t->p.sni_len && !t->p.bad &&
+	    (name_st == TLS_OK || name_st == TLS_SNI_IP || name_st == TLS_SNI_LONG)) {
 		j->name_tls = 1;
 		j->name_len = t->p.sni_len < TF_TLS_SNI_MAX ? t->p.sni_len : TF_TLS_SNI_MAX;
 	}
+	if (st == TLS_ECH && cfg_tls_ech_outer)
+		st = t->p.ech_status;
 	if (st != TLS_OK)
 		return tls_status_reason(st);
 

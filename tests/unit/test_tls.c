@@ -528,6 +528,9 @@ static void test_denials(struct env *e)
 		     443, "tls_sni_mismatch+1", "tls_sni_mismatch[other.example.net]");
 	hello_build(&h, "WWW.Example.COM", 0);
 	test_one_segment(e, "an SNI in mixed case", &h, CDN, "allow_tls[www.example.com]");
+	hello_build(&h, "x\x01y.test", 0);
+	test_refused(e, "an SNI with a control byte", &h, CDN, 443, "tls_malformed+1",
+		     "tls_malformed[]");
 	hello_build(&h, "192.0.2.10", 0);
 	test_refused(e, "an IP literal as SNI", &h, CDN, 443, "tls_sni_ip+1",
 		     "tls_sni_ip[192.0.2.10]");

@@ -113,7 +113,7 @@ static int handle_line(const struct ctl_opts *o, const char *line, size_t len)
 	json_t *ev, *ok;
 	int err = 0;
 
-	ev = json_loadb(line, len, 0, &jerr);
+	ev = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
 	if (!json_is_object(ev)) {
 		ctl_err("malformed event from daemon%s%s", ev ? "" : ": ", ev ? "" : jerr.text);
 		json_decref(ev);
