@@ -90,4 +90,20 @@ check "session del" tfc session del a
 check "its links are unpinned" test ! -e "$TF_PIN_DIR/links/a-in"
 check "its state file is gone" test ! -e "$T/state/sessions/a.json"
 
+note "a symlink the user put in its state dir"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+install -d -m 0755 -o root -g root "$T/victim"
+runuser -u "$duser" -- sh -c "rmdir '$T/state/sessions' && ln -s '$T/victim' '$T/state/sessions'" ||
+	fail "the user could not plant the symlink"
+start_foreground() {
+	timeout 20 ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --foreground \
+		>>"$T/tapfenced.log" 2>&1
+}
+check_not "the next start (as root) refuses the symlinked state dir" start_foreground
+check "the link's target keeps its owner and mode (root, 0755)" \
+	test "$(stat -c %U:%a "$T/victim")" = root:755
+rm -f "$T/state/sessions"
+
 tf_done

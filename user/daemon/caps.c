@@ -14,6 +14,7 @@
  * directories it still writes are handed to it first.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -28,14 +29,24 @@
 
 static const cap_value_t keep[] = { CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON };
 
-/* path now belongs to uid:gid, if it exists. */
+/*
+ * path now belongs to uid:gid, if it exists: the file or directory itself,
+ * never what a symlink in its place points to (the user owns these dirs
+ * between starts and could put one there for root to follow).
+ */
 static int give(const char *path, uid_t uid, gid_t gid)
 {
-	if (chown(path, uid, gid) && errno != ENOENT) {
-		pr_warn("cannot hand `%s' to uid %u: %s\n", path, uid, strerror(errno));
-		return -errno;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), err = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : (pr_warn("cannot open `%s': %s\n", path, strerror(errno)),
+					      -errno);
+	if (fchown(fd, uid, gid)) {
+		err = -errno;
+		pr_warn("cannot hand `%s' to uid %u: %s\n", path, uid, strerror(-err));
 	}
-	return 0;
+	close(fd);
+	return err;
 }
 
 /*

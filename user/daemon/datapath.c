@@ -892,18 +892,21 @@ static void link_path(const struct tf_dp *dp, const char *name, const char *dir,
 }
 
 /* Returns the link fd or a negative errno. */
+/* *adopted: the link was pinned already and updated in place (not ours to detach on failure). */
 static int link_attach(struct tf_dp *dp, const char *name, const char *dir, int prog_fd,
-		       __u32 ifindex, __u32 attach_type)
+		       __u32 ifindex, __u32 attach_type, int *adopted)
 {
 	char path[PATH_MAX];
 	int fd, err;
 
+	*adopted = 0;
 	link_path(dp, name, dir, path, sizeof(path));
 	if (dp->pinned) {
 		fd = bpf_obj_get(path);
 		if (fd >= 0 && link_ifindex(fd) == ifindex) {
 			/* Same device, maybe a new program: swap in place, no window. */
 			err = bpf_link_update(fd, prog_fd, NULL);
+			*adopted = !err;
 			if (!err)
 				return fd;
 			pr_warn("cannot update pinned link `%s': %s\n", path, strerror(-err));
@@ -1093,14 +1096,29 @@ void tf_dp_xdp_detach(__u32 ifindex)
  * The egress (to guest) link goes first: once ingress is attached the guest
  * can open flows, and their replies must already be judged.
  */
+/*
+ * A failed attach undoes what it created, never what it adopted: a
+ * re-adopted device whose other half cannot be attached keeps both of its
+ * pinned halves (docs/security.md: never less).
+ */
+static void attach_undo(struct tf_dp *dp, const char *name, const char *dir, int *fd, int adopted)
+{
+	if (!adopted) {
+		link_detach(dp, name, dir, fd);
+		return;
+	}
+	close(*fd);
+	*fd = -1;
+}
+
 int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
 {
-	int err;
+	int err, adopted, in_adopted;
 
 	at->link_in = at->link_out = -1;
 	at->xdp = 0;
 	err = link_attach(dp, name, "out", bpf_program__fd(dp->skel->progs.tc_to_guest), ifindex,
-			  TF_BPF_TCX_EGRESS);
+			  TF_BPF_TCX_EGRESS, &adopted);
 	if (err < 0)
 		return err;
 	at->link_out = err;
@@ -1108,16 +1126,16 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_at
 		err = xdp_attach(dp, ifindex);
 		if (err) {
 			pr_warn("cannot attach XDP to ifindex %u: %s\n", ifindex, strerror(-err));
-			link_detach(dp, name, "out", &at->link_out);
+			attach_undo(dp, name, "out", &at->link_out, adopted);
 			return err;
 		}
 		at->xdp = 1;
 		return 0;
 	}
 	err = link_attach(dp, name, "in", bpf_program__fd(dp->skel->progs.tc_from_guest), ifindex,
-			  TF_BPF_TCX_INGRESS);
+			  TF_BPF_TCX_INGRESS, &in_adopted);
 	if (err < 0) {
-		link_detach(dp, name, "out", &at->link_out);
+		attach_undo(dp, name, "out", &at->link_out, adopted);
 		return err;
 	}
 	at->link_in = err;

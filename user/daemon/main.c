@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -130,6 +131,23 @@ static int ensure_bpffs(const char *pin_dir)
 	return -ENOTSUP;
 }
 
+/*
+ * chmod a directory, not what a symlink in its place points to: with a
+ * dedicated user, the state and pin dirs belong to that user, who could
+ * put a link there for root to follow at the next start.
+ */
+static int chmod_dir(const char *path, mode_t mode)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 static int mkdirs(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX], *p;
@@ -145,7 +163,7 @@ static int mkdirs(const char *path, mode_t mode)
 	}
 	if (mkdir(tmp, mode) && errno != EEXIST)
 		return -errno;
-	return chmod(tmp, mode) ? -errno : 0;
+	return chmod_dir(tmp, mode);
 }
 
 static void rm_dir_entries(const char *dir, int detach_links)
