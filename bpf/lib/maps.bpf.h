@@ -128,13 +128,16 @@ struct {
 
 /*
  * ClientHellos being reassembled, per session (slot -> inner hash keyed by
- * flow). Preallocated: taking a buffer never allocates in the datapath,
- * and the table is a fixed budget of the session's own (tls_pending). A
- * full table is swept of buffers older than cfg_tls_timeout_s before a
- * hello is refused (tls.bpf.h).
+ * flow), at most tls_pending of them: a budget of the session's own. Not
+ * preallocated: a buffer deleted while a run on another CPU still holds it
+ * (an RST, a new SYN, the server's ack) is freed after an RCU grace period,
+ * not handed to another flow under that run. A full table (or a failed
+ * allocation) is swept of buffers older than cfg_tls_timeout_s before a
+ * hello is held as tls_table_full (tls_hello.bpf.h).
  */
 struct tf_tlsbuf_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16);
 	__uint(key_size, sizeof(struct tf_flow_key));
 	__uint(value_size, sizeof(struct tf_tls_buf));

@@ -191,7 +191,7 @@ static long tls_sweep_cb(void *map, const void *key, void *value, void *ctx)
 	const struct tf_tls_buf *b = value;
 	struct tls_sweep_ctx *c = ctx;
 
-	if (c->now - b->created_ns > (__u64)cfg_tls_timeout_s * 1000000000ULL)
+	if (!b->busy && c->now - b->created_ns > (__u64)cfg_tls_timeout_s * 1000000000ULL)
 		bpf_map_delete_elem(map, key);
 	return 0;
 }
@@ -221,12 +221,15 @@ static __always_inline struct tf_tls_buf *tls_buf_new(void *bufs, const struct t
 static __always_inline int tls_refuse(struct judge *j, const struct tf_flow_key *k, __u16 reason)
 {
 	void *flows = session_flows(j->sid);
+	struct tf_flow *cur = flows ? bpf_map_lookup_elem(flows, k) : NULL;
 
-	j->flow.state = TF_FLOW_TLS_DENIED;
-	j->flow.reason = reason;
-	if (flows)
+	/* Not over a new connection another CPU just reset the tuple for. */
+	if (cur && cur->isn == j->flow.isn) {
+		j->flow.state = TF_FLOW_TLS_DENIED;
+		j->flow.reason = reason;
 		bpf_map_update_elem(flows, k, &j->flow, BPF_EXIST);
-	tls_buf_drop(j->sid, k);
+		tls_buf_drop(j->sid, k);
+	}
 	return deny(j, reason);
 }
 
@@ -330,18 +333,81 @@ static __always_inline int tls_verify(struct tls_chunk_ctx *c, const int xdp, st
 	return allow(j, TF_REASON_ALLOW_FLOW, 0);
 }
 
+/*
+ * 1 if the flow is still the one this run read (same connection, same
+ * state): its value is written back whole, and another CPU may have reset
+ * it for a new SYN meanwhile.
+ */
+static __always_inline int flow_unchanged(void *flows, const struct tf_flow_key *k,
+					  const struct tf_flow *was)
+{
+	struct tf_flow *cur = bpf_map_lookup_elem(flows, k);
+
+	return cur && cur->isn == was->isn && cur->state == was->state;
+}
+
+/* A segment in TF_FLOW_TLS_WAIT, with b claimed: append, walk, and judge a whole hello. */
+static __always_inline int tls_segment_held(struct tls_chunk_ctx *c, const int xdp,
+					    struct judge *j, void *flows,
+					    const struct tf_flow_key *k, struct tf_tls_buf *b,
+					    struct tls_scratch *t, __u32 pay_off, __u32 off, __u32 n)
+{
+	struct tls_walk_ctx wc = { .st = TLS_MALFORMED };
+	__u32 have, take;
+	__u16 reason;
+	__u8 was;
+
+	have = b->have;
+	if (have > TF_TLS_BUF || off > have)
+		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+	if (off < have) {
+		take = have - off < n ? have - off : n;
+		if (tls_differs(c, xdp, pay_off, b, off, take))
+			return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+		if (take == n)
+			return deny(j, TF_REASON_TLS_PENDING);	/* resent, nothing new */
+		pay_off += take;
+		n -= take;
+	}
+	take = TF_TLS_BUF - have < n ? TF_TLS_BUF - have : n;
+	if (tls_append(c, xdp, pay_off, b, take))
+		return tls_refuse(j, k, TF_REASON_TLS_MALFORMED);
+	b->have = have + take;
+
+	wc.b = b;
+	bpf_loop(TF_TLS_WALK_STEPS, tls_walk_cb, &wc, 0);
+	if (wc.st == TLS_MORE) {
+		if (take < n)
+			return tls_refuse(j, k, TF_REASON_TLS_TOO_BIG);
+		return deny(j, TF_REASON_TLS_PENDING);
+	}
+	if (wc.st != TLS_OK)
+		return tls_refuse(j, k, tls_status_reason(wc.st));
+
+	reason = tls_judge_hello(j, b, t);
+	if (reason)
+		return tls_refuse(j, k, reason);
+	was = j->flow.state;
+	j->flow.state = TF_FLOW_TLS_VERIFY;
+	j->flow.ch_end = b->rec_off;
+	if (!flow_unchanged(flows, k, &(struct tf_flow){ .isn = j->flow.isn, .state = was }))
+		return deny(j, TF_REASON_TLS_PENDING);
+	if (bpf_map_update_elem(flows, k, &j->flow, BPF_EXIST))
+		return deny(j, TF_REASON_FLOW_TABLE_FULL);
+	return allow(j, TF_REASON_ALLOW_TLS, 1);
+}
+
 /* Guest payload on a flow in TF_FLOW_TLS_WAIT or TF_FLOW_TLS_VERIFY (j->flow). */
 static __always_inline int tls_segment(void *ctx, const int xdp, struct judge *j)
 {
 	struct tls_chunk_ctx c = { .ctx = ctx };
-	struct tls_walk_ctx wc = { .st = TLS_MALFORMED };
 	struct tls_scratch *t = tls_scratch();
 	__u32 pay_off = 14 + (j->p.family == TF_FAM_IPV4 ? 20 : 40) + j->p.tcp_hlen;
-	__u32 n = tcp_payload_len(j), off = j->p.tcp_seq - j->flow.isn, have, take;
+	__u32 n = tcp_payload_len(j), off = j->p.tcp_seq - j->flow.isn;
 	struct tf_flow_key *k;
 	struct tf_tls_buf *b;
 	void *flows, *bufs;
-	__u16 reason;
+	int v;
 
 	bufs = bpf_map_lookup_elem(&tf_tlsbuf, &j->sid);
 	flows = session_flows(j->sid);
@@ -367,41 +433,12 @@ static __always_inline int tls_segment(void *ctx, const int xdp, struct judge *j
 		if (!b)
 			return deny(j, TF_REASON_TLS_TABLE_FULL);	/* the client resends */
 	}
-	have = b->have;
-	if (have > TF_TLS_BUF || off > have)
-		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
-	if (off < have) {
-		take = have - off < n ? have - off : n;
-		if (tls_differs(&c, xdp, pay_off, b, off, take))
-			return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
-		if (take == n)
-			return deny(j, TF_REASON_TLS_PENDING);	/* resent, nothing new */
-		pay_off += take;
-		n -= take;
-	}
-	take = TF_TLS_BUF - have < n ? TF_TLS_BUF - have : n;
-	if (tls_append(&c, xdp, pay_off, b, take))
-		return tls_refuse(j, k, TF_REASON_TLS_MALFORMED);
-	b->have = have + take;
-
-	wc.b = b;
-	bpf_loop(TF_TLS_WALK_STEPS, tls_walk_cb, &wc, 0);
-	if (wc.st == TLS_MORE) {
-		if (take < n)
-			return tls_refuse(j, k, TF_REASON_TLS_TOO_BIG);
+	/* One run at a time appends and judges; a segment racing it is held (and resent). */
+	if (__sync_val_compare_and_swap(&b->busy, 0, 1) != 0)
 		return deny(j, TF_REASON_TLS_PENDING);
-	}
-	if (wc.st != TLS_OK)
-		return tls_refuse(j, k, tls_status_reason(wc.st));
-
-	reason = tls_judge_hello(j, b, t);
-	if (reason)
-		return tls_refuse(j, k, reason);
-	j->flow.state = TF_FLOW_TLS_VERIFY;
-	j->flow.ch_end = b->rec_off;
-	if (bpf_map_update_elem(flows, k, &j->flow, BPF_EXIST))
-		return deny(j, TF_REASON_FLOW_TABLE_FULL);
-	return allow(j, TF_REASON_ALLOW_TLS, 1);
+	v = tls_segment_held(&c, xdp, j, flows, k, b, t, pay_off, off, n);
+	__sync_lock_test_and_set(&b->busy, 0);	/* xchg: a full barrier before the release */
+	return v;
 }
 
 /*

@@ -313,6 +313,9 @@ _Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
  * @hs_len:   handshake bytes walked
  * @hs_need:  4 + the ClientHello's length, once known (0 before)
  * @hdr:      the handshake header's 4 bytes (they may span records)
+ * @busy:     claimed by the run appending to it (compare-and-swap 0 -> 1):
+ *            a segment of the flow judged on another CPU at the same time
+ *            is held instead (a multi-queue tap)
  */
 struct tf_tls_buf {
 	__u64 created_ns;
@@ -322,6 +325,7 @@ struct tf_tls_buf {
 	__u32 hs_len;
 	__u32 hs_need;
 	__u8 hdr[4];
+	__u64 busy;
 	__u8 wire[TF_TLS_BUF + TF_TLS_SLACK];
 };
 

@@ -575,6 +575,22 @@ static void test_denials(struct env *e)
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
 }
 
+/* Set the busy word of c's hello buffer, as a concurrent run claims it. */
+static int buf_busy(struct env *e, const struct conn *c, __u64 busy)
+{
+	static struct tf_tls_buf b;
+	struct tf_flow_key k = { .family = TF_FAM_IPV4, .proto = IPPROTO_TCP };
+	int fd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBUF, e->sid);
+
+	pk_addr(c->raddr, k.raddr);
+	k.gport = htons((__u16)c->gport);
+	k.rport = htons((__u16)c->rport);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &b))
+		return -errno;
+	b.busy = busy;
+	return bpf_map_update_elem(fd, &k, &b, BPF_EXIST) ? -errno : 0;
+}
+
 /* Reassembly: gaps, resent bytes that differ, bounds, the buffer table. */
 static void test_reassembly(struct env *e)
 {
@@ -610,6 +626,17 @@ static void test_reassembly(struct env *e)
 	       "tls_pending+1", "-");
 	c_send(e, &c, 50, h.b + 50, h.len - 50, "the rest", 1, "allow_tls+1", NULL);
 	c_send(e, &c, 0, h.b, h.len, "all of it resent unchanged", 1, "allow_flow+1", "-");
+	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "a buffer claimed by a run on another CPU: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, 30, "the first 30 bytes", 0, "tls_pending+1", NULL);
+	CHECK_EQ(w("%s: mark its buffer busy, as a run on another CPU would", prog_name(e, FROM)),
+		 buf_busy(e, &c, 1), 0);
+	c_send(e, &c, 30, h.b + 30, h.len - 30, "the rest while it is busy: held, not read", 0,
+	       "tls_pending+1", "-");
+	CHECK_EQ(w("%s: the other run releases it", prog_name(e, FROM)), buf_busy(e, &c, 0), 0);
+	c_send(e, &c, 30, h.b + 30, h.len - 30, "the rest again: allowed", 1, "allow_tls+1", NULL);
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
 
 	conn_init(&c, CDN, 443);

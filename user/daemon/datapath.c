@@ -214,6 +214,7 @@ static int slot_map_create(const struct tf_config *cfg, enum tf_slot_map which, 
 		"tf_flows", "tf_dnsq", "tf_learned", "tf_tlsbuf", "tf_tlsbind",
 	};
 	enum bpf_map_type type = BPF_MAP_TYPE_LRU_HASH;
+	LIBBPF_OPTS(bpf_map_create_opts, opts);
 	char name[BPF_OBJ_NAME_LEN];
 	__u32 key, value, max;
 	int fd;
@@ -228,8 +229,9 @@ static int slot_map_create(const struct tf_config *cfg, enum tf_slot_map which, 
 		max = cfg->dns_queries;
 		break;
 	case TF_SLOT_TLSBUF:
-		/* A plain preallocated hash: no eviction of a hello being read. */
+		/* A plain hash (no eviction of a hello being read), not preallocated (maps.bpf.h). */
 		type = BPF_MAP_TYPE_HASH;
+		opts.map_flags = BPF_F_NO_PREALLOC;
 		key = sizeof(struct tf_flow_key), value = sizeof(struct tf_tls_buf);
 		max = cfg->tls_pending;
 		break;
@@ -243,7 +245,7 @@ static int slot_map_create(const struct tf_config *cfg, enum tf_slot_map which, 
 		break;
 	}
 	snprintf(name, sizeof(name), "%s_%u", names[which], sid);
-	fd = bpf_map_create(type, name, key, value, max, NULL);
+	fd = bpf_map_create(type, name, key, value, max, &opts);
 	return fd < 0 ? -errno : fd;
 }
 
