@@ -75,18 +75,11 @@ session_spec "$T/b.json" b hb 02:00:00:00:1b:02 10.10.2.2 fd00:a:2::2 02:00:00:0
 
 # probe DESC NS HOST PORT reached|blocked
 probe() {
-	local desc=$1 ns=$2 dst=$3 port=$4 want=$5 src
-	case $ns in
+	local src
+	case $2 in
 	"$ga") src=10.10.1.2 ;; "$gb") src=10.10.2.2 ;; "$gc") src=10.10.3.2 ;; *) src=10.10.4.2 ;;
 	esac
-	tf_mark
-	if [ "$want" = reached ]; then
-		check "$desc: the client got the reply" tcp_get "$ns" "$dst" "$port"
-		expect_reached "$L_INET" "tcp $dst:$port from $src:" "$desc: reached the listener"
-	else
-		check_not "$desc: the client got no reply" tcp_get "$ns" "$dst" "$port"
-		expect_not_reached "$L_INET" "tcp $dst:$port from $src:" "$desc: never reached the listener"
-	fi
+	probe_tcp "$1" "$L_INET" "$2" "$src" "$3" "$4" "$5"
 }
 
 # resolve DESC NAME ADDR: guest A asks its resolver for NAME and gets ADDR.
