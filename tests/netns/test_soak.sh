@@ -139,6 +139,8 @@ print(sum(n) if len(n) == 4 else "")' <"$1"
 }
 fd_is() { [ "$(fd_count)" -eq "$1" ]; }
 
+# Counted once the daemon has answered: it opens its signalfd in its loop, after the socket.
+tfc version >/dev/null || die "tapfenced does not answer"
 FD_START=$(fd_count)
 note "daemon's fds at start, no session, no client: $FD_START"
 
