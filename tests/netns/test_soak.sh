@@ -141,6 +141,7 @@ fd_is() { [ "$(fd_count)" -eq "$1" ]; }
 
 # Counted once the daemon has answered: it opens its signalfd in its loop, after the socket.
 tfc version >/dev/null || die "tapfenced does not answer"
+sleep 1	# and has closed that client's connection (slow under valgrind)
 FD_START=$(fd_count)
 note "daemon's fds at start, no session, no client: $FD_START"
 
