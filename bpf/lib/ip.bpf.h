@@ -5,6 +5,33 @@
 
 #include "policy.bpf.h"
 
+/*
+ * A SYN's TCP options into the per-CPU scratch, for the TLS SYN path to
+ * read in this same run (tls.bpf.h): every byte behind a check against the
+ * packet's end at a constant offset, the one form of bound the verifier
+ * follows here; bytes past the end leave syn_optlen short of syn_optwant,
+ * which reads as malformed.
+ */
+static __always_inline void tcp_opts_copy(struct judge *j, const struct cursor *c, __u32 n)
+{
+	__u32 zero = 0, k;
+	const __u8 *o = c->pos;
+	struct tls_scratch *t = bpf_map_lookup_elem(&tf_tlsscratch, &zero);
+
+	if (!t)
+		return;
+	t->syn_optlen = 0;
+	t->syn_optwant = (__u8)n;
+#pragma unroll
+	for (k = 0; k < TF_TCP_OPTS_MAX; k++) {
+		if (k < n && (void *)(o + k + 1) <= c->end) {
+			t->syn_opts[k] = o[k];
+			t->syn_optlen = k + 1;
+		}
+	}
+	j->p.tcp_opts = 1;
+}
+
 /* Ports (or ICMP type/code) into j->p; the ICMP echo id stands in for sport. */
 static __always_inline int parse_l4(struct judge *j, struct cursor *c)
 {
@@ -23,6 +50,8 @@ static __always_inline int parse_l4(struct judge *j, struct cursor *c)
 		j->p.tcp_hlen = th->doff * 4;
 		j->p.tcp_seq = bpf_ntohl(th->seq);
 		j->p.tcp_ack = bpf_ntohl(th->ack_seq);
+		if ((j->p.tcp_flags & TCP_FLAG_SYN) && th->doff > 5)
+			tcp_opts_copy(j, c, (th->doff - 5) * 4);
 		return j->p.tcp_hlen > j->p.l4_len ? -1 : 0;
 	case IPPROTO_UDP:
 		uh = cur_pull(c, sizeof(*uh));

@@ -177,8 +177,14 @@ struct {
  * Room to de-frame and parse one ClientHello, per CPU, one run at a time
  * (as tf_dnsbuf below). @chunk holds resent bytes being compared.
  */
+#define TF_TCP_OPTS_MAX 40
+
 struct tls_scratch {
 	__u8 hs[TF_TLS_BUF + TF_TLS_SLACK];
+	__u8 syn_opts[TF_TCP_OPTS_MAX];	/* the judged SYN's TCP options, syn_optlen bytes */
+	__u8 syn_optlen;
+	__u8 syn_optwant;		/* how many its header says it has */
+	__u8 pad[6];
 	struct tls_parse p;
 	struct tf_name_key key;
 	struct tf_bind_key bkey;

@@ -314,6 +314,10 @@ static __always_inline int decide_out(struct judge *j)
 		reason = TF_REASON_TLS_FASTOPEN;
 		goto refuse;
 	}
+	if (tcp_syn_mptcp(j)) {
+		reason = TF_REASON_TLS_MPTCP;
+		goto refuse;
+	}
 	return tls_flow_new(j, flows, &k, bind, allowed);
 
 refuse:

@@ -20,6 +20,68 @@ static __always_inline __u32 tcp_payload_len(const struct judge *j)
 	return j->p.l4_len - j->p.tcp_hlen;
 }
 
+#define TCPOPT_EOL   0
+#define TCPOPT_NOP   1
+#define TCPOPT_MPTCP 30	/* RFC 8684 */
+
+struct tcp_opts_ctx {
+	const __u8 *o;
+	__u32 n, i;
+	int verdict;	/* 1: MPTCP or options that do not parse */
+};
+
+/* One option per step (a bpf_loop() callback: verified once, not per option). */
+static long tcp_opt_cb(__u64 k __attribute__((unused)), void *ctx)
+{
+	struct tcp_opts_ctx *c = ctx;
+	__u32 i = c->i;
+	__u8 kind, len;
+
+	if (i >= c->n || i >= TF_TCP_OPTS_MAX)
+		return 1;
+	kind = c->o[i];
+	if (kind == TCPOPT_EOL)
+		return 1;
+	if (kind == TCPOPT_NOP) {
+		c->i = i + 1;
+		return 0;
+	}
+	if (i + 2 > c->n || i + 1 >= TF_TCP_OPTS_MAX) {
+		c->verdict = 1;
+		return 1;
+	}
+	len = c->o[i + 1];
+	if (len < 2 || kind == TCPOPT_MPTCP) {
+		c->verdict = 1;
+		return 1;
+	}
+	c->i = i + len;
+	return 0;
+}
+
+/*
+ * 1 if a SYN's options hold Multipath TCP, or do not parse: a TLS port
+ * refuses such a SYN, since MPTCP lets data sent on another subflow take a
+ * place in the server's stream that the judged hello's bytes were meant to
+ * have.
+ */
+static __always_inline int tcp_syn_mptcp(const struct judge *j)
+{
+	struct tcp_opts_ctx c = {};
+	struct tls_scratch *t;
+	__u32 zero = 0;
+
+	if (!j->p.tcp_opts)
+		return 0;
+	t = bpf_map_lookup_elem(&tf_tlsscratch, &zero);
+	if (!t || t->syn_optlen != t->syn_optwant)
+		return 1;
+	c.o = t->syn_opts;
+	c.n = t->syn_optlen;
+	bpf_loop(TF_TCP_OPTS_MAX, tcp_opt_cb, &c, 0);
+	return c.verdict;
+}
+
 /* Forget a flow's hello buffer, if it has one. */
 static __always_inline void tls_buf_drop(__u32 sid, const struct tf_flow_key *k)
 {

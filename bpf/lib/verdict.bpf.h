@@ -24,6 +24,8 @@ struct pkt {
 	__u16 l4_len;	/* IP payload length, from the IP header (host order) */
 	__u16 udp_len;	/* UDP length field (host order) */
 	__u16 tcp_hlen;	/* TCP header length in bytes */
+	__u8 tcp_opts;	/* a SYN with options: they are in tf_tlsscratch (syn_opts) */
+	__u8 pad[3];
 	__u32 tcp_seq;	/* host order */
 	__u32 tcp_ack;	/* host order */
 } __attribute__((aligned(8)));	/* addresses are read as __u32 words: keep them aligned on the stack */

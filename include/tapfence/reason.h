@@ -77,7 +77,8 @@
 	X(TLS_REASSEMBLY,   "tls_reassembly",   DENY)  /* 63 out of order, or resent bytes differ */ \
 	X(TLS_TOO_BIG,      "tls_too_big",      DENY)  /* 64 hello over TF_TLS_BUF */ \
 	X(TLS_TABLE_FULL,   "tls_table_full",   DENY)  /* 65 no reassembly buffer */ \
-	X(TLS_UDP,          "tls_udp",          DENY)  /* 66 UDP (QUIC) to a TLS port */
+	X(TLS_UDP,          "tls_udp",          DENY)  /* 66 UDP (QUIC) to a TLS port */ \
+	X(TLS_MPTCP,        "tls_mptcp",        DENY)  /* 67 MPTCP (or bad options) in a SYN to a TLS port */
 
 #define TF_REASON_ENUM_(name, str, verdict) TF_REASON_##name,
 enum tf_reason {

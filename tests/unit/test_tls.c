@@ -858,6 +858,40 @@ static void test_stream(struct env *e)
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
 }
 
+/* A SYN of c carrying n bytes of TCP options (a multiple of 4). */
+static void syn_opts(struct env *e, const struct conn *c, const __u8 *opts, unsigned int n,
+		     const char *desc, int allow, const char *counters)
+{
+	struct frame f;
+
+	fr_seg(&f, c, 0, PK_SYN, c->isn, 0, opts, n);
+	f.d[14 + (strchr(c->raddr, ':') ? 40 : 20) + 12] = (__u8)((5 + n / 4) << 4);
+	judge(e, FROM, &f, desc, allow, counters, NULL);
+}
+
+/* Multipath TCP on TLS ports: its subflows could put other bytes where the hello was judged. */
+static void test_mptcp(struct env *e)
+{
+	static const __u8 linux_opts[20] = { 2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0,
+					     1, 3, 3, 7 };
+	static const __u8 mp_capable[12] = { 30, 12, 0x01, 0x81 };
+	static const __u8 bad_len[4] = { 2, 1, 0, 0 };
+	struct conn c;
+
+	conn_init(&c, CDN, 443);
+	syn_opts(e, &c, linux_opts, sizeof(linux_opts), "a SYN with Linux's options (MSS, SACK, "
+		 "timestamps, window scale) to a TLS port", 1, "allow_learned+1");
+	conn_init(&c, CDN, 443);
+	syn_opts(e, &c, mp_capable, sizeof(mp_capable), "a SYN with MP_CAPABLE to a TLS port", 0,
+		 "tls_mptcp+1");
+	conn_init(&c, CDN, 443);
+	syn_opts(e, &c, bad_len, sizeof(bad_len), "a SYN whose options do not parse, to a TLS port",
+		 0, "tls_mptcp+1");
+	conn_init(&c, PLAIN, 443);
+	syn_opts(e, &c, mp_capable, sizeof(mp_capable), "a SYN with MP_CAPABLE where no SNI is "
+		 "checked (\"tls\": false)", 1, "allow_learned+1");
+}
+
 /* The per-session table of hellos being read: full, swept, freed. */
 static void test_table(struct env *e)
 {
@@ -1052,6 +1086,7 @@ int main(void)
 			test_denials(&e);
 			test_reassembly(&e);
 			test_stream(&e);
+			test_mptcp(&e);
 			test_ports(&e);
 		}
 		e.xdp = 0;
