@@ -48,6 +48,7 @@ static __always_inline int ip4_from_guest(struct judge *j, struct cursor *c)
 	/* L4 before the source check, so a spoofing event carries the ports. */
 	if (parse_l4(j, c))
 		return deny(j, TF_REASON_MALFORMED);
+	syn_opts_from_guest(j, c);
 	if (!(s->flags & TF_SF_IPV4) || iph->saddr != s->guest_ip4)
 		return deny(j, TF_REASON_SPOOFED_SRC);
 	if (j->p.proto == IPPROTO_ICMP && j->p.icmp_type != ICMP_ECHO)
@@ -116,6 +117,7 @@ static __always_inline int ip6_from_guest(struct judge *j, struct cursor *c, con
 		return deny(j, TF_REASON_SPOOFED_SRC);
 	if (parse_l4(j, c))
 		return deny(j, TF_REASON_MALFORMED);
+	syn_opts_from_guest(j, c);
 	if (j->p.proto == IPPROTO_ICMPV6 && is_ndp_type(j->p.icmp_type))
 		return ndp_from_guest(j, c, ip6, eth);
 	if (!mac_eq(eth->h_dest, s->gw_mac))

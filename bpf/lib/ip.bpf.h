@@ -32,6 +32,18 @@ static __always_inline void tcp_opts_copy(struct judge *j, const struct cursor *
 	j->p.tcp_opts = 1;
 }
 
+/*
+ * A guest's SYN: keep its options for a TLS port's check. Called by the
+ * guest -> host judges only (a SYN-ACK to the guest needs nothing of it),
+ * with c just past the TCP header parse_l4() read.
+ */
+static __always_inline void syn_opts_from_guest(struct judge *j, const struct cursor *c)
+{
+	if (j->p.proto == IPPROTO_TCP &&
+	    (j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN && j->p.tcp_hlen > 20)
+		tcp_opts_copy(j, c, j->p.tcp_hlen - 20);
+}
+
 /* Ports (or ICMP type/code) into j->p; the ICMP echo id stands in for sport. */
 static __always_inline int parse_l4(struct judge *j, struct cursor *c)
 {
@@ -50,8 +62,6 @@ static __always_inline int parse_l4(struct judge *j, struct cursor *c)
 		j->p.tcp_hlen = th->doff * 4;
 		j->p.tcp_seq = bpf_ntohl(th->seq);
 		j->p.tcp_ack = bpf_ntohl(th->ack_seq);
-		if ((j->p.tcp_flags & TCP_FLAG_SYN) && th->doff > 5)
-			tcp_opts_copy(j, c, (th->doff - 5) * 4);
 		return j->p.tcp_hlen > j->p.l4_len ? -1 : 0;
 	case IPPROTO_UDP:
 		uh = cur_pull(c, sizeof(*uh));
