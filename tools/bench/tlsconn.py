@@ -30,38 +30,14 @@ import struct
 import sys
 import time
 
+# One reader of a whole ClientHello, shared with the capture tool.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tls"))
+from hello_sink import read_hello  # noqa: E402
+
 TIMEOUT = 5.0
 # TcpExt and Tcp counters that tell which loss recovery resent a dropped segment.
 MIB = ("TCPLossProbes", "TCPLossProbeRecovery", "TCPTimeouts", "TCPSackRecovery", "TCPFastRetrans",
        "TCPLostRetransmit", "TCPSpuriousRTOs", "TCPDSACKRecv", "RetransSegs", "OutSegs")
-
-
-def read_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError(f"EOF after {len(buf)} of {n} bytes")
-        buf += chunk
-    return buf
-
-
-def read_hello(s):
-    """Read records until one whole handshake message is in; return the wire bytes read."""
-    wire, hs, need = b"", b"", None
-    while need is None or len(hs) < need:
-        hdr = read_exact(s, 5)
-        ctype, _ver, rlen = struct.unpack("!BHH", hdr)
-        if ctype != 22:
-            raise ValueError(f"record type {ctype}, not handshake")
-        body = read_exact(s, rlen)
-        wire += hdr + body
-        hs += body
-        if need is None and len(hs) >= 4:
-            if hs[0] != 1:
-                raise ValueError(f"handshake type {hs[0]}, not ClientHello")
-            need = 4 + int.from_bytes(hs[1:4], "big")
-    return wire
 
 
 def serve(args):
@@ -79,7 +55,7 @@ def serve(args):
         s.settimeout(TIMEOUT)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            n = len(read_hello(s))
+            n = len(read_hello(s)[0])
             s.sendall(b"\x01")
             if log:
                 log.write(f"hello {peer[0]}:{peer[1]} {n}\n")
