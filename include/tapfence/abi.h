@@ -14,7 +14,7 @@
 
 #include "reason.h"
 
-#define TF_ABI_VERSION      2	/* 2: TLS flow states, buffers and bindings; 128 counter slots */
+#define TF_ABI_VERSION      3	/* 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation */
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS     4096

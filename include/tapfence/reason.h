@@ -78,7 +78,15 @@
 	X(TLS_TOO_BIG,      "tls_too_big",      DENY)  /* 64 hello over TF_TLS_BUF */ \
 	X(TLS_TABLE_FULL,   "tls_table_full",   DENY)  /* 65 no reassembly buffer */ \
 	X(TLS_UDP,          "tls_udp",          DENY)  /* 66 UDP (QUIC) to a TLS port */ \
-	X(TLS_MPTCP,        "tls_mptcp",        DENY)  /* 67 MPTCP (or bad options) in a SYN to a TLS port */
+	X(TLS_MPTCP,        "tls_mptcp",        DENY)  /* 67 MPTCP (or bad options) in a SYN to a TLS port */ \
+	X(FLOOR_HOST,       "floor_host",       DENY)  /* 68 an address of the host itself */ \
+	X(FLOOR_GATEWAY,    "floor_gateway",    DENY)  /* 69 the session's gateway (not DNS to its resolver) */ \
+	X(REVOKED,          "revoked",          DENY)  /* 70 a flow the policy in force no longer allows */ \
+	X(ICMP_ERROR_SIZE,  "icmp_error_size",  DENY)  /* 71 an ICMP error quoting more than it needs */ \
+	X(DNS_GSO,          "dns_gso",          DENY)  /* 72 a segmentation-offload write to the resolver */ \
+	X(DNS_OPT,          "dns_opt",          DENY)  /* 73 an OPT record no client would send */ \
+	X(TLS_SECOND_HELLO, "tls_second_hello", DENY)  /* 74 a later ClientHello (or unreadable record) on a TLS flow */ \
+	X(TLS_FRAGMENTED,   "tls_fragmented",   DENY)  /* 75 a hello in more segments than are read */
 
 #define TF_REASON_ENUM_(name, str, verdict) TF_REASON_##name,
 enum tf_reason {
