@@ -21,7 +21,7 @@ WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DTF_VERSION='"$(VERSION)"' \
 	      -Iinclude -Iuser -I$(BUILD) -MMD -MP
-LDLIBS    := -lbpf -lelf -lz -lxdp -ljansson -lcap
+LDLIBS    := -lbpf -lelf -lz -lxdp -ljansson -lcap -lcrypto
 BPF_CFLAGS := -O2 -g $(WARN) -Wno-unused-function -target bpf -D__TARGET_ARCH_$(BPF_ARCH) \
 	      -Iinclude -Ibpf -Ivmlinux -include vmlinux/$(ARCH).h -MMD -MP
 

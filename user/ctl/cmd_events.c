@@ -54,10 +54,20 @@ static void print_endpoint(const json_t *addr, const json_t *port)
 static void print_event(const json_t *ev)
 {
 	static const char *const words[] = { "session", "direction", "verdict", "reason" };
+	const char *kind = json_string_value(json_object_get(ev, "kind"));
 	const json_t *v;
 	size_t i;
 
 	print_time(json_object_get(ev, "time"));
+	if (kind && !strcmp(kind, "checkpoint")) {
+		/* The seal of the log (docs/audit.md): which epoch, how many lines. */
+		fputs(" checkpoint ", stdout);
+		ctl_print_value(stdout, json_object_get(ev, "origin"));
+		fputs(" size ", stdout);
+		ctl_print_value(stdout, json_object_get(ev, "size"));
+		fputc('\n', stdout);
+		return;
+	}
 	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
 		fputc(' ', stdout);
 		ctl_print_value(stdout, json_object_get(ev, words[i]));

@@ -26,6 +26,7 @@
 #define CTL_EUSAGE   EINVAL	/* exit 64 (EX_USAGE) */
 #define CTL_ENOCONN  ENOTCONN	/* exit 2 */
 #define CTL_EDAEMON  EREMOTEIO	/* {"ok":false}: exit 1 */
+#define CTL_ECANNOT  CTL_ENOCONN	/* exit 2: `log verify' could not verify */
 
 struct ctl_opts {
 	const char *socket_path;
@@ -52,6 +53,7 @@ struct ctl_cmd {
 
 extern const struct ctl_cmd ctl_session_cmds[];
 extern const struct ctl_cmd ctl_rule_cmds[];
+extern const struct ctl_cmd ctl_log_cmds[];
 int cmd_events(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_version(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);

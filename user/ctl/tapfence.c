@@ -18,6 +18,7 @@ static const struct ctl_cmd top_cmds[] = {
 	{ "rule", NULL, ctl_rule_cmds, 0, 0, "rule", "change a session's allowlist" },
 	{ "events", cmd_events, NULL, -1, -1, "events [--follow] [--session ID]",
 	  "print verdict events (until idle for 0.5 s, or with --follow until interrupted)" },
+	{ "log", NULL, ctl_log_cmds, 0, 0, "log", "the sealed event log, offline" },
 	{ "stats", cmd_stats, NULL, 0, 0, "stats", "show daemon-wide counters" },
 	{ "version", cmd_version, NULL, 0, 0, "version", "show the CLI's and the daemon's versions" },
 	{ "help", NULL, NULL, 0, 0, "help", "show this help" },

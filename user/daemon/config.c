@@ -15,6 +15,8 @@ void tf_config_defaults(struct tf_config *c)
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/tapfence");
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tapfence");
 	snprintf(c->event_log, sizeof(c->event_log), "/var/log/tapfence/events.jsonl");
+	c->log_checkpoint_lines = 10000;
+	c->log_checkpoint_s = 10;
 	c->attach_mode = TF_ATTACH_TC;
 	c->nat64_floor = 1;
 	c->max_sessions = 1024;
@@ -141,6 +143,46 @@ static int parse_floor(const json_t *o, struct tf_config *c, char *err, size_t e
 		} else {
 			snprintf(err, errlen, "floor: unknown field `%s'", key);
 			return -EINVAL;
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* "log": the sealed event log's key, name and checkpoint cadence (docs/audit.md). */
+static int parse_log(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+{
+	const char *key, *s, *p;
+	json_t *v;
+	int ret;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "log: expected an object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, key, v) {
+		if (!strcmp(key, "key")) {
+			ret = set_path(v, "log.key", c->log_key, sizeof(c->log_key), err, errlen);
+		} else if (!strcmp(key, "name")) {
+			s = json_string_value(v);
+			ret = !s || !*s || strlen(s) >= sizeof(c->log_name) ? -EINVAL : 0;
+			for (p = s; !ret && *p; p++)
+				if ((unsigned char)*p <= ' ' || *p == '+' || (unsigned char)*p >= 0x7f)
+					ret = -EINVAL;
+			if (ret)
+				snprintf(err, errlen, "log.name: `%.64s' is not a name of 1-63 printable "
+					 "characters without space or '+'", s ? s : "?");
+			else
+				snprintf(c->log_name, sizeof(c->log_name), "%s", s);
+		} else if (!strcmp(key, "checkpoint_lines")) {
+			ret = set_uint(v, "log.checkpoint_lines", 1, 1u << 30, &c->log_checkpoint_lines,
+				       err, errlen);
+		} else if (!strcmp(key, "checkpoint_s")) {
+			ret = set_uint(v, "log.checkpoint_s", 1, 3600, &c->log_checkpoint_s, err, errlen);
+		} else {
+			snprintf(err, errlen, "log: unknown field `%s'", key);
+			ret = -EINVAL;
 		}
 		if (ret)
 			return ret;
@@ -285,6 +327,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			}
 		} else if (!strcmp(key, "floor")) {
 			ret = parse_floor(v, c, err, errlen);
+		} else if (!strcmp(key, "log")) {
+			ret = parse_log(v, c, err, errlen);
 		} else if (!strcmp(key, "limits")) {
 			ret = parse_limits(v, c, err, errlen);
 		} else {

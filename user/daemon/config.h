@@ -21,6 +21,11 @@ struct tf_config {
 	char pin_dir[TF_PATH_MAX];
 	char state_dir[TF_PATH_MAX];
 	char event_log[TF_PATH_MAX];
+	/* The sealed log (docs/audit.md): "" = <state_dir>/log.key and the host name. */
+	char log_key[TF_PATH_MAX];
+	char log_name[64];
+	unsigned int log_checkpoint_lines;	/* a checkpoint after this many lines ... */
+	unsigned int log_checkpoint_s;		/* ... or this many seconds (a heartbeat) */
 	char socket_group[64];		/* "" = root's group */
 	char user[64];			/* run as this user after start-up; "" = stay uid 0 */
 	/* Control-socket peers allowed besides uid 0 (SO_PEERCRED). */

@@ -41,7 +41,7 @@ struct tf_daemon {
 	unsigned int nsubscribers;
 	/* event feed */
 	struct ring_buffer *rb;
-	FILE *event_log;
+	struct tf_audit *audit;		/* the sealed event log (auditlog.c) */
 	__u64 lost_reported;		/* tf_stats lost count already accounted */
 	__u64 lost_pending;		/* lost since the last line, for the next line */
 	__u64 events_written;
@@ -86,5 +86,22 @@ int tf_events_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));
 void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigned int uid,
 		       unsigned int gid);
 void tf_events_close(struct tf_daemon *d);
+
+/*
+ * The sealed event log (auditlog.c, docs/audit.md). tf_audit_line() seals
+ * one JSON object line in place (adds "seq" and "prev": cap leaves 64 bytes) and queues
+ * it; 0 if it could not. Lines are written by tf_audit_flush() (once per
+ * drain) and sealed by a signed checkpoint from tf_audit_tick() when due.
+ */
+int tf_audit_open(struct tf_daemon *d) __attribute__((warn_unused_result));
+size_t tf_audit_line(struct tf_daemon *d, char *line, size_t n, size_t cap, __u32 suppressed);
+int tf_audit_flush(struct tf_daemon *d);
+int tf_audit_seal(struct tf_daemon *d, const char *why);
+void tf_audit_tick(struct tf_daemon *d);
+int tf_audit_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));
+void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, __u64 *unwritten);
+/* Seal what is left ("stop"), then close; tf_audit_close_fd() closes without sealing. */
+void tf_audit_close(struct tf_daemon *d);
+void tf_audit_close_fd(struct tf_daemon *d);
 
 #endif

@@ -183,13 +183,15 @@ static int on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
-	n = event_line(d, e, d->lost_pending, line, sizeof(line));
+	/* Room for the seal's "prev" and the newline. */
+	n = event_line(d, e, d->lost_pending, line, sizeof(line) - 64);
+	if (!n)
+		return 0;
+	n = tf_audit_line(d, line, n, sizeof(line) - 1, e->suppressed);
 	if (!n)
 		return 0;
 	d->lost_pending = 0;
-	line[n] = '\n';	/* event_line() leaves room for it */
-	if (d->event_log)
-		fwrite(line, 1, n + 1, d->event_log);
+	line[n] = '\n';
 	if (d->foreground)
 		fwrite(line, 1, n + 1, stdout);
 	tf_ctl_broadcast(d, e->sid, line, n);
@@ -199,20 +201,23 @@ static int on_event(void *ctx, void *data, size_t len)
 
 static void emit_line(struct tf_daemon *d, __u32 sid, json_t *o)
 {
-	char *line = json_dumps(o, JSON_COMPACT);
+	char *s = json_dumps(o, JSON_COMPACT), line[4096];
+	size_t n = s ? strlen(s) : 0;
 
-	if (!line)
+	if (!s || n + 64 > sizeof(line)) {
+		free(s);
 		return;
-	if (d->event_log) {
-		fputs(line, d->event_log);
-		fputc('\n', d->event_log);
-		fflush(d->event_log);
 	}
+	memcpy(line, s, n);
+	free(s);
+	n = tf_audit_line(d, line, n, sizeof(line) - 1, 0);
+	if (!n)
+		return;
+	tf_audit_flush(d);
 	if (d->foreground)
-		printf("%s\n", line);
-	tf_ctl_broadcast(d, sid, line, strlen(line));
+		printf("%.*s\n", (int)n, line);
+	tf_ctl_broadcast(d, sid, line, n);
 	d->events_written++;
-	free(line);
 }
 
 void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigned int uid,
@@ -234,20 +239,10 @@ void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigne
 
 int tf_events_open(struct tf_daemon *d)
 {
-	char dir[PATH_MAX], *slash;
+	int err = tf_audit_open(d);
 
-	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
-		mkdir(dir, 0750);
-	}
-	d->event_log = fopen(d->cfg.event_log, "ae");
-	if (!d->event_log) {
-		pr_warn("cannot open event log `%s': %s\n", d->cfg.event_log, strerror(errno));
-		return -errno;
-	}
-	chmod(d->cfg.event_log, 0640);
+	if (err)
+		return err;
 	/* Events queued while no daemon ran are drained now; the lost count carries over. */
 	d->lost_reported = 0;
 	d->lost_pending = 0;
@@ -259,19 +254,10 @@ int tf_events_open(struct tf_daemon *d)
 	return 0;
 }
 
-/* One read of the lost counter per drain, not per event. */
-/* Reopen the log file by name, after a rotation moved the old one away. */
+/* Reopen the log file by name, after a rotation moved the old one away (sealed in both). */
 int tf_events_reopen(struct tf_daemon *d)
 {
-	FILE *f = fopen(d->cfg.event_log, "ae");
-
-	if (!f)
-		return -errno;
-	chmod(d->cfg.event_log, 0640);
-	if (d->event_log)
-		fclose(d->event_log);
-	d->event_log = f;
-	return 0;
+	return tf_audit_reopen(d);
 }
 
 int tf_events_drain(struct tf_daemon *d)
@@ -285,9 +271,8 @@ int tf_events_drain(struct tf_daemon *d)
 	}
 	d->mono_off = mono_to_real_offset();
 	n = ring_buffer__consume(d->rb);
-
-	if (d->event_log)
-		fflush(d->event_log);
+	tf_audit_flush(d);
+	tf_audit_tick(d);
 	if (d->foreground)
 		fflush(stdout);
 	return n < 0 ? n : 0;
@@ -300,8 +285,5 @@ void tf_events_close(struct tf_daemon *d)
 		ring_buffer__free(d->rb);
 		d->rb = NULL;
 	}
-	if (d->event_log) {
-		fclose(d->event_log);
-		d->event_log = NULL;
-	}
+	tf_audit_close(d);
 }

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Test that the log's seal (user/common/seal.c) computes RFC 6962 tree
+ * hashes and C2SP signed notes exactly as their reference implementations
+ * do, and that a note verifies only whole and only with its key.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/evp.h>
+
+#include "check.h"
+#include "common/seal.h"
+
+/*
+ * Certificate Transparency's reference leaves and roots (RFC 6962 tree
+ * hashes of the first n leaves), as in its merkle tree tests.
+ */
+static const char *const roots[] = {
+	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	"6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+	"fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+	"aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+	"d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+	"4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+	"76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+	"ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+	"5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+};
+
+static void test_merkle(void)
+{
+	static const __u8 leaves[8][16] = {
+		{}, { 0x00 }, { 0x10 }, { 0x20, 0x21 }, { 0x30, 0x31 }, { 0x40, 0x41, 0x42, 0x43 },
+		{ 0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57 },
+		{ 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c, 0x6d,
+		  0x6e, 0x6f },
+	};
+	static const size_t lens[8] = { 0, 1, 1, 2, 2, 4, 8, 16 };
+	struct tf_merkle m;
+	__u8 h[TF_HASH_LEN], root[TF_HASH_LEN];
+	char hex[2 * TF_HASH_LEN + 1], desc[96];
+	size_t i;
+
+	tf_merkle_init(&m);
+	for (i = 0; i <= 8; i++) {
+		CHECK_EQ("root computed", tf_merkle_root(&m, root), 0);
+		tf_hex(root, TF_HASH_LEN, hex);
+		snprintf(desc, sizeof(desc), "RFC 6962 root of the first %zu reference leaves", i);
+		CHECK_STR(desc, hex, roots[i]);
+		if (i == 8)
+			break;
+		CHECK_EQ("leaf hashed", tf_leaf_hash(leaves[i], lens[i], h), 0);
+		CHECK_EQ("leaf pushed", tf_merkle_push(&m, h), 0);
+	}
+}
+
+/* golang.org/x/mod/sumdb/note's documented example: its key, its text, its signature. */
+#define GO_SEED_B64 "AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz"
+#define GO_VKEY "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
+#define GO_TEXT "If you think cryptography is the answer to your problem,\n" \
+		"then you don't know what your problem is.\n"
+#define GO_NOTE GO_TEXT "\n\xe2\x80\x94 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+
+static void test_note_reference(void)
+{
+	__u8 seed[40];
+	char vkey[TF_VKEY_MAX], note[TF_NOTE_MAX], err[256];
+	struct tf_signer s;
+	struct tf_verifier v;
+	struct tf_checkpoint c;
+	EVP_PKEY *pkey;
+	int n;
+
+	n = tf_b64_decode(GO_SEED_B64, strlen(GO_SEED_B64), seed, sizeof(seed));
+	CHECK_EQ("the reference private key decodes to 0x01 || 32-byte seed", n, 33);
+	pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed + 1, 32);
+	CHECK_EQ("the seed makes an Ed25519 key", pkey != NULL, 1);
+	if (!pkey || tf_signer_init(pkey, "PeterNeumann", &s)) {
+		CHECK_EQ("signer from the reference key", 0, 1);
+		EVP_PKEY_free(pkey);
+		return;
+	}
+	CHECK_EQ("vkey formatted", tf_signer_vkey(&s, vkey, sizeof(vkey)) > 0, 1);
+	CHECK_STR("the verifier key is the reference's, key id included", vkey, GO_VKEY);
+	n = tf_note_sign(&s, GO_TEXT, note, sizeof(note));
+	CHECK_EQ("the note is signed", n, (int)strlen(GO_NOTE));
+	CHECK_STR("the signed note is the reference's byte for byte", note, GO_NOTE);
+	tf_signer_close(&s);
+
+	CHECK_EQ("the reference vkey parses", tf_verifier_parse(GO_VKEY, &v, err, sizeof(err)), 0);
+	/* The reference text is no checkpoint: a good signature, then a malformed body. */
+	CHECK_EQ("the reference note's signature verifies (it is no checkpoint)",
+		 tf_note_verify(&v, GO_NOTE, strlen(GO_NOTE), &c), TF_NOTE_MALFORMED);
+	CHECK_EQ("a vkey with a wrong key id is refused",
+		 tf_verifier_parse("PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
+				   &v, err, sizeof(err)), -EINVAL);
+	CHECK_CONTAINS("... naming why", err, "key id");
+}
+
+static void test_checkpoint_roundtrip(void)
+{
+	char text[TF_NOTE_MAX], note[TF_NOTE_MAX], edited[TF_NOTE_MAX], vkey[TF_VKEY_MAX], err[256];
+	struct tf_checkpoint c = { .origin = "tapfence/test/1", .size = 8 }, got;
+	struct tf_signer s, other;
+	struct tf_verifier v, vo;
+	EVP_PKEY *k1 = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	EVP_PKEY *k2 = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	char *p;
+	int n;
+
+	if (!k1 || !k2 || tf_signer_init(k1, "tapfence/test", &s) ||
+	    tf_signer_init(k2, "tapfence/test", &other)) {
+		CHECK_EQ("two test keys", 0, 1);
+		return;
+	}
+	memset(c.root, 0xab, sizeof(c.root));
+	n = tf_checkpoint_text(&c, text, sizeof(text));
+	CHECK_STR("the checkpoint body is origin, size and base64 root, a line each", text,
+		  "tapfence/test/1\n8\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=\n");
+	n = tf_note_sign(&s, text, note, sizeof(note));
+	CHECK_EQ("signed", n > 0, 1);
+	CHECK_EQ("vkey", tf_signer_vkey(&s, vkey, sizeof(vkey)) > 0, 1);
+	CHECK_EQ("vkey parses", tf_verifier_parse(vkey, &v, err, sizeof(err)), 0);
+	CHECK_EQ("the checkpoint verifies with its key", tf_note_verify(&v, note, n, &got), TF_NOTE_OK);
+	CHECK_STR("... origin", got.origin, c.origin);
+	CHECK_EQ("... size", got.size, 8);
+	CHECK_EQ("... root", memcmp(got.root, c.root, TF_HASH_LEN), 0);
+
+	memcpy(edited, note, n + 1);
+	p = strchr(edited, '\n') + 1;
+	*p = '9';	/* the size 8 -> 9 */
+	CHECK_EQ("an edited size fails the signature", tf_note_verify(&v, edited, n, &got),
+		 TF_NOTE_BAD_SIG);
+	CHECK_EQ("a note cut short is malformed", tf_note_verify(&v, note, n - 1, &got),
+		 TF_NOTE_MALFORMED);
+	CHECK_EQ("other vkey", tf_signer_vkey(&other, vkey, sizeof(vkey)) > 0, 1);
+	CHECK_EQ("other vkey parses", tf_verifier_parse(vkey, &vo, err, sizeof(err)), 0);
+	CHECK_EQ("another key of the same name finds no signature of its own (key id)",
+		 tf_note_verify(&vo, note, n, &got), TF_NOTE_NO_KEY);
+	tf_signer_close(&s);
+	tf_signer_close(&other);
+}
+
+static void test_b64(void)
+{
+	__u8 out[8];
+
+	CHECK_EQ("base64 with padding", tf_b64_decode("YWI=", 4, out, sizeof(out)), 2);
+	CHECK_EQ("base64 with a character after padding refused", tf_b64_decode("YW=j", 4, out, sizeof(out)),
+		 -EINVAL);
+	CHECK_EQ("base64 of a length not a multiple of 4 refused", tf_b64_decode("YWJ", 3, out, sizeof(out)),
+		 -EINVAL);
+	CHECK_EQ("base64 with a bad character refused", tf_b64_decode("Y*I=", 4, out, sizeof(out)), -EINVAL);
+}
+
+int main(void)
+{
+	test_merkle();
+	test_note_reference();
+	test_checkpoint_roundtrip();
+	test_b64();
+	return CHECK_EXIT();
+}

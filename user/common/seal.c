@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RFC 6962 Merkle tree, C2SP checkpoints and signed notes (Ed25519), with
+ * OpenSSL's libcrypto. Single-threaded callers: the digest context is kept.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include "seal.h"
+
+/* U+2014 EM DASH and a space: how a signed note's signature line starts. */
+#define SIG_PREFIX "\xe2\x80\x94 "
+#define SIG_ED25519 0x01
+
+static int sha256_parts(const void *a, size_t alen, const void *b, size_t blen, const void *c,
+			size_t clen, __u8 out[TF_HASH_LEN])
+{
+	static EVP_MD_CTX *ctx;
+	static EVP_MD *md;
+
+	if (!md && !(md = EVP_MD_fetch(NULL, "SHA256", NULL)))
+		return -ENOSYS;
+	if (!ctx && !(ctx = EVP_MD_CTX_new()))
+		return -ENOMEM;
+	if (!EVP_DigestInit_ex2(ctx, md, NULL) || !EVP_DigestUpdate(ctx, a, alen) ||
+	    (blen && !EVP_DigestUpdate(ctx, b, blen)) || (clen && !EVP_DigestUpdate(ctx, c, clen)) ||
+	    !EVP_DigestFinal_ex(ctx, out, NULL))
+		return -EIO;
+	return 0;
+}
+
+int tf_leaf_hash(const void *data, size_t len, __u8 out[TF_HASH_LEN])
+{
+	static const __u8 zero = 0x00;
+
+	return sha256_parts(&zero, 1, data, len, NULL, 0, out);
+}
+
+static int node_hash(const __u8 *l, const __u8 *r, __u8 out[TF_HASH_LEN])
+{
+	static const __u8 one = 0x01;
+
+	return sha256_parts(&one, 1, l, TF_HASH_LEN, r, TF_HASH_LEN, out);
+}
+
+void tf_merkle_init(struct tf_merkle *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+int tf_merkle_push(struct tf_merkle *m, const __u8 leaf[TF_HASH_LEN])
+{
+	__u8 h[TF_HASH_LEN];
+	int i, err;
+
+	memcpy(h, leaf, TF_HASH_LEN);
+	/* Every set low bit is a complete subtree left of the new leaf: merge it. */
+	for (i = 0; m->size >> i & 1; i++) {
+		err = node_hash(m->node[i], h, h);
+		if (err)
+			return err;
+	}
+	memcpy(m->node[i], h, TF_HASH_LEN);
+	m->size++;
+	return 0;
+}
+
+int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN])
+{
+	int i, have = 0, err;
+
+	if (!m->size)
+		return sha256_parts("", 0, NULL, 0, NULL, 0, out);
+	/* RFC 6962 splits at the largest power of two: fold the subtrees right to left. */
+	for (i = 0; i < 64; i++) {
+		if (!(m->size >> i & 1))
+			continue;
+		if (!have) {
+			memcpy(out, m->node[i], TF_HASH_LEN);
+			have = 1;
+		} else if ((err = node_hash(m->node[i], out, out))) {
+			return err;
+		}
+	}
+	return 0;
+}
+
+void tf_hex(const __u8 *h, size_t n, char *buf)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		buf[2 * i] = digits[h[i] >> 4];
+		buf[2 * i + 1] = digits[h[i] & 15];
+	}
+	buf[2 * n] = 0;
+}
+
+int tf_b64_encode(const __u8 *in, size_t n, char *out, size_t outlen)
+{
+	if (outlen < 4 * ((n + 2) / 3) + 1)
+		return -ENOSPC;
+	return EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+int tf_b64_decode(const char *in, size_t n, __u8 *out, size_t outlen)
+{
+	unsigned char tmp[512];
+	size_t i, pad = 0;
+	int got;
+
+	if (!n || n % 4 || n / 4 * 3 > sizeof(tmp))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		char c = in[i];
+
+		if (c == '=' && i >= n - 2) {
+			pad++;
+			continue;
+		}
+		if (pad || !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			     (c >= '0' && c <= '9') || c == '+' || c == '/'))
+			return -EINVAL;
+	}
+	got = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)n);
+	if (got < 0 || (size_t)got < pad || (size_t)got - pad > outlen)
+		return -EINVAL;
+	memcpy(out, tmp, got - pad);
+	return (int)(got - pad);
+}
+
+int tf_checkpoint_text(const struct tf_checkpoint *c, char *buf, size_t len)
+{
+	char b64[64];
+	int n;
+
+	if (tf_b64_encode(c->root, TF_HASH_LEN, b64, sizeof(b64)) < 0)
+		return -ENOSPC;
+	n = snprintf(buf, len, "%s\n%llu\n%s\n", c->origin, (unsigned long long)c->size, b64);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
+}
+
+/* The signed-note key id: SHA-256(name || "\n" || 0x01 || pub)[:4]. */
+static int key_id(const char *name, const __u8 pub[TF_ED25519_LEN], __u8 id[TF_KEYID_LEN])
+{
+	__u8 h[TF_HASH_LEN], alg[2] = { '\n', SIG_ED25519 };
+	int err = sha256_parts(name, strlen(name), alg, 2, pub, TF_ED25519_LEN, h);
+
+	if (!err)
+		memcpy(id, h, TF_KEYID_LEN);
+	return err;
+}
+
+/* A signed-note key name: non-empty, no space, no '+', printable. */
+static int name_ok(const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+
+	if (!*p || strlen(name) >= TF_ORIGIN_MAX)
+		return 0;
+	for (; *p; p++)
+		if (*p <= ' ' || *p == '+' || *p >= 0x7f)
+			return 0;
+	return 1;
+}
+
+static EVP_PKEY *key_read(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	EVP_PKEY *pkey = NULL;
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "log key `%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+		snprintf(err, errlen, "log key `%s': not a regular file of mode 0600 or stricter", path);
+		close(fd);
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		snprintf(err, errlen, "log key `%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	if (!pkey || EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
+		snprintf(err, errlen, "log key `%s': not an Ed25519 private key in PEM", path);
+		EVP_PKEY_free(pkey);
+		return NULL;
+	}
+	return pkey;
+}
+
+static EVP_PKEY *key_create(const char *path, char *err, size_t errlen)
+{
+	EVP_PKEY *pkey = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	int fd, ok;
+	FILE *f;
+
+	if (!pkey) {
+		snprintf(err, errlen, "log key: cannot generate an Ed25519 key");
+		return NULL;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		snprintf(err, errlen, "log key `%s': cannot create: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		EVP_PKEY_free(pkey);
+		return NULL;
+	}
+	ok = PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL) == 1;
+	ok = !fflush(f) && !fsync(fileno(f)) && ok;
+	fclose(f);
+	if (!ok) {
+		snprintf(err, errlen, "log key `%s': cannot write", path);
+		unlink(path);
+		EVP_PKEY_free(pkey);
+		return NULL;
+	}
+	return pkey;
+}
+
+int tf_signer_init(void *pkey, const char *name, struct tf_signer *s)
+{
+	size_t publen = TF_ED25519_LEN;
+
+	memset(s, 0, sizeof(*s));
+	if (!name_ok(name))
+		return -EINVAL;
+	if (!EVP_PKEY_get_raw_public_key(pkey, s->pub, &publen) || publen != TF_ED25519_LEN ||
+	    key_id(name, s->pub, s->keyid))
+		return -EIO;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->pkey = pkey;
+	return 0;
+}
+
+int tf_signer_open(const char *path, const char *name, struct tf_signer *s, char *err,
+		   size_t errlen)
+{
+	EVP_PKEY *pkey;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	if (!name_ok(name)) {
+		snprintf(err, errlen, "log name `%s': expected printable characters, no space or '+'",
+			 name);
+		return -EINVAL;
+	}
+	pkey = access(path, F_OK) ? key_create(path, err, errlen) : key_read(path, err, errlen);
+	if (!pkey)
+		return -EINVAL;
+	ret = tf_signer_init(pkey, name, s);
+	if (ret) {
+		snprintf(err, errlen, "log key `%s': cannot read its public key", path);
+		EVP_PKEY_free(pkey);
+	}
+	return ret;
+}
+
+void tf_signer_close(struct tf_signer *s)
+{
+	EVP_PKEY_free(s->pkey);
+	s->pkey = NULL;
+}
+
+int tf_signer_vkey(const struct tf_signer *s, char *buf, size_t len)
+{
+	__u8 raw[1 + TF_ED25519_LEN] = { SIG_ED25519 };
+	char hex[2 * TF_KEYID_LEN + 1], b64[64];
+	int n;
+
+	memcpy(raw + 1, s->pub, TF_ED25519_LEN);
+	tf_hex(s->keyid, TF_KEYID_LEN, hex);
+	if (tf_b64_encode(raw, sizeof(raw), b64, sizeof(b64)) < 0)
+		return -ENOSPC;
+	n = snprintf(buf, len, "%s+%s+%s", s->name, hex, b64);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
+}
+
+int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t errlen)
+{
+	const char *p1 = strchr(vkey, '+'), *p2 = p1 ? strchr(p1 + 1, '+') : NULL;
+	__u8 raw[1 + TF_ED25519_LEN + 8], id[TF_KEYID_LEN];
+	char hex[2 * TF_KEYID_LEN + 1];
+	size_t nlen;
+	int n;
+
+	memset(v, 0, sizeof(*v));
+	nlen = p1 ? (size_t)(p1 - vkey) : 0;
+	if (!p2 || !nlen || nlen >= sizeof(v->name) || p2 - p1 - 1 != 2 * TF_KEYID_LEN) {
+		snprintf(err, errlen, "key `%.80s': expected NAME+KEYID+BASE64 (tapfence log key)", vkey);
+		return -EINVAL;
+	}
+	memcpy(v->name, vkey, nlen);
+	n = tf_b64_decode(p2 + 1, strlen(p2 + 1), raw, sizeof(raw));
+	if (!name_ok(v->name) || n != 1 + TF_ED25519_LEN || raw[0] != SIG_ED25519) {
+		snprintf(err, errlen, "key `%.80s': not an Ed25519 verifier key", vkey);
+		return -EINVAL;
+	}
+	memcpy(v->pub, raw + 1, TF_ED25519_LEN);
+	if (key_id(v->name, v->pub, id)) {
+		snprintf(err, errlen, "key `%.80s': cannot hash", vkey);
+		return -EIO;
+	}
+	tf_hex(id, TF_KEYID_LEN, hex);
+	if (strncmp(hex, p1 + 1, 2 * TF_KEYID_LEN)) {
+		snprintf(err, errlen, "key `%.80s': its key id does not match its name and key", vkey);
+		return -EINVAL;
+	}
+	memcpy(v->keyid, id, TF_KEYID_LEN);
+	return 0;
+}
+
+int tf_note_sign(const struct tf_signer *s, const char *text, char *out, size_t outlen)
+{
+	__u8 raw[TF_KEYID_LEN + TF_SIG_LEN];
+	size_t siglen = TF_SIG_LEN, tlen = strlen(text);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	char b64[128];
+	int ok, n;
+
+	if (!ctx)
+		return -ENOMEM;
+	ok = EVP_DigestSignInit(ctx, NULL, NULL, NULL, s->pkey) == 1 &&
+	     EVP_DigestSign(ctx, raw + TF_KEYID_LEN, &siglen, (const __u8 *)text, tlen) == 1 &&
+	     siglen == TF_SIG_LEN;
+	EVP_MD_CTX_free(ctx);
+	if (!ok || !tlen || text[tlen - 1] != '\n')
+		return -EIO;
+	memcpy(raw, s->keyid, TF_KEYID_LEN);
+	if (tf_b64_encode(raw, sizeof(raw), b64, sizeof(b64)) < 0)
+		return -ENOSPC;
+	n = snprintf(out, outlen, "%s\n" SIG_PREFIX "%s %s\n", text, s->name, b64);
+	return n < 0 || (size_t)n >= outlen ? -ENOSPC : n;
+}
+
+static int sig_ok(const struct tf_verifier *v, const char *text, size_t tlen, const __u8 *sig)
+{
+	EVP_PKEY *pub = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, v->pub, TF_ED25519_LEN);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok = pub && ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, pub) == 1 &&
+		 EVP_DigestVerify(ctx, sig, TF_SIG_LEN, (const __u8 *)text, tlen) == 1;
+
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(pub);
+	return ok;
+}
+
+/* "origin\nsize\nroot\n" (extension lines after the root are allowed and ignored). */
+static int checkpoint_parse(const char *text, size_t len, struct tf_checkpoint *c)
+{
+	const char *end = text + len, *l1 = memchr(text, '\n', len), *l2, *l3;
+	char num[24], *e;
+
+	memset(c, 0, sizeof(*c));
+	if (!l1 || l1 == text || (size_t)(l1 - text) >= sizeof(c->origin))
+		return -EINVAL;
+	l2 = memchr(l1 + 1, '\n', end - l1 - 1);
+	if (!l2 || l2 == l1 + 1 || (size_t)(l2 - l1 - 1) >= sizeof(num) ||
+	    (l1[1] == '0' && l2 > l1 + 2))
+		return -EINVAL;
+	l3 = memchr(l2 + 1, '\n', end - l2 - 1);
+	if (!l3)
+		return -EINVAL;
+	memcpy(c->origin, text, l1 - text);
+	memcpy(num, l1 + 1, l2 - l1 - 1);
+	num[l2 - l1 - 1] = 0;
+	if (num[0] < '0' || num[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	c->size = strtoull(num, &e, 10);
+	if (errno || *e)
+		return -EINVAL;
+	return tf_b64_decode(l2 + 1, l3 - l2 - 1, c->root, TF_HASH_LEN) == TF_HASH_LEN ? 0 : -EINVAL;
+}
+
+enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note, size_t len,
+				   struct tf_checkpoint *c)
+{
+	const char *end = note + len, *sep = NULL, *p, *nl;
+	size_t tlen, plen = strlen(SIG_PREFIX), nlen = strlen(v->name);
+	__u8 raw[TF_KEYID_LEN + TF_SIG_LEN + 8];
+	int found = 0;
+
+	/* The text ends at the first blank line; signature lines follow, each ending in "\n". */
+	for (p = note; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', end - p);
+		if (!nl)
+			return TF_NOTE_MALFORMED;
+		if (nl == p) {
+			sep = p;
+			break;
+		}
+	}
+	if (!sep || sep == note || end[-1] != '\n')
+		return TF_NOTE_MALFORMED;
+	tlen = sep - note;
+	for (p = sep + 1; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', end - p);
+		if ((size_t)(nl - p) < plen || memcmp(p, SIG_PREFIX, plen))
+			return TF_NOTE_MALFORMED;
+		p += plen;
+		if ((size_t)(nl - p) <= nlen + 1 || memcmp(p, v->name, nlen) || p[nlen] != ' ')
+			continue;
+		p += nlen + 1;
+		if (tf_b64_decode(p, nl - p, raw, sizeof(raw)) != TF_KEYID_LEN + TF_SIG_LEN ||
+		    memcmp(raw, v->keyid, TF_KEYID_LEN))
+			continue;
+		found = 1;
+		if (sig_ok(v, note, tlen, raw + TF_KEYID_LEN))
+			return checkpoint_parse(note, tlen, c) ? TF_NOTE_MALFORMED : TF_NOTE_OK;
+	}
+	return found ? TF_NOTE_BAD_SIG : TF_NOTE_NO_KEY;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sealing the event log (docs/audit.md): an append-only Merkle tree with
+ * RFC 6962 hashing over the exact bytes of every line, and checkpoints of
+ * it in the C2SP tlog-checkpoint format, signed as C2SP signed notes with
+ * Ed25519. Shared by tapfenced (which seals) and tapfence (which
+ * verifies), so the two cannot disagree. All crypto is OpenSSL's.
+ */
+#ifndef TF_SEAL_H
+#define TF_SEAL_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#define TF_HASH_LEN      32
+#define TF_ED25519_LEN   32
+#define TF_SIG_LEN       64
+#define TF_KEYID_LEN     4
+#define TF_NOTE_MAX      1024	/* a signed checkpoint note, signature lines included */
+#define TF_VKEY_MAX      256
+#define TF_ORIGIN_MAX    160
+#define TF_CHAIN_HEX     16	/* hex digits of the previous leaf hash a line carries ("prev") */
+
+/*
+ * struct tf_merkle - the right edge of an append-only tree: @node[i] is the
+ * root of the complete subtree of 2^i leaves that bit i of @size stands for.
+ */
+struct tf_merkle {
+	__u64 size;
+	__u8 node[64][TF_HASH_LEN];
+};
+
+/* SHA-256(0x00 || data): the leaf hash of one line (without its newline). */
+int tf_leaf_hash(const void *data, size_t len, __u8 out[TF_HASH_LEN]);
+void tf_merkle_init(struct tf_merkle *m);
+int tf_merkle_push(struct tf_merkle *m, const __u8 leaf[TF_HASH_LEN]);
+/* The RFC 6962 Merkle tree hash of the leaves pushed so far (SHA-256("") when none). */
+int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN]);
+
+/* The tree as a checkpoint states it. */
+struct tf_checkpoint {
+	char origin[TF_ORIGIN_MAX];
+	__u64 size;
+	__u8 root[TF_HASH_LEN];
+};
+
+/* "origin\nsize\nbase64(root)\n" into buf; its length, or -ENOSPC. */
+int tf_checkpoint_text(const struct tf_checkpoint *c, char *buf, size_t len);
+
+/* An Ed25519 signer: the private key and its signed-note name and key id. */
+struct tf_signer {
+	void *pkey;	/* EVP_PKEY */
+	char name[TF_ORIGIN_MAX];
+	__u8 pub[TF_ED25519_LEN];
+	__u8 keyid[TF_KEYID_LEN];
+};
+
+/* A verifier key: name, key id and public key, as a vkey string carries them. */
+struct tf_verifier {
+	char name[TF_ORIGIN_MAX];
+	__u8 pub[TF_ED25519_LEN];
+	__u8 keyid[TF_KEYID_LEN];
+};
+
+/*
+ * Load the PEM private key at path, or create it (mode 0600, never over an
+ * existing file) when there is none. 0 or -errno, err naming path and why.
+ */
+int tf_signer_open(const char *path, const char *name, struct tf_signer *s, char *err,
+		   size_t errlen) __attribute__((warn_unused_result));
+/* A signer of an Ed25519 EVP_PKEY, which it then owns (tf_signer_close() frees it). */
+int tf_signer_init(void *pkey, const char *name, struct tf_signer *s)
+	__attribute__((warn_unused_result));
+void tf_signer_close(struct tf_signer *s);
+/* "name+hex(keyid)+base64(0x01 || pub)" (the signed-note verifier key format). */
+int tf_signer_vkey(const struct tf_signer *s, char *buf, size_t len);
+int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/*
+ * A signed note: text (ending in a newline), a blank line, and one
+ * signature line "— name base64(keyid || sig)". Its length, or -errno.
+ */
+int tf_note_sign(const struct tf_signer *s, const char *text, char *out, size_t outlen)
+	__attribute__((warn_unused_result));
+
+enum tf_note_result {
+	TF_NOTE_OK,		/* a signature by the key verifies */
+	TF_NOTE_MALFORMED,	/* not a signed note */
+	TF_NOTE_NO_KEY,		/* no signature line by this key (name and key id) */
+	TF_NOTE_BAD_SIG,	/* a signature line by this key that does not verify */
+};
+
+/* Check note against v; on TF_NOTE_OK, *c is its checkpoint. */
+enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note, size_t len,
+				   struct tf_checkpoint *c);
+
+/* Lower-case hex of the first n bytes of h; buf needs 2n + 1. */
+void tf_hex(const __u8 *h, size_t n, char *buf);
+int tf_b64_encode(const __u8 *in, size_t n, char *out, size_t outlen);
+/* Strict: whole input, padding as required; returns the decoded length or -EINVAL. */
+int tf_b64_decode(const char *in, size_t n, __u8 *out, size_t outlen);
+
+#endif

@@ -1,0 +1,557 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tapfence log key | verify: the sealed event log, offline (no daemon).
+ * The format and what a verification claims: docs/audit.md.
+ */
+#include <stdlib.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "common/seal.h"
+#include "ctl.h"
+
+#define DEFAULT_KEY "/var/lib/tapfence/log.key"
+
+/* Verdicts of verify; exit status 0 verified, 1 tampering found, 2 could not verify. */
+#define V_OK       0
+#define V_TAMPERED 1
+#define V_CANNOT   2
+
+static int verify_status(int result)
+{
+	return result == V_OK ? 0 : result == V_TAMPERED ? -EBADMSG : -CTL_ECANNOT;
+}
+
+struct where {
+	const char *file;
+	unsigned long line;	/* 1-based line in file */
+	__u64 index;		/* leaf index in its epoch */
+};
+
+struct verify {
+	struct tf_verifier key;
+	int json;
+	/* the epoch being read */
+	int in_epoch;
+	char origin[TF_ORIGIN_MAX];
+	struct tf_merkle tree;
+	__u8 last[TF_HASH_LEN];
+	unsigned int checkpoint_s;
+	__u64 sealed;			/* size of its last verified checkpoint */
+	char last_note[TF_NOTE_MAX];	/* that checkpoint */
+	struct where first_unsealed;	/* the first leaf after it */
+	int broken;			/* a leaf after it does not follow the one before */
+	struct where broken_at;
+	char broken_why[512];
+	double last_seal_time;
+	/* origins of epochs whose start was not in the input (a "continue" came first) */
+	char midstart[TF_ORIGIN_MAX];
+	/* totals */
+	unsigned int epochs, checkpoints, gaps;
+	__u64 sealed_lines, unsealed_lines;
+	json_t *unsealed;	/* [{origin, file, line, lines}] */
+	json_t *heartbeat_gaps;
+	/* --trusted-checkpoint */
+	int have_trusted, trusted_ok;
+	struct tf_checkpoint trusted;
+	__u64 trusted_epoch_size;	/* leaves seen of the trusted checkpoint's epoch */
+	int trusted_epoch_seen;
+	/* the verdict */
+	int result;
+	char problem[768];
+};
+
+__attribute__((format(printf, 3, 4)))
+static void found(struct verify *v, int result, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v->result == V_TAMPERED || (v->result == V_CANNOT && result != V_TAMPERED))
+		return;	/* the first tampering found is the one reported */
+	v->result = result;
+	va_start(ap, fmt);
+	vsnprintf(v->problem, sizeof(v->problem), fmt, ap);
+	va_end(ap);
+}
+
+static int read_vkey(const char *arg, struct tf_verifier *key)
+{
+	char err[256], buf[TF_VKEY_MAX + 2], *nl;
+	FILE *f;
+
+	if (strchr(arg, '+') && !strchr(arg, '/') && !tf_verifier_parse(arg, key, err, sizeof(err)))
+		return 0;
+	f = fopen(arg, "re");
+	if (!f) {
+		ctl_err("key `%s': neither a verifier key nor a readable file", arg);
+		return -CTL_ECANNOT;
+	}
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = 0;
+	if (tf_verifier_parse(buf, key, err, sizeof(err))) {
+		ctl_err("key file `%s': %s", arg, err);
+		return -CTL_ECANNOT;
+	}
+	return 0;
+}
+
+/* Lines after the epoch's last checkpoint, when the epoch ends (a new one, or the end). */
+static void end_epoch(struct verify *v)
+{
+	__u64 n;
+
+	if (!v->in_epoch)
+		return;
+	n = v->tree.size - v->sealed;
+	if (n) {
+		v->unsealed_lines += n;
+		json_array_append_new(v->unsealed,
+				      json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?}", "origin", v->origin,
+						"file", v->first_unsealed.file,
+						"line", (json_int_t)v->first_unsealed.line,
+						"index", (json_int_t)v->first_unsealed.index,
+						"lines", (json_int_t)n,
+						"broken", v->broken ? v->broken_why : NULL));
+	}
+	v->in_epoch = 0;
+}
+
+static void push_leaf(struct verify *v, const char *line, size_t len, const struct where *w)
+{
+	__u8 h[TF_HASH_LEN];
+
+	if (v->tree.size == v->sealed)
+		v->first_unsealed = *w;
+	if (tf_leaf_hash(line, len, h) || tf_merkle_push(&v->tree, h)) {
+		found(v, V_CANNOT, "cannot hash (libcrypto)");
+		return;
+	}
+	memcpy(v->last, h, TF_HASH_LEN);
+	if (v->have_trusted && !strcmp(v->origin, v->trusted.origin)) {
+		v->trusted_epoch_size = v->tree.size;
+		if (v->tree.size == v->trusted.size) {
+			__u8 root[TF_HASH_LEN];
+
+			if (tf_merkle_root(&v->tree, root) || memcmp(root, v->trusted.root, TF_HASH_LEN))
+				found(v, V_TAMPERED,
+				      "%s:%lu: the %llu lines of epoch %s up to here are not the ones "
+				      "the trusted checkpoint sealed", w->file, w->line,
+				      (unsigned long long)v->trusted.size, v->origin);
+			else
+				v->trusted_ok = 1;
+		}
+	}
+}
+
+/*
+ * The line's place: its "seq" must be its index and its "prev" the previous
+ * leaf's hash. The first mismatch is remembered (and named) until a
+ * checkpoint judges the lines; the signed root is what proves tampering.
+ */
+static void chain_check(struct verify *v, json_t *o, const struct where *w)
+{
+	char hex[2 * TF_HASH_LEN + 1];
+	const char *prev = json_string_value(json_object_get(o, "prev"));
+	json_t *jseq = json_object_get(o, "seq");
+	__u64 seq = json_is_integer(jseq) ? (__u64)json_integer_value(jseq) : ~0ULL;
+
+	tf_hex(v->last, TF_CHAIN_HEX / 2, hex);
+	if (v->broken || (seq == w->index && prev && !strcmp(prev, hex)))
+		return;
+	v->broken = 1;
+	v->broken_at = *w;
+	if (seq == ~0ULL)
+		snprintf(v->broken_why, sizeof(v->broken_why),
+			 "%s:%lu (line %llu of the epoch): a line that was never sealed (inserted)",
+			 w->file, w->line, (unsigned long long)w->index);
+	else if (seq > w->index)
+		snprintf(v->broken_why, sizeof(v->broken_why),
+			 "%s:%lu (line %llu of the epoch): lines %llu-%llu are missing before it "
+			 "(dropped, or moved later)", w->file, w->line, (unsigned long long)w->index,
+			 (unsigned long long)w->index, (unsigned long long)seq - 1);
+	else if (seq < w->index)
+		snprintf(v->broken_why, sizeof(v->broken_why),
+			 "%s:%lu (line %llu of the epoch): it is line %llu, out of place (inserted, "
+			 "or moved from earlier)", w->file, w->line, (unsigned long long)w->index,
+			 (unsigned long long)seq);
+	else
+		snprintf(v->broken_why, sizeof(v->broken_why),
+			 "%s:%lu (line %llu of the epoch): the line before it was changed", w->file,
+			 w->line - 1, (unsigned long long)w->index - 1);
+}
+
+static double rfc3339_seconds(const char *s)
+{
+	struct tm tm = {};
+	const char *p;
+	double frac = 0;
+
+	if (!s || !(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+		return 0;
+	if (*p == '.')
+		frac = strtod(p, NULL);
+	return (double)timegm(&tm) + frac;
+}
+
+static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
+		     const struct where *w)
+{
+	const char *origin = json_string_value(json_object_get(o, "origin"));
+	const char *prev = json_string_value(json_object_get(o, "prev"));
+	struct tf_checkpoint pc;
+	char before[TF_ORIGIN_MAX];
+	__u64 before_sealed = v->sealed;
+	int had = v->in_epoch;
+
+	snprintf(before, sizeof(before), "%s", v->origin);
+	end_epoch(v);
+	if (!origin || strlen(origin) >= sizeof(v->origin)) {
+		found(v, V_TAMPERED, "%s:%lu: an epoch line without a valid origin", w->file, w->line);
+		return;
+	}
+	if (v->midstart[0] && !strcmp(v->midstart, origin))
+		found(v, V_TAMPERED, "%s:%lu: epoch %s starts here, after a later segment of it: "
+		      "segments are out of order", w->file, w->line, origin);
+	/* The epoch names the last checkpoint before it: nothing of the one before may be missing. */
+	if (prev && had) {
+		if (tf_note_verify(&v->key, prev, strlen(prev), &pc) != TF_NOTE_OK)
+			found(v, V_TAMPERED, "%s:%lu: the checkpoint this epoch names is not signed "
+			      "by the key", w->file, w->line);
+		else if (!strcmp(pc.origin, before) && pc.size != before_sealed)
+			found(v, V_TAMPERED, "%s:%lu: epoch %s names checkpoint %llu of %s, but the "
+			      "log's last checkpoint of it is %llu: its end was cut off", w->file,
+			      w->line, origin, (unsigned long long)pc.size, before,
+			      (unsigned long long)before_sealed);
+	}
+	v->in_epoch = 1;
+	v->epochs++;
+	snprintf(v->origin, sizeof(v->origin), "%s", origin);
+	tf_merkle_init(&v->tree);
+	v->sealed = 0;
+	v->broken = 0;
+	v->last_note[0] = 0;
+	v->last_seal_time = 0;
+	v->checkpoint_s = (unsigned int)json_integer_value(json_object_get(o, "checkpoint_s"));
+	if (v->have_trusted && !strcmp(origin, v->trusted.origin))
+		v->trusted_epoch_seen = 1;
+	push_leaf(v, line, len, w);
+}
+
+static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
+{
+	const char *note = json_string_value(json_object_get(o, "note"));
+	struct tf_checkpoint cp;
+	__u8 root[TF_HASH_LEN];
+
+	if (!v->in_epoch) {
+		found(v, V_CANNOT, "%s:%lu: a checkpoint outside any epoch in these files", w->file,
+		      w->line);
+		return;
+	}
+	switch (note ? tf_note_verify(&v->key, note, strlen(note), &cp) : TF_NOTE_MALFORMED) {
+	case TF_NOTE_OK:
+		break;
+	case TF_NOTE_NO_KEY:
+		found(v, v->checkpoints ? V_TAMPERED : V_CANNOT,
+		      "%s:%lu: the checkpoint is not signed by this key%s", w->file, w->line,
+		      v->checkpoints ? "" : " (the wrong key?)");
+		return;
+	default:
+		found(v, V_TAMPERED, "%s:%lu: the checkpoint's signature does not verify (forged "
+		      "or edited)", w->file, w->line);
+		return;
+	}
+	if (strcmp(cp.origin, v->origin)) {
+		found(v, V_TAMPERED, "%s:%lu: a checkpoint of epoch %s inside epoch %s (moved or "
+		      "replayed)", w->file, w->line, cp.origin, v->origin);
+		return;
+	}
+	if (cp.size != v->tree.size) {
+		if (v->broken)
+			found(v, V_TAMPERED, "%s; the checkpoint at %s:%lu seals %llu lines, %llu "
+			      "precede it", v->broken_why, w->file, w->line,
+			      (unsigned long long)cp.size, (unsigned long long)v->tree.size);
+		else
+			found(v, V_TAMPERED, "%s:%lu: the checkpoint seals %llu lines of the epoch, "
+			      "%llu precede it (lines dropped or inserted, or a checkpoint replayed)",
+			      w->file, w->line, (unsigned long long)cp.size,
+			      (unsigned long long)v->tree.size);
+		return;
+	}
+	if (tf_merkle_root(&v->tree, root) || memcmp(root, cp.root, TF_HASH_LEN)) {
+		if (v->broken)
+			found(v, V_TAMPERED, "%s", v->broken_why);
+		else
+			found(v, V_TAMPERED, "%s:%lu (line %llu of the epoch): changed (the "
+			      "checkpoint after it does not match)", w->file, w->line - 1,
+			      (unsigned long long)cp.size - 1);
+		return;
+	}
+	v->sealed_lines += cp.size - v->sealed;
+	v->sealed = cp.size;
+	v->broken = 0;
+	v->checkpoints++;
+	snprintf(v->last_note, sizeof(v->last_note), "%s", note);
+}
+
+static void on_line(struct verify *v, const char *line, size_t len, const struct where *wpos)
+{
+	struct where w = *wpos;
+	json_t *o = json_loadb(line, len, 0, NULL);
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	double t;
+
+	if (kind && !strcmp(kind, "epoch")) {
+		w.index = 0;
+		on_epoch(v, o, line, len, &w);
+	} else if (kind && !strcmp(kind, "checkpoint")) {
+		on_checkpoint(v, o, &w);
+	} else if (!v->in_epoch) {
+		const char *origin = json_string_value(json_object_get(o, "origin"));
+
+		if (kind && !strcmp(kind, "continue") && origin && !v->midstart[0])
+			snprintf(v->midstart, sizeof(v->midstart), "%s", origin);
+		found(v, V_CANNOT, "%s:%lu: lines before any epoch start in these files (give the "
+		      "earlier files too)", w.file, w.line);
+		v->unsealed_lines++;
+	} else {
+		w.index = v->tree.size;
+		chain_check(v, o, &w);
+		if (kind && !strcmp(kind, "continue") &&
+		    (json_integer_value(json_object_get(o, "size")) != (json_int_t)v->tree.size ||
+		     strcmp(json_string_value(json_object_get(o, "origin")) ?: "", v->origin)))
+			found(v, V_TAMPERED, "%s:%lu: this file goes on from another point of the "
+			      "log (a segment missing or out of order)", w.file, w.line);
+		if (kind && !strcmp(kind, "seal")) {
+			t = rfc3339_seconds(json_string_value(json_object_get(o, "time")));
+			if (v->last_seal_time && v->checkpoint_s &&
+			    t - v->last_seal_time > 2.0 * v->checkpoint_s + 5) {
+				v->gaps++;
+				json_array_append_new(v->heartbeat_gaps,
+						      json_pack("{s:s, s:s, s:I, s:f}", "origin", v->origin,
+								"file", w.file, "line", (json_int_t)w.line,
+								"seconds", t - v->last_seal_time));
+			}
+			v->last_seal_time = t;
+		}
+		push_leaf(v, line, len, &w);
+	}
+	json_decref(o);
+}
+
+static int verify_file(struct verify *v, const char *path)
+{
+	struct where w = { .file = path };
+	size_t cap = 8192, len;
+	char *buf = malloc(cap);
+	gzFile f = gzopen(path, "rb");
+	int err = 0;
+
+	if (!buf || !f) {
+		found(v, V_CANNOT, "%s: cannot read", path);
+		free(buf);
+		if (f)
+			gzclose(f);
+		return -EIO;
+	}
+	for (;;) {
+		len = 0;
+		buf[0] = 0;
+		while (gzgets(f, buf + len, (int)(cap - len))) {
+			len += strlen(buf + len);
+			if (len && buf[len - 1] == '\n')
+				break;
+			if (cap - len < 2) {
+				char *nb = realloc(buf, cap * 2);
+
+				if (!nb) {
+					err = -ENOMEM;
+					goto out;
+				}
+				buf = nb;
+				cap *= 2;
+			}
+		}
+		if (!len)
+			break;
+		w.line++;
+		if (buf[len - 1] != '\n') {
+			/* A last line without its newline: cut off mid-write, never sealed. */
+			if (v->in_epoch && v->tree.size == v->sealed)
+				v->first_unsealed = w;
+			v->unsealed_lines++;
+			break;
+		}
+		on_line(v, buf, len - 1, &w);
+	}
+out:
+	gzclose(f);
+	free(buf);
+	return err;
+}
+
+static int verify_report(struct verify *v)
+{
+	json_t *out;
+
+	if (v->have_trusted && !v->trusted_ok) {
+		if (!v->trusted_epoch_seen)
+			found(v, V_TAMPERED, "the trusted checkpoint's epoch %s is not in these files "
+			      "(a segment deleted?)", v->trusted.origin);
+		else
+			found(v, V_TAMPERED, "truncated: the trusted checkpoint seals %llu lines of "
+			      "epoch %s, these files hold %llu", (unsigned long long)v->trusted.size,
+			      v->trusted.origin, (unsigned long long)v->trusted_epoch_size);
+	}
+	if (v->result == V_OK && !v->checkpoints)
+		found(v, V_CANNOT, "no checkpoint in these files: nothing is sealed");
+	if (v->json) {
+		out = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:I, s:O, s:O, s:b}", "result",
+				v->result == V_OK ? "verified" :
+				v->result == V_TAMPERED ? "tampered" : "cannot_verify",
+				"problem", v->result == V_OK ? NULL : v->problem, "epochs", v->epochs,
+				"checkpoints", v->checkpoints, "sealed_lines",
+				(json_int_t)v->sealed_lines, "unsealed_lines",
+				(json_int_t)v->unsealed_lines, "unsealed", v->unsealed,
+				"heartbeat_gaps", v->heartbeat_gaps, "trusted_checkpoint",
+				v->have_trusted && v->trusted_ok);
+		if (out)
+			json_dumpf(out, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(out);
+		return v->result;
+	}
+	if (v->result == V_TAMPERED)
+		printf("tampered: %s\n", v->problem);
+	else if (v->result == V_CANNOT)
+		printf("cannot verify: %s\n", v->problem);
+	else
+		printf("verified: %llu lines in %u epoch(s), sealed by %u checkpoint(s)%s\n",
+		       (unsigned long long)v->sealed_lines, v->epochs, v->checkpoints,
+		       v->have_trusted ? ", up to the trusted checkpoint at least" : "");
+	if (v->unsealed_lines)
+		printf("unsealed (not verified): %llu line(s) after the last checkpoint of their "
+		       "epoch\n", (unsigned long long)v->unsealed_lines);
+	if (v->gaps)
+		printf("unproven: %u interval(s) without a heartbeat\n", v->gaps);
+	return v->result;
+}
+
+static int trusted_load(struct verify *v, const char *path)
+{
+	char note[TF_NOTE_MAX];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		ctl_err("trusted checkpoint `%s': cannot read", path);
+		return -CTL_ECANNOT;
+	}
+	n = fread(note, 1, sizeof(note) - 1, f);
+	fclose(f);
+	note[n] = 0;
+	if (tf_note_verify(&v->key, note, n, &v->trusted) != TF_NOTE_OK) {
+		ctl_err("trusted checkpoint `%s': not a checkpoint signed by this key", path);
+		return -CTL_ECANNOT;
+	}
+	v->have_trusted = 1;
+	return 0;
+}
+
+/* verify's usage errors are "could not verify" (2), as its documentation says. */
+static int bad_usage(const struct ctl_cmd *self)
+{
+	ctl_usage(self);
+	return -CTL_ECANNOT;
+}
+
+static int cmd_log_verify(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			  char *argv[])
+{
+	const char *key = NULL, *trusted = NULL, *val;
+	static struct verify v;
+	int i, r, ret, nfiles = 0;
+
+	memset(&v, 0, sizeof(v));
+	v.json = o->json;
+	for (i = 0; i < argc; i++) {
+		if ((r = ctl_opt_value(argc, argv, &i, "--key", &val)) != 0) {
+			if (r < 0)
+				return bad_usage(self);
+			key = val;
+		} else if ((r = ctl_opt_value(argc, argv, &i, "--trusted-checkpoint", &val)) != 0) {
+			if (r < 0)
+				return bad_usage(self);
+			trusted = val;
+		} else if (!strcmp(argv[i], "--json")) {
+			v.json = 1;
+		} else if (argv[i][0] == '-') {
+			return bad_usage(self);
+		} else {
+			argv[nfiles++] = argv[i];
+		}
+	}
+	if (!nfiles)
+		return bad_usage(self);
+	if (read_vkey(key ? key : DEFAULT_KEY ".pub", &v.key) ||
+	    (trusted && trusted_load(&v, trusted)))
+		return -CTL_ECANNOT;
+	v.unsealed = json_array();
+	v.heartbeat_gaps = json_array();
+	for (i = 0; i < nfiles && v.result != V_TAMPERED; i++)
+		verify_file(&v, argv[i]);
+	if (v.result != V_TAMPERED)
+		end_epoch(&v);
+	ret = verify_report(&v);
+	json_decref(v.unsealed);
+	json_decref(v.heartbeat_gaps);
+	return verify_status(ret);
+}
+
+static int cmd_log_key(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+		       char *argv[])
+{
+	char path[4096], line[TF_VKEY_MAX + 2], err[256];
+	struct tf_verifier key;
+	const char *file = DEFAULT_KEY, *val;
+	int i, r;
+	FILE *f;
+
+	(void)o;
+	for (i = 0; i < argc; i++) {
+		if ((r = ctl_opt_value(argc, argv, &i, "--key-file", &val)) <= 0)
+			return ctl_usage(self);
+		file = val;
+	}
+	snprintf(path, sizeof(path), "%s.pub", file);
+	f = fopen(path, "re");
+	if (!f || !fgets(line, sizeof(line), f)) {
+		ctl_err("cannot read `%s' (tapfenced writes it beside its log key at start)", path);
+		if (f)
+			fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	if (tf_verifier_parse(line, &key, err, sizeof(err))) {
+		ctl_err("`%s': %s", path, err);
+		return -EIO;
+	}
+	printf("%s\n", line);
+	return 0;
+}
+
+const struct ctl_cmd ctl_log_cmds[] = {
+	{ "key", cmd_log_key, NULL, -1, -1, "log key [--key-file PATH]",
+	  "print the verifier key of the node's log key (default " DEFAULT_KEY ")" },
+	{ "verify", cmd_log_verify, NULL, -1, -1,
+	  "log verify [--key KEY] [--trusted-checkpoint FILE] [--json] PATH...",
+	  "verify sealed event log files offline (exit 0 verified, 1 tampered, 2 cannot verify)" },
+	{ 0 }
+};

@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sealed event log (docs/audit.md). Every line written to event_log is
+ * a leaf of an append-only RFC 6962 Merkle tree, one tree per epoch (a
+ * daemon start), and carries its index in the tree ("seq") and the first
+ * TF_CHAIN_HEX hex digits of the previous leaf's hash ("prev"), so a
+ * verifier can name the first line that was edited, dropped, inserted or
+ * moved (the signed roots are what proves it; these only point). Every checkpoint_lines
+ * lines, every checkpoint_s seconds (a heartbeat, also when nothing
+ * happened), on SIGHUP and at exit, a sealed "seal" line states the
+ * epoch's totals of lost, suppressed and unwritten events, and a
+ * "checkpoint" line (not a leaf) carries a C2SP checkpoint of the tree so
+ * far, signed as a signed note with the node's Ed25519 key; the newest
+ * one is also written to <state_dir>/log.checkpoint for a log shipper.
+ *
+ * Lines are written in batches with write(2); a batch that cannot be
+ * written whole is cut off again (ftruncate to the last whole batch), its
+ * lines are left out of the tree and counted as unwritten, and the next
+ * seal line says so. Sealed bytes are never rewritten.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/seal.h"
+#include "daemon.h"
+
+#define BATCH_MAX (1u << 20)
+
+struct tf_audit {
+	int fd;
+	off_t committed;		/* file size after the last whole batch */
+	struct tf_merkle tree;		/* leaves written */
+	__u8 last[TF_HASH_LEN];		/* hash of the last leaf (the chain) */
+	struct tf_merkle tree0;		/* the same, when the batch began */
+	__u8 last0[TF_HASH_LEN];
+	unsigned int batch_lines;
+	size_t len;
+	char buf[BATCH_MAX];
+	struct tf_signer key;
+	char origin[TF_ORIGIN_MAX];
+	char vkey[TF_VKEY_MAX];
+	__u64 unwritten;		/* lines this epoch could not write */
+	__u64 suppressed;		/* events the datapath reported as suppressed */
+	__u64 checkpoints;
+	__u64 sealed_size;		/* tree size of the last checkpoint */
+	__u64 lines_since;		/* leaves since the last checkpoint */
+	struct timespec last_cp;	/* CLOCK_MONOTONIC */
+	int failing;			/* the last batch failed (warned once) */
+};
+
+static void now_rfc3339(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%09ldZ", ts.tv_nsec);
+}
+
+/* A JSON string literal of s (quotes, backslashes, newlines and control bytes escaped). */
+static size_t json_quote(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (cap < 3)
+		return 0;
+	out[o++] = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (o + 7 >= cap)
+			return 0;
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = c;
+		} else if (c == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else if (c < 0x20) {
+			o += snprintf(out + o, cap - o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+		} else {
+			out[o++] = c;
+		}
+	}
+	out[o++] = '"';
+	out[o] = 0;
+	return o;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Write the batch; on failure cut the file back and take its lines out of the tree. */
+int tf_audit_flush(struct tf_daemon *d)
+{
+	struct tf_audit *a = d->audit;
+	int err;
+
+	if (!a || !a->len)
+		return 0;
+	err = write_all(a->fd, a->buf, a->len);
+	if (!err) {
+		a->committed += a->len;
+		if (a->failing)
+			pr_warn("event log `%s' written again\n", d->cfg.event_log);
+		a->failing = 0;
+	} else {
+		if (ftruncate(a->fd, a->committed))
+			pr_warn("event log `%s': cannot cut a torn batch off: %s\n", d->cfg.event_log,
+				strerror(errno));
+		if (!a->failing)
+			pr_warn("event log `%s': cannot write: %s (lines are counted as unwritten)\n",
+				d->cfg.event_log, strerror(-err));
+		a->failing = 1;
+		a->unwritten += a->batch_lines;
+		a->lines_since -= a->batch_lines;
+		a->tree = a->tree0;
+		memcpy(a->last, a->last0, TF_HASH_LEN);
+	}
+	a->len = 0;
+	a->batch_lines = 0;
+	return err;
+}
+
+/*
+ * Seal one line: line[0..n) is a JSON object; "seq" and "prev" are added
+ * before its closing brace (cap must leave room for them), it is hashed
+ * into the tree and queued. Returns the new length (0: not sealed).
+ */
+static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, int chain)
+{
+	struct tf_audit *a = d->audit;
+	char hex[2 * TF_HASH_LEN + 1];
+	__u8 h[TF_HASH_LEN];
+
+	if (!n || line[n - 1] != '}')
+		return 0;
+	if (chain) {
+		int k;
+
+		tf_hex(a->last, TF_CHAIN_HEX / 2, hex);
+		k = snprintf(line + n - 1, cap - n + 1, ",\"seq\":%llu,\"prev\":\"%s\"}",
+			     (unsigned long long)a->tree.size, hex);
+		if (k < 0 || (size_t)k >= cap - n + 1)
+			return 0;
+		n += k - 1;
+	}
+	if (a->len + n + 1 > sizeof(a->buf) && tf_audit_flush(d) && a->len)
+		return 0;
+	if (!a->batch_lines) {
+		a->tree0 = a->tree;
+		memcpy(a->last0, a->last, TF_HASH_LEN);
+	}
+	if (tf_leaf_hash(line, n, h) || tf_merkle_push(&a->tree, h))
+		return 0;
+	memcpy(a->last, h, TF_HASH_LEN);
+	memcpy(a->buf + a->len, line, n);
+	a->buf[a->len + n] = '\n';
+	a->len += n + 1;
+	a->batch_lines++;
+	a->lines_since++;
+	return n;
+}
+
+size_t tf_audit_line(struct tf_daemon *d, char *line, size_t n, size_t cap, __u32 suppressed)
+{
+	if (!d->audit)
+		return n;
+	d->audit->suppressed += suppressed;
+	return audit_leaf(d, line, n, cap, 1);
+}
+
+/* Replace <state_dir>/log.checkpoint with note, atomically. */
+static void checkpoint_file(struct tf_daemon *d, const char *note, size_t len)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/log.checkpoint", d->cfg.state_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0 || write_all(fd, note, len) || fsync(fd) || rename(tmp, path)) {
+		pr_warn("cannot write `%s': %s\n", path, strerror(errno));
+		unlink(tmp);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+int tf_audit_seal(struct tf_daemon *d, const char *why)
+{
+	struct tf_audit *a = d->audit;
+	char line[4096], tbuf[48], note[TF_NOTE_MAX], text[TF_NOTE_MAX], q[2 * TF_NOTE_MAX];
+	struct tf_checkpoint cp = {};
+	size_t n;
+	int len, err;
+
+	if (!a)
+		return 0;
+	now_rfc3339(tbuf, sizeof(tbuf));
+	n = snprintf(line, sizeof(line),
+		     "{\"time\":\"%s\",\"kind\":\"seal\",\"reason\":\"%s\",\"origin\":\"%s\","
+		     "\"size\":%llu,\"lost\":%llu,\"suppressed\":%llu,\"unwritten\":%llu}",
+		     tbuf, why, a->origin, (unsigned long long)a->tree.size + 1,
+		     (unsigned long long)d->lost_reported, (unsigned long long)a->suppressed,
+		     (unsigned long long)a->unwritten);
+	if (n >= sizeof(line) || !audit_leaf(d, line, n, sizeof(line), 1))
+		return -ENOSPC;
+	err = tf_audit_flush(d);
+	clock_gettime(CLOCK_MONOTONIC, &a->last_cp);
+	if (err)
+		return err;
+	snprintf(cp.origin, sizeof(cp.origin), "%s", a->origin);
+	cp.size = a->tree.size;
+	if (tf_merkle_root(&a->tree, cp.root) || tf_checkpoint_text(&cp, text, sizeof(text)) < 0)
+		return -EIO;
+	len = tf_note_sign(&a->key, text, note, sizeof(note));
+	if (len < 0)
+		return len;
+	if (!json_quote(note, q, sizeof(q)))
+		return -ENOSPC;
+	n = snprintf(line, sizeof(line),
+		     "{\"time\":\"%s\",\"kind\":\"checkpoint\",\"origin\":\"%s\",\"size\":%llu,"
+		     "\"note\":%s}\n", tbuf, a->origin, (unsigned long long)cp.size, q);
+	if (n >= sizeof(line))
+		return -ENOSPC;
+	err = write_all(a->fd, line, n);
+	if (err) {
+		if (ftruncate(a->fd, a->committed))
+			pr_warn("event log: cannot cut a torn checkpoint off: %s\n", strerror(errno));
+		return err;
+	}
+	a->committed += n;
+	a->checkpoints++;
+	a->sealed_size = cp.size;
+	a->lines_since = 0;
+	checkpoint_file(d, note, len);
+	if (d->foreground)
+		fwrite(line, 1, n, stdout);
+	tf_ctl_broadcast(d, 0, line, n - 1);
+	return 0;
+}
+
+void tf_audit_tick(struct tf_daemon *d)
+{
+	struct tf_audit *a = d->audit;
+	struct timespec now;
+
+	if (!a)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (a->lines_since >= d->cfg.log_checkpoint_lines ||
+	    now.tv_sec - a->last_cp.tv_sec >= (time_t)d->cfg.log_checkpoint_s)
+		tf_audit_seal(d, a->lines_since ? "checkpoint" : "heartbeat");
+}
+
+/* Open the log for appending; a last line without its newline (a kill -9) is ended first. */
+static int log_open(struct tf_daemon *d, int *torn)
+{
+	struct tf_audit *a = d->audit;
+	struct stat st;
+	char c;
+
+	*torn = 0;
+	a->fd = open(d->cfg.event_log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (a->fd < 0)
+		return -errno;
+	if (fstat(a->fd, &st))
+		return -errno;
+	a->committed = st.st_size;
+	if (st.st_size > 0) {
+		int rfd = open(d->cfg.event_log, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (rfd >= 0 && pread(rfd, &c, 1, st.st_size - 1) == 1 && c != '\n') {
+			*torn = 1;
+			if (write_all(a->fd, "\n", 1) == 0)
+				a->committed++;
+		}
+		if (rfd >= 0)
+			close(rfd);
+	}
+	fchmod(a->fd, 0640);
+	return 0;
+}
+
+/* The previous epoch's last checkpoint (the checkpoint file), quoted for the epoch line. */
+static void prev_checkpoint(struct tf_daemon *d, char *q, size_t qlen, char *why, size_t whylen)
+{
+	char path[PATH_MAX], note[TF_NOTE_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/log.checkpoint", d->cfg.state_dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(q, qlen, "null");
+		snprintf(why, whylen, "%s", errno == ENOENT ? "no earlier checkpoint" : strerror(errno));
+		return;
+	}
+	n = read(fd, note, sizeof(note) - 1);
+	close(fd);
+	if (n <= 0) {
+		snprintf(q, qlen, "null");
+		snprintf(why, whylen, "the checkpoint file is empty or unreadable");
+		return;
+	}
+	note[n] = 0;
+	if (!json_quote(note, q, qlen)) {
+		snprintf(q, qlen, "null");
+		snprintf(why, whylen, "the checkpoint file is too large");
+		return;
+	}
+	snprintf(why, whylen, "the last checkpoint written before this start");
+}
+
+/* The first leaf of an epoch (or of a file after a rotation); no "prev". */
+static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
+{
+	struct tf_audit *a = d->audit;
+	char line[4096], tbuf[48], prev[2 * TF_NOTE_MAX], why[128];
+	size_t n;
+
+	now_rfc3339(tbuf, sizeof(tbuf));
+	if (!strcmp(kind, "epoch")) {
+		prev_checkpoint(d, prev, sizeof(prev), why, sizeof(why));
+		n = snprintf(line, sizeof(line),
+			     "{\"time\":\"%s\",\"kind\":\"epoch\",\"origin\":\"%s\",\"key\":\"%s\","
+			     "\"checkpoint_lines\":%u,\"checkpoint_s\":%u,\"torn_tail\":%s,"
+			     "\"prev\":%s,\"prev_why\":\"%s\"}",
+			     tbuf, a->origin, a->vkey, d->cfg.log_checkpoint_lines,
+			     d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
+	} else {
+		n = snprintf(line, sizeof(line),
+			     "{\"time\":\"%s\",\"kind\":\"continue\",\"origin\":\"%s\",\"size\":%llu,"
+			     "\"torn_tail\":%s}",
+			     tbuf, a->origin, (unsigned long long)a->tree.size, torn ? "true" : "false");
+	}
+	if (n >= sizeof(line) || !audit_leaf(d, line, n, sizeof(line), strcmp(kind, "epoch")))
+		return -ENOSPC;
+	return tf_audit_flush(d);
+}
+
+static int write_vkey(const char *key_path, const char *vkey)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s.pub", key_path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	err = write_all(fd, vkey, strlen(vkey));
+	if (!err)
+		err = write_all(fd, "\n", 1);
+	if (!err && (fchmod(fd, 0644) || rename(tmp, path)))
+		err = -errno;
+	close(fd);
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/* The host name, as a signed-note name allows it (no space, no '+'). */
+static void log_name_default(char *buf, size_t len)
+{
+	char *p;
+
+	if (gethostname(buf, len) || !buf[0])
+		snprintf(buf, len, "localhost");
+	buf[len - 1] = 0;
+	for (p = buf; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == '+' || (unsigned char)*p >= 0x7f)
+			*p = '-';
+}
+
+int tf_audit_open(struct tf_daemon *d)
+{
+	char err[256], dir[PATH_MAX], *slash;
+	struct timespec ts;
+	struct tf_audit *a;
+	int ret, torn;
+
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->fd = -1;
+	d->audit = a;
+	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		mkdir(dir, 0750);
+	}
+	if (!d->cfg.log_key[0] && snprintf(d->cfg.log_key, sizeof(d->cfg.log_key), "%s/log.key",
+					   d->cfg.state_dir) >= (int)sizeof(d->cfg.log_key)) {
+		pr_warn("state_dir `%s': too long for the log key's path\n", d->cfg.state_dir);
+		ret = -ENAMETOOLONG;
+		goto fail;
+	}
+	if (!d->cfg.log_name[0])
+		log_name_default(d->cfg.log_name, sizeof(d->cfg.log_name));
+	snprintf(dir, sizeof(dir), "tapfence/%s", d->cfg.log_name);
+	ret = tf_signer_open(d->cfg.log_key, dir, &a->key, err, sizeof(err));
+	if (ret) {
+		pr_warn("%s\n", err);
+		goto fail;
+	}
+	if (tf_signer_vkey(&a->key, a->vkey, sizeof(a->vkey)) < 0 ||
+	    (ret = write_vkey(d->cfg.log_key, a->vkey))) {
+		pr_warn("cannot write `%s.pub': %s\n", d->cfg.log_key, strerror(-ret));
+		ret = ret ? ret : -EIO;
+		goto fail;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(a->origin, sizeof(a->origin), "tapfence/%s/%lld.%09ld", d->cfg.log_name,
+		 (long long)ts.tv_sec, ts.tv_nsec);
+	ret = log_open(d, &torn);
+	if (ret) {
+		pr_warn("cannot open event log `%s': %s\n", d->cfg.event_log, strerror(-ret));
+		goto fail;
+	}
+	tf_merkle_init(&a->tree);
+	ret = epoch_line(d, "epoch", torn);
+	if (ret) {
+		pr_warn("cannot write to event log `%s': %s\n", d->cfg.event_log, strerror(-ret));
+		goto fail;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a->last_cp);
+	return 0;
+fail:
+	tf_audit_close_fd(d);
+	return ret;
+}
+
+/* SIGHUP: seal the old file, reopen by name, go on with the same tree in the new one. */
+int tf_audit_reopen(struct tf_daemon *d)
+{
+	struct tf_audit *a = d->audit;
+	int fd = a ? a->fd : -1, torn, ret;
+
+	if (!a)
+		return -EBADF;
+	tf_audit_seal(d, "rotate");
+	ret = log_open(d, &torn);
+	if (ret) {
+		a->fd = fd;
+		return ret;
+	}
+	close(fd);
+	return epoch_line(d, "continue", torn);
+}
+
+void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, __u64 *unwritten)
+{
+	const struct tf_audit *a = d->audit;
+
+	*size = a ? a->tree.size : 0;
+	*checkpoints = a ? a->checkpoints : 0;
+	*unwritten = a ? a->unwritten : 0;
+}
+
+void tf_audit_close_fd(struct tf_daemon *d)
+{
+	struct tf_audit *a = d->audit;
+
+	if (!a)
+		return;
+	if (a->fd >= 0)
+		close(a->fd);
+	tf_signer_close(&a->key);
+	free(a);
+	d->audit = NULL;
+}
+
+void tf_audit_close(struct tf_daemon *d)
+{
+	if (!d->audit)
+		return;
+	if (tf_audit_seal(d, "stop"))
+		pr_warn("event log: the last lines could not be sealed\n");
+	tf_audit_close_fd(d);
+}
