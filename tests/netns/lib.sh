@@ -308,13 +308,13 @@ tfd_config() {
 }
 
 # tfd_start NS: start tapfenced with $TFD_CONFIG inside NS, wait up to $TFD_START_WAIT s (default 10)
-# for its socket. Sets TFD_PID; output goes to $T/tapfenced.log. TFD_WRAP, an array a script may set,
+# for its socket. The event log is emptied first unless TFD_KEEP_LOG is set. Sets TFD_PID; output goes to $T/tapfenced.log. TFD_WRAP, an array a script may set,
 # is put before the daemon's command: a tool that runs it in the same process (valgrind, for
 # test_soak.sh), so TFD_PID is still the daemon's. Unset, nothing changes.
 tfd_start() {
 	local ns=$1 wait=${TFD_START_WAIT:-10}
 	[ -x "$TF_BUILD/tapfenced" ] || die "$TF_BUILD/tapfenced is not built (run make)"
-	: >"$TF_EVENTS"
+	[ -n "${TFD_KEEP_LOG:-}" ] || : >"$TF_EVENTS"
 	tf_watch "$TF_EVENTS"
 	# A daemon running as a dedicated user leaves its socket behind (it cannot unlink it in a
 	# root-owned directory): the wait below must see the new daemon's socket, not that one.

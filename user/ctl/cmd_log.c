@@ -223,7 +223,7 @@ static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 		if (tf_note_verify(&v->key, prev, strlen(prev), &pc) != TF_NOTE_OK)
 			found(v, V_TAMPERED, "%s:%lu: the checkpoint this epoch names is not signed "
 			      "by the key", w->file, w->line);
-		else if (!strcmp(pc.origin, before) && pc.size != before_sealed)
+		else if (!strcmp(pc.origin, before) && pc.size > before_sealed)
 			found(v, V_TAMPERED, "%s:%lu: epoch %s names checkpoint %llu of %s, but the "
 			      "log's last checkpoint of it is %llu: its end was cut off", w->file,
 			      w->line, origin, (unsigned long long)pc.size, before,
@@ -265,6 +265,12 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 	default:
 		found(v, V_TAMPERED, "%s:%lu: the checkpoint's signature does not verify (forged "
 		      "or edited)", w->file, w->line);
+		return;
+	}
+	if (json_integer_value(json_object_get(o, "size")) != (json_int_t)cp.size ||
+	    strcmp(json_string_value(json_object_get(o, "origin")) ?: "", cp.origin)) {
+		found(v, V_TAMPERED, "%s:%lu: the checkpoint line's origin or size is not what its "
+		      "signed note says (edited)", w->file, w->line);
 		return;
 	}
 	if (strcmp(cp.origin, v->origin)) {
@@ -480,7 +486,7 @@ static int cmd_log_verify(const struct ctl_opts *o, const struct ctl_cmd *self, 
 
 	memset(&v, 0, sizeof(v));
 	v.json = o->json;
-	for (i = 0; i < argc; i++) {
+	for (i = 1; i < argc; i++) {
 		if ((r = ctl_opt_value(argc, argv, &i, "--key", &val)) != 0) {
 			if (r < 0)
 				return bad_usage(self);
@@ -494,7 +500,7 @@ static int cmd_log_verify(const struct ctl_opts *o, const struct ctl_cmd *self, 
 		} else if (argv[i][0] == '-') {
 			return bad_usage(self);
 		} else {
-			argv[nfiles++] = argv[i];
+			argv[1 + nfiles++] = argv[i];
 		}
 	}
 	if (!nfiles)
@@ -504,7 +510,7 @@ static int cmd_log_verify(const struct ctl_opts *o, const struct ctl_cmd *self, 
 		return -CTL_ECANNOT;
 	v.unsealed = json_array();
 	v.heartbeat_gaps = json_array();
-	for (i = 0; i < nfiles && v.result != V_TAMPERED; i++)
+	for (i = 1; i <= nfiles && v.result != V_TAMPERED; i++)
 		verify_file(&v, argv[i]);
 	if (v.result != V_TAMPERED)
 		end_epoch(&v);
@@ -524,7 +530,7 @@ static int cmd_log_key(const struct ctl_opts *o, const struct ctl_cmd *self, int
 	FILE *f;
 
 	(void)o;
-	for (i = 0; i < argc; i++) {
+	for (i = 1; i < argc; i++) {
 		if ((r = ctl_opt_value(argc, argv, &i, "--key-file", &val)) <= 0)
 			return ctl_usage(self);
 		file = val;

@@ -274,7 +274,8 @@ void tf_audit_tick(struct tf_daemon *d)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (a->lines_since >= d->cfg.log_checkpoint_lines ||
-	    now.tv_sec - a->last_cp.tv_sec >= (time_t)d->cfg.log_checkpoint_s)
+	    (now.tv_sec - a->last_cp.tv_sec) * 1000 + (now.tv_nsec - a->last_cp.tv_nsec) / 1000000 >=
+		    (long long)d->cfg.log_checkpoint_s * 1000)
 		tf_audit_seal(d, a->lines_since ? "checkpoint" : "heartbeat");
 }
 

@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Test that the event log is sealed (docs/audit.md): `tapfence log verify' passes on the log a daemon
+# wrote under load, across a SIGHUP rotation, a kill -9 with a torn last line, and a full disk (the
+# lines it could not write sealed as a gap, verdicts unchanged); that every checkpoint also verifies
+# with an independent implementation (Python's hashlib and cryptography); and that each tampering a
+# reviewer must catch is caught, with the file and line it names: a changed byte, a deleted line, an
+# inserted line, two lines swapped, a truncation (against a trusted checkpoint), a deleted segment,
+# segments swapped, a replayed checkpoint, a forged checkpoint, and the wrong key.
+#
+#   ns g (guest) ─ veth ga|ha ─ ns host (tapfenced) ─ ns inet
+#     10.10.1.2                                         198.51.100.10:80 (allowed), 203.0.113.0/24 (denied)
+set -u
+. "$(dirname "$0")/lib.sh"
+tf_init
+cleanup() { tf_cleanup; }
+trap cleanup EXIT
+
+host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
+ns_add "$host" "$g" "$inet"
+ns_router "$host"
+guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
+inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
+	198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
+L_INET=$T/inet.log
+listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+bpffs_mount "$T/bpffs"
+# The log on a small tmpfs of its own, so that the test can fill it (and give room again).
+mkdir -p "$T/logfs"
+mount -t tmpfs -o size=4m,mode=0755 tmpfs "$T/logfs" || die "cannot mount a tmpfs for the log"
+defer umount -l "$T/logfs"
+session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
+	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+tfd_config "$T/tf.json" '"limits":{"events_per_s":0},"log":{"checkpoint_lines":40,"checkpoint_s":1,"name":"test-node"}'
+# The log lives on the tmpfs; TF_EVENTS follows it for lib.sh's expectations.
+sed -i "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/logfs/events.jsonl\"|" "$T/tf.json"
+TF_EVENTS=$T/logfs/events.jsonl
+TFD_KEEP_LOG=1	# restarts append to the log: it is one sealed history
+KEY=$T/state/log.key.pub
+
+# deny_burst N: the guest sends N datagrams to denied destinations (N deny events).
+deny_burst() {
+	n "$g" "$PY" -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[1])):
+    s.sendto(b"x", ("203.0.113.%d" % (1 + i % 200), 9))' "$1"
+}
+probe() { probe_tcp "$1" "$L_INET" "$g" 10.10.1.2 "$2" 80 "$3"; }
+# verify ARGS...: tapfence log verify with the node's key (a later --key wins), output in verify.out.
+verify() { "$TF_BUILD/tapfence" log verify --key "$KEY" "$@" >"$T/verify.out" 2>&1; }
+# verify_says DESC WANT_RC TEXT FILE...: verify exits WANT_RC and its output contains TEXT.
+verify_says() {
+	local desc=$1 want=$2 text=$3 rc
+	shift 3
+	verify "$@"
+	rc=$?
+	if [ "$rc" -eq "$want" ] && grep -qF -- "$text" "$T/verify.out"; then
+		pass "$desc"
+	else
+		fail "$desc (exit $rc, want $want with \`$text'): $(head -c 300 "$T/verify.out")"
+	fi
+}
+stop_daemon() {
+	kill -TERM "$TFD_PID"
+	wait "$TFD_PID" 2>/dev/null
+	TFD_PID=
+}
+# Independent check: every checkpoint's Ed25519 signature (signed-note format) and RFC 6962 root.
+pycheck() {
+	"$PY" - "$KEY" "$@" <<-'EOF'
+		import base64, hashlib, json, sys
+		from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+		name, keyid, raw = open(sys.argv[1]).read().strip().split("+", 2)
+		raw = base64.b64decode(raw)
+		assert raw[0] == 1 and len(raw) == 33
+		pub = Ed25519PublicKey.from_public_bytes(raw[1:])
+		want_id = hashlib.sha256(name.encode() + b"\n\x01" + raw[1:]).digest()[:4]
+		assert want_id.hex() == keyid, "key id"
+		def mth(h):
+		    if len(h) == 1:
+		        return h[0]
+		    k = 1
+		    while 2 * k < len(h):
+		        k *= 2
+		    return hashlib.sha256(b"\x01" + mth(h[:k]) + mth(h[k:])).digest()
+		leaves, checked = [], 0
+		for path in sys.argv[2:]:
+		    for line in open(path, "rb").read().split(b"\n")[:-1]:
+		        o = json.loads(line)
+		        if o.get("kind") == "epoch":
+		            leaves = []
+		        if o.get("kind") != "checkpoint":
+		            leaves.append(hashlib.sha256(b"\x00" + line).digest())
+		            continue
+		        note = o["note"].encode()
+		        text, sigs = note.split(b"\n\n", 1)
+		        text += b"\n"
+		        prefix = "\u2014 ".encode() + name.encode() + b" "
+		        assert sigs.startswith(prefix), "signature line"
+		        blob = base64.b64decode(sigs[len(prefix):].strip())
+		        assert blob[:4] == want_id
+		        pub.verify(blob[4:], text)
+		        origin, size, root = text.decode().splitlines()[:3]
+		        assert int(size) == len(leaves), "size %s vs %d" % (size, len(leaves))
+		        assert base64.b64decode(root) == mth(leaves), "root"
+		        checked += 1
+		assert checked > 0
+		print("# %d checkpoints checked independently" % checked)
+	EOF
+}
+
+tfd_start "$host"
+check "session a added" tfc session add "$T/a.json"
+check "tapfence log key prints the node's verifier key" \
+	sh -c "test \"\$('$TF_BUILD/tapfence' log key --key-file '$T/state/log.key')\" = \"\$(cat '$KEY')\""
+check "the log key is 0600" test "$(stat -c %a "$T/state/log.key")" = 600
+check "the first line of the log is its epoch line, naming no earlier checkpoint" \
+	sh -c "head -n 1 '$TF_EVENTS' | grep -q '\"kind\":\"epoch\".*\"prev\":null'"
+
+note "phase 1: load, then SIGTERM seals the rest"
+deny_burst 500
+probe "allowed during the load" 198.51.100.10 reached
+sleep 1.5
+stop_daemon
+check "every line but the epoch line and the checkpoints carries seq and prev" "$PY" -c 'import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(not all("seq" in o and "prev" in o for o in ls[1:] if o.get("kind") != "checkpoint"))' "$TF_EVENTS"
+check "the last line is a checkpoint (written at SIGTERM)" \
+	sh -c "tail -n 1 '$TF_EVENTS' | grep -q '\"kind\":\"checkpoint\"'"
+nlines=$(wc -l <"$TF_EVENTS")
+check "the load's 500 denials are in the log ($nlines lines)" test "$nlines" -gt 500
+verify_says "log verify: the whole log is verified" 0 "verified:" "$TF_EVENTS"
+check "log verify --json says verified with no unsealed line" sh -c \
+	"'$TF_BUILD/tapfence' log verify --json --key '$KEY' '$TF_EVENTS' | grep -q '\"unsealed_lines\": 0'"
+check "an independent verifier (hashlib, cryptography) accepts every checkpoint" pycheck "$TF_EVENTS"
+cp "$T/state/log.checkpoint" "$T/trusted.1"
+check "the checkpoint file is the log's last checkpoint" \
+	sh -c "tail -n 1 '$TF_EVENTS' | '$PY' -c 'import json,sys; sys.stdout.write(json.load(sys.stdin)[\"note\"])' | cmp -s - '$T/state/log.checkpoint'"
+
+note "phase 2: tampering, each on a copy, each caught at the line it names"
+L=$T/tamper.jsonl
+# A line k with events at k-1..k+2 (no seal or checkpoint next to it), past the 100th.
+k=$("$PY" -c 'import sys
+ls = open(sys.argv[1]).read().split("\n")
+ev = lambda i: "\"reason\":\"no_rule\"" in ls[i - 1]
+print(next(i for i in range(100, len(ls) - 3) if all(ev(j) for j in range(i - 1, i + 3))))' "$TF_EVENTS")
+sed "${k}s/203\\.0\\.113\\./203.0.114./" "$TF_EVENTS" >"$L"
+verify_says "a changed byte in line $k" 1 "tamper.jsonl:$k (" "$L"
+sed "${k}d" "$TF_EVENTS" >"$L"
+verify_says "line $k deleted" 1 "tamper.jsonl:$k (" "$L"
+sed "${k}p" "$TF_EVENTS" >"$L"
+verify_says "line $k inserted again after itself" 1 "tamper.jsonl:$((k + 1)) (" "$L"
+sed -n "$((k + 1))p" "$TF_EVENTS" >"$T/next"
+sed -e "$((k + 1))d" -e "$((k - 1))r $T/next" "$TF_EVENTS" >"$L"
+verify_says "lines $k and $((k + 1)) swapped" 1 "tamper.jsonl:$k (" "$L"
+cp_lines=$(grep -n '"kind":"checkpoint"' "$TF_EVENTS" | cut -d: -f1)
+c2=$(sed -n 2p <<<"$cp_lines") c3=$(sed -n 3p <<<"$cp_lines")
+head -n "$c2" "$TF_EVENTS" >"$L"
+verify_says "truncated at a checkpoint: verified as far as it goes, without a trusted checkpoint" 0 "verified:" "$L"
+verify_says "truncated at a checkpoint: caught against the trusted checkpoint" 1 "truncated:" \
+	--trusted-checkpoint "$T/trusted.1" "$L"
+verify_says "the whole log against the trusted checkpoint" 0 "verified:" --trusted-checkpoint "$T/trusted.1" "$TF_EVENTS"
+sed -n "${c2}p" "$TF_EVENTS" >"$T/oldcp"
+sed "${c3}r $T/oldcp" "$TF_EVENTS" >"$L"
+verify_says "an old checkpoint replayed later" 1 "tamper.jsonl:$((c3 + 1)):" "$L"
+"$PY" - "$TF_EVENTS" "$L" "$c3" <<-'EOF'
+	import base64, json, sys
+	lines = open(sys.argv[1]).read().split("\n")
+	i = int(sys.argv[3]) - 1
+	o = json.loads(lines[i])
+	text, sig = o["note"].split("\n\n", 1)
+	origin, size, root = text.split("\n")[:3]
+	forged = bytearray(base64.b64decode(root)); forged[0] ^= 1
+	o["note"] = "\n".join([origin, size, base64.b64encode(bytes(forged)).decode()]) + "\n\n" + sig
+	lines[i] = json.dumps(o, separators=(",", ":"))
+	open(sys.argv[2], "w").write("\n".join(lines))
+EOF
+verify_says "a forged checkpoint (another root under the old signature)" 1 "tamper.jsonl:$c3: the checkpoint's signature" "$L"
+openssl genpkey -algorithm ed25519 -out "$T/other.pem" 2>/dev/null
+"$PY" - "$T/other.pem" >"$T/other.pub" <<-'EOF'
+	import base64, hashlib, sys
+	from cryptography.hazmat.primitives import serialization
+	k = serialization.load_pem_private_key(open(sys.argv[1], "rb").read(), None)
+	pub = k.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+	name = b"tapfence/test-node"
+	kid = hashlib.sha256(name + b"\n\x01" + pub).digest()[:4].hex()
+	print("%s+%s+%s" % (name.decode(), kid, base64.b64encode(b"\x01" + pub).decode()))
+EOF
+verify_says "the wrong key: cannot verify (exit 2), saying so" 2 "wrong key" --key "$T/other.pub" "$TF_EVENTS"
+
+note "phase 3: a rotation (SIGHUP) continues the tree in the new file"
+tfd_start "$host"
+check "a restart's epoch line names the previous epoch's last checkpoint" \
+	sh -c "grep '\"kind\":\"epoch\"' '$TF_EVENTS' | tail -n 1 | grep -q '\"prev\":\"tapfence/test-node/'"
+deny_burst 100
+sleep 0.5
+mv "$TF_EVENTS" "$TF_EVENTS.1"
+kill -HUP "$TFD_PID"
+check "the new file starts with a continue line" wait_for 3 sh -c "head -n 1 '$TF_EVENTS' 2>/dev/null | grep -q '\"kind\":\"continue\"'"
+deny_burst 100
+sleep 0.5
+mv "$TF_EVENTS" "$TF_EVENTS.2"
+kill -HUP "$TFD_PID"
+wait_for 3 test -s "$TF_EVENTS"
+deny_burst 100
+sleep 1.5
+stop_daemon
+verify_says "three segments, in order" 0 "verified:" "$TF_EVENTS.1" "$TF_EVENTS.2" "$TF_EVENTS"
+check "independently too" pycheck "$TF_EVENTS.1" "$TF_EVENTS.2" "$TF_EVENTS"
+verify_says "the middle segment deleted" 1 "events.jsonl:1: this file goes on from another point" \
+	"$TF_EVENTS.1" "$TF_EVENTS"
+verify_says "segments swapped" 1 "out of order" "$TF_EVENTS.2" "$TF_EVENTS.1" "$TF_EVENTS"
+verify_says "the last segment alone: cannot verify (exit 2)" 2 "give the earlier files too" "$TF_EVENTS"
+
+note "phase 4: kill -9 under load, a torn last line, and the next start"
+tfd_start "$host"
+deny_burst 3000 &
+burst=$!
+sleep 0.3
+kill -KILL "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+wait "$burst"
+printf '{"time":"2026-12-01T00:00:00Z","session":"a","verd' >>"$TF_EVENTS"
+tfd_start "$host"
+check "the next epoch says it found a torn tail" \
+	sh -c "grep '\"kind\":\"epoch\"' '$TF_EVENTS' | tail -n 1 | grep -q '\"torn_tail\":true'"
+deny_burst 50
+sleep 1.5
+stop_daemon
+ALL=("$TF_EVENTS.1" "$TF_EVENTS.2" "$TF_EVENTS")
+verify_says "kill -9: the log verifies, the killed epoch's tail reported unsealed" 0 "unsealed (not verified):" "${ALL[@]}"
+check "... and every sealed line counts" sh -c "grep -q '^verified: ' '$T/verify.out'"
+
+note "phase 5: a full disk never changes a verdict; what could not be written is sealed as a gap"
+tfd_start "$host"
+head -c 4M /dev/zero >"$T/logfs/fill" 2>/dev/null
+deny_burst 2000
+probe "allowed while the log's disk is full" 198.51.100.10 reached
+probe "denied while the log's disk is full" 203.0.113.10 blocked
+check "the daemon says it cannot write its log" grep -q "cannot write: No space left" "$T/tapfenced.log"
+rm -f "$T/logfs/fill"
+sleep 1.5
+stop_daemon
+check "a seal line counts the unwritten lines" "$PY" -c 'import json, sys
+seals = [json.loads(l) for l in open(sys.argv[1]) if "\"kind\":\"seal\"" in l]
+sys.exit(not any(s["unwritten"] > 0 for s in seals))' "$TF_EVENTS"
+verify_says "the log with a gap verifies" 0 "verified:" "${ALL[@]}"
+n "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup >>"$T/tapfenced.log" 2>&1
+
+tf_done
