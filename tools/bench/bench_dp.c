@@ -1020,10 +1020,12 @@ static int part_scaling(struct bench *b, int quick, json_t *out)
 
 /*
  * The daemon's drain loop alone (user/daemon/events.c: tf_events_drain(),
- * every event formatted as a JSON line and written to the log file): a
- * flood of denied packets with every event written (events_per_s = 0)
- * fills the ring buffer, then one drain of all of it is timed. The log is
- * a file in a scratch directory under /tmp, emptied after each round.
+ * every event formatted as a JSON line, sealed into the log's tree and
+ * written to the log file; auditlog.c): a flood of denied packets with
+ * every event written (events_per_s = 0) fills the ring buffer, then one
+ * drain of all of it is timed, with checkpoints at the daemon's default
+ * cadence. The log is a file in a scratch directory under /tmp, rotated
+ * away (SIGHUP's path) and removed after each round.
  */
 static int part_events(struct bench *b, int quick, json_t *out)
 {
@@ -1033,7 +1035,7 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	static struct tf_daemon d;
 	static struct tf_sess sess;
 	static struct series v;
-	char dir[] = "/tmp/tapfence-bench.XXXXXX", log[64];
+	char dir[] = "/tmp/tapfence-bench.XXXXXX", log[64], old[80];
 	unsigned int n = quick ? 100000 : 500000, rounds = quick ? 3 : 5, r;
 	struct timespec t0, t1;
 	struct sbuf sb = {};
@@ -1056,6 +1058,8 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	memset(&d, 0, sizeof(d));
 	d.cfg = b->cfg;
 	snprintf(d.cfg.event_log, sizeof(d.cfg.event_log), "%s", log);
+	snprintf(d.cfg.state_dir, sizeof(d.cfg.state_dir), "%s", dir);
+	snprintf(old, sizeof(old), "%s.old", log);
 	d.dp = b->dp;	/* borrowed: closed by bench_close() */
 	memset(&sess, 0, sizeof(sess));
 	err = session_write(&b->dp, b->cfg.max_rules, MAIN_SID, IFINDEX_LO, 10, &sb, &sess.spec);
@@ -1089,8 +1093,8 @@ static int part_events(struct bench *b, int quick, json_t *out)
 		}
 		secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		v.s[v.n++] = n / secs;
-		if (fflush(d.event_log) || ftruncate(fileno(d.event_log), 0))
-			err = err ? err : -errno;
+		if (rename(log, old) || tf_events_reopen(&d) || unlink(old))
+			err = err ? err : -EIO;
 	}
 	if (!err) {
 		json_t *m = metric_json(&v, NULL, "events", n);
@@ -1103,6 +1107,12 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	tf_events_close(&d);
 	tf_spec_free(&sess.spec);
 cleanup_dir:
+	unlink(log);
+	snprintf(log, sizeof(log), "%s/log.key", dir);
+	unlink(log);
+	snprintf(log, sizeof(log), "%s/log.key.pub", dir);
+	unlink(log);
+	snprintf(log, sizeof(log), "%s/log.checkpoint", dir);
 	unlink(log);
 	rmdir(dir);
 cleanup_dp:

@@ -7,7 +7,7 @@
  * verifier can name the first line that was edited, dropped, inserted or
  * moved (the signed roots are what proves it; these only point). Every checkpoint_lines
  * lines, every checkpoint_s seconds (a heartbeat, also when nothing
- * happened), on SIGHUP and at exit, a sealed "seal" line states the
+ * happened), at start, on SIGHUP and at exit, a sealed "seal" line states the
  * epoch's totals of lost, suppressed and unwritten events, and a
  * "checkpoint" line (not a leaf) carries a C2SP checkpoint of the tree so
  * far, signed as a signed note with the node's Ed25519 key; the newest
@@ -221,6 +221,7 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 
 	if (!a)
 		return 0;
+	/* why: start, checkpoint, heartbeat, rotate or stop (docs/audit.md). */
 	now_rfc3339(tbuf, sizeof(tbuf));
 	n = snprintf(line, sizeof(line),
 		     "{\"time\":\"%s\",\"kind\":\"seal\",\"reason\":\"%s\",\"origin\":\"%s\","
@@ -447,11 +448,13 @@ int tf_audit_open(struct tf_daemon *d)
 	}
 	tf_merkle_init(&a->tree);
 	ret = epoch_line(d, "epoch", torn);
+	/* Sealed at once: the epoch is signed before anything happens in it. */
+	if (!ret)
+		ret = tf_audit_seal(d, "start");
 	if (ret) {
 		pr_warn("cannot write to event log `%s': %s\n", d->cfg.event_log, strerror(-ret));
 		goto fail;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &a->last_cp);
 	return 0;
 fail:
 	tf_audit_close_fd(d);
