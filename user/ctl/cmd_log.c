@@ -49,7 +49,7 @@ struct verify {
 	/* origins of epochs whose start was not in the input (a "continue" came first) */
 	char midstart[TF_ORIGIN_MAX];
 	/* totals */
-	unsigned int epochs, checkpoints, gaps;
+	unsigned int epochs, checkpoints, gaps, resumed;
 	__u64 sealed_lines, unsealed_lines;
 	json_t *unsealed;	/* [{origin, file, line, lines}] */
 	json_t *heartbeat_gaps;
@@ -306,6 +306,54 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 	snprintf(v->last_note, sizeof(v->last_note), "%s", note);
 }
 
+/*
+ * A file that goes on from an earlier one (a rotation), verified without it:
+ * its continue line carries the signed checkpoint of the size it goes on
+ * from and the tree's right edge there, which must hash to that root.
+ */
+static int resume(struct verify *v, json_t *o, const struct where *w)
+{
+	const char *note = json_string_value(json_object_get(o, "checkpoint"));
+	json_t *edge = json_object_get(o, "frontier"), *e;
+	struct tf_checkpoint cp;
+	__u8 root[TF_HASH_LEN];
+	size_t k = 0;
+	int i;
+
+	if (!note || !json_is_array(edge) ||
+	    tf_note_verify(&v->key, note, strlen(note), &cp) != TF_NOTE_OK ||
+	    json_integer_value(json_object_get(o, "size")) != (json_int_t)cp.size ||
+	    strcmp(json_string_value(json_object_get(o, "origin")) ?: "", cp.origin))
+		return 0;
+	tf_merkle_init(&v->tree);
+	v->tree.size = cp.size;
+	for (i = 0; i < 64; i++) {
+		if (!(cp.size >> i & 1))
+			continue;
+		e = json_array_get(edge, k++);
+		if (!json_is_string(e) || tf_b64_decode(json_string_value(e), json_string_length(e),
+							v->tree.node[i], TF_HASH_LEN) != TF_HASH_LEN)
+			return 0;
+	}
+	if (k != json_array_size(edge) || tf_merkle_root(&v->tree, root) ||
+	    memcmp(root, cp.root, TF_HASH_LEN)) {
+		found(v, V_TAMPERED, "%s:%lu: the tree edge this file goes on from is not the one "
+		      "its checkpoint seals", w->file, w->line);
+		return 0;
+	}
+	v->in_epoch = 1;
+	v->resumed++;
+	snprintf(v->origin, sizeof(v->origin), "%s", cp.origin);
+	v->sealed = cp.size;
+	v->broken = 0;
+	v->last_seal_time = 0;
+	v->checkpoint_s = 0;
+	snprintf(v->last_note, sizeof(v->last_note), "%s", note);
+	if (v->have_trusted && !strcmp(cp.origin, v->trusted.origin))
+		v->trusted_epoch_seen = 1;
+	return 1;
+}
+
 static void on_line(struct verify *v, const char *line, size_t len, const struct where *wpos)
 {
 	struct where w = *wpos;
@@ -323,9 +371,14 @@ static void on_line(struct verify *v, const char *line, size_t len, const struct
 
 		if (kind && !strcmp(kind, "continue") && origin && !v->midstart[0])
 			snprintf(v->midstart, sizeof(v->midstart), "%s", origin);
-		found(v, V_CANNOT, "%s:%lu: lines before any epoch start in these files (give the "
-		      "earlier files too)", w.file, w.line);
-		v->unsealed_lines++;
+		if (kind && !strcmp(kind, "continue") && resume(v, o, &w)) {
+			w.index = v->tree.size;
+			push_leaf(v, line, len, &w);
+		} else {
+			found(v, V_CANNOT, "%s:%lu: lines before any epoch start in these files (give "
+			      "the earlier files too)", w.file, w.line);
+			v->unsealed_lines++;
+		}
 	} else {
 		w.index = v->tree.size;
 		chain_check(v, o, &w);
@@ -438,8 +491,9 @@ static int verify_report(struct verify *v)
 	else if (v->result == V_CANNOT)
 		printf("cannot verify: %s\n", v->problem);
 	else
-		printf("verified: %llu lines in %u epoch(s), sealed by %u checkpoint(s)%s\n",
-		       (unsigned long long)v->sealed_lines, v->epochs, v->checkpoints,
+		printf("verified: %llu lines in %u epoch(s)%s, sealed by %u checkpoint(s)%s\n",
+		       (unsigned long long)v->sealed_lines, v->epochs + v->resumed,
+		       v->resumed ? " (some from a rotated file on)" : "", v->checkpoints,
 		       v->have_trusted ? ", up to the trusted checkpoint at least" : "");
 	if (v->unsealed_lines)
 		printf("unsealed (not verified): %llu line(s) after the last checkpoint of their "

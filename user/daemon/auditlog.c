@@ -18,14 +18,18 @@
  * lines are left out of the tree and counted as unwritten, and the next
  * seal line says so. Sealed bytes are never rewritten.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/log.h"
 #include "common/seal.h"
@@ -53,7 +57,15 @@ struct tf_audit {
 	__u64 lines_since;		/* leaves since the last checkpoint */
 	struct timespec last_cp;	/* CLOCK_MONOTONIC */
 	int failing;			/* the last batch failed (warned once) */
+	char note[TF_NOTE_MAX];		/* the last checkpoint, signed (a continue line carries it) */
+	time_t opened;			/* CLOCK_MONOTONIC seconds the current file was opened */
+	/* A closed segment being compressed, a chunk per tick (zip_in < 0: none). */
+	int zip_in;
+	gzFile zip_out;
+	char zip_src[PATH_MAX];
 };
+
+#define ZIP_CHUNK (1u << 20)
 
 static void now_rfc3339(char *buf, size_t len)
 {
@@ -258,6 +270,7 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 	a->committed += n;
 	a->checkpoints++;
 	a->sealed_size = cp.size;
+	memcpy(a->note, note, len + 1);
 	a->lines_since = 0;
 	checkpoint_file(d, note, len);
 	if (d->foreground)
@@ -265,6 +278,9 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 	tf_ctl_broadcast(d, 0, line, n - 1);
 	return 0;
 }
+
+static void rotate(struct tf_daemon *d);
+static void zip_step(struct tf_daemon *d);
 
 void tf_audit_tick(struct tf_daemon *d)
 {
@@ -274,6 +290,12 @@ void tf_audit_tick(struct tf_daemon *d)
 	if (!a)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	zip_step(d);
+	if ((d->cfg.log_segment_bytes && (unsigned long long)a->committed >= d->cfg.log_segment_bytes) ||
+	    (d->cfg.log_segment_age_s && now.tv_sec - a->opened >= (time_t)d->cfg.log_segment_age_s)) {
+		rotate(d);
+		return;
+	}
 	if (a->lines_since >= d->cfg.log_checkpoint_lines ||
 	    (now.tv_sec - a->last_cp.tv_sec) * 1000 + (now.tv_nsec - a->last_cp.tv_nsec) / 1000000 >=
 		    (long long)d->cfg.log_checkpoint_s * 1000)
@@ -340,10 +362,38 @@ static void prev_checkpoint(struct tf_daemon *d, char *q, size_t qlen, char *why
 }
 
 /* The first leaf of an epoch (or of a file after a rotation); no "prev". */
+/*
+ * The first line of a file after a rotation: the tree goes on at size S.
+ * It carries the checkpoint of size S and the tree's right edge (the roots
+ * of its complete subtrees, smallest first), so the file can be verified
+ * without the files before it (docs/audit.md).
+ */
+static size_t continue_line(const struct tf_audit *a, const char *tbuf, int torn, char *line,
+			    size_t cap)
+{
+	char q[2 * TF_NOTE_MAX], b64[64];
+	size_t n;
+	int i;
+
+	n = snprintf(line, cap, "{\"time\":\"%s\",\"kind\":\"continue\",\"origin\":\"%s\","
+		     "\"size\":%llu,\"torn_tail\":%s", tbuf, a->origin,
+		     (unsigned long long)a->tree.size, torn ? "true" : "false");
+	if (n >= cap || a->sealed_size != a->tree.size || !json_quote(a->note, q, sizeof(q)))
+		return n < cap ? n + snprintf(line + n, cap - n, "}") : cap;
+	n += snprintf(line + n, cap - n, ",\"checkpoint\":%s,\"frontier\":[", q);
+	for (i = 0; i < 64 && n < cap; i++) {
+		if (!(a->tree.size >> i & 1))
+			continue;
+		tf_b64_encode(a->tree.node[i], TF_HASH_LEN, b64, sizeof(b64));
+		n += snprintf(line + n, cap - n, "%s\"%s\"", line[n - 1] == '[' ? "" : ",", b64);
+	}
+	return n < cap ? n + snprintf(line + n, cap - n, "]}") : cap;
+}
+
 static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 {
 	struct tf_audit *a = d->audit;
-	char line[4096], tbuf[48], prev[2 * TF_NOTE_MAX], why[128];
+	char line[8192], tbuf[48], prev[2 * TF_NOTE_MAX], why[128];
 	size_t n;
 
 	now_rfc3339(tbuf, sizeof(tbuf));
@@ -356,10 +406,7 @@ static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 			     tbuf, a->origin, a->vkey, d->cfg.log_checkpoint_lines,
 			     d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
 	} else {
-		n = snprintf(line, sizeof(line),
-			     "{\"time\":\"%s\",\"kind\":\"continue\",\"origin\":\"%s\",\"size\":%llu,"
-			     "\"torn_tail\":%s}",
-			     tbuf, a->origin, (unsigned long long)a->tree.size, torn ? "true" : "false");
+		n = continue_line(a, tbuf, torn, line, sizeof(line));
 	}
 	if (n >= sizeof(line) || !audit_leaf(d, line, n, sizeof(line), strcmp(kind, "epoch")))
 		return -ENOSPC;
@@ -411,6 +458,7 @@ int tf_audit_open(struct tf_daemon *d)
 	if (!a)
 		return -ENOMEM;
 	a->fd = -1;
+	a->zip_in = -1;
 	d->audit = a;
 	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
 	slash = strrchr(dir, '/');
@@ -451,6 +499,7 @@ int tf_audit_open(struct tf_daemon *d)
 	/* Sealed at once: the epoch is signed before anything happens in it. */
 	if (!ret)
 		ret = tf_audit_seal(d, "start");
+	a->opened = a->last_cp.tv_sec;
 	if (ret) {
 		pr_warn("cannot write to event log `%s': %s\n", d->cfg.event_log, strerror(-ret));
 		goto fail;
@@ -461,14 +510,13 @@ fail:
 	return ret;
 }
 
-/* SIGHUP: seal the old file, reopen by name, go on with the same tree in the new one. */
-int tf_audit_reopen(struct tf_daemon *d)
+/* Seal the file, open event_log anew (another file by now), go on with the tree there. */
+static int switch_file(struct tf_daemon *d)
 {
 	struct tf_audit *a = d->audit;
-	int fd = a ? a->fd : -1, torn, ret;
+	int fd = a->fd, torn, ret;
+	struct timespec now;
 
-	if (!a)
-		return -EBADF;
 	tf_audit_seal(d, "rotate");
 	ret = log_open(d, &torn);
 	if (ret) {
@@ -476,7 +524,210 @@ int tf_audit_reopen(struct tf_daemon *d)
 		return ret;
 	}
 	close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	a->opened = now.tv_sec;
 	return epoch_line(d, "continue", torn);
+}
+
+/* SIGHUP: the file was moved away (an external rotation). */
+int tf_audit_reopen(struct tf_daemon *d)
+{
+	return d->audit ? switch_file(d) : -EBADF;
+}
+
+/* A sealed line of the log's own (retention): a JSON object's members after "time" and "kind". */
+__attribute__((format(printf, 3, 4)))
+static void log_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
+{
+	char line[1024], tbuf[48];
+	va_list ap;
+	size_t n;
+
+	now_rfc3339(tbuf, sizeof(tbuf));
+	n = snprintf(line, sizeof(line), "{\"time\":\"%s\",\"kind\":\"%s\",", tbuf, kind);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, fmt, ap);
+	va_end(ap);
+	if (n + 2 < sizeof(line) - 64) {
+		line[n++] = '}';
+		audit_leaf(d, line, n, sizeof(line), 1);
+	}
+}
+
+struct segment {
+	char name[NAME_MAX + 1];
+	off_t size;
+	time_t mtime;
+};
+
+static int seg_cmp(const void *x, const void *y)
+{
+	return strcmp(((const struct segment *)x)->name, ((const struct segment *)y)->name);
+}
+
+/*
+ * Closed segments are <event_log>.<UTC time, ns>Z[.gz]: remove the oldest while
+ * they add up to more than retain_bytes, and any older than retain_days. The one being compressed is left to the next pass. Each
+ * removal is a sealed line of the log.
+ */
+static void retention(struct tf_daemon *d)
+{
+	struct tf_audit *a = d->audit;
+	char dir[PATH_MAX], base[PATH_MAX], path[PATH_MAX * 2];
+	struct segment *seg = NULL, *tmp;
+	size_t n = 0, cap = 0, blen, i;
+	unsigned long long total = 0;
+	time_t now = time(NULL);
+	struct dirent *de;
+	struct stat st;
+	DIR *dp;
+
+	if (!d->cfg.log_retain_bytes && !d->cfg.log_retain_days)
+		return;
+	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
+	snprintf(base, sizeof(base), "%s.", basename(dir));
+	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
+	dirname(dir);
+	blen = strlen(base);
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	while ((de = readdir(dp))) {
+		size_t l = strlen(de->d_name);
+
+		if (strncmp(de->d_name, base, blen) || (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap) {
+			tmp = realloc(seg, (cap = cap ? 2 * cap : 16) * sizeof(*seg));
+			if (!tmp)
+				break;
+			seg = tmp;
+		}
+		snprintf(seg[n].name, sizeof(seg[n].name), "%s", de->d_name);
+		seg[n].size = st.st_size;
+		seg[n].mtime = st.st_mtime;
+		total += st.st_size;
+		n++;
+	}
+	closedir(dp);
+	qsort(seg, n, sizeof(*seg), seg_cmp);
+	for (i = 0; i < n; i++) {
+		int old = d->cfg.log_retain_days &&
+			  now - seg[i].mtime > (time_t)d->cfg.log_retain_days * 86400;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, seg[i].name);
+		if (a->zip_in >= 0 && !strncmp(path, a->zip_src, strlen(a->zip_src)))
+			continue;
+		if (!old && (!d->cfg.log_retain_bytes || total <= d->cfg.log_retain_bytes))
+			break;
+		if (unlink(path))
+			continue;
+		total -= seg[i].size;
+		pr_info("event log: removed segment `%s' (%lld bytes, retention)\n", path,
+			(long long)seg[i].size);
+		log_note(d, "retention", "\"removed\":\"%s\",\"bytes\":%lld,\"why\":\"%s\"",
+			 seg[i].name, (long long)seg[i].size, old ? "retain_days" : "retain_bytes");
+	}
+	free(seg);
+}
+
+static void zip_end(struct tf_audit *a, int ok)
+{
+	char tmp[PATH_MAX + 8], dst[PATH_MAX + 8];
+
+	snprintf(tmp, sizeof(tmp), "%s.gz.tmp", a->zip_src);
+	snprintf(dst, sizeof(dst), "%s.gz", a->zip_src);
+	if (gzclose(a->zip_out) != Z_OK)
+		ok = 0;
+	close(a->zip_in);
+	a->zip_in = -1;
+	a->zip_out = NULL;
+	if (ok && !link(tmp, dst)) {
+		unlink(tmp);
+		unlink(a->zip_src);
+		return;
+	}
+	pr_warn("event log: cannot compress `%s' (kept as it is)\n", a->zip_src);
+	unlink(tmp);
+}
+
+/* Compress a chunk of the closed segment; at its end, replace it with the .gz. */
+static void zip_step(struct tf_daemon *d)
+{
+	struct tf_audit *a = d->audit;
+	static char buf[ZIP_CHUNK];
+	ssize_t n;
+
+	if (a->zip_in < 0)
+		return;
+	n = read(a->zip_in, buf, sizeof(buf));
+	if (n > 0 && gzwrite(a->zip_out, buf, (unsigned int)n) == n)
+		return;
+	zip_end(a, n == 0);
+	retention(d);
+}
+
+static void zip_start(struct tf_daemon *d, const char *src)
+{
+	struct tf_audit *a = d->audit;
+	char tmp[PATH_MAX + 8];
+	int out;
+
+	while (a->zip_in >= 0)	/* one at a time: finish the one before */
+		zip_step(d);
+	snprintf(a->zip_src, sizeof(a->zip_src), "%s", src);
+	snprintf(tmp, sizeof(tmp), "%s.gz.tmp", src);
+	a->zip_in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+	a->zip_out = out >= 0 ? gzdopen(out, "wb6") : NULL;
+	if (a->zip_in < 0 || !a->zip_out) {
+		pr_warn("event log: cannot compress `%s': %s\n", src, strerror(errno));
+		if (a->zip_in >= 0)
+			close(a->zip_in);
+		if (out >= 0 && !a->zip_out)
+			close(out);
+		if (a->zip_out)
+			gzclose(a->zip_out);
+		a->zip_in = -1;
+		a->zip_out = NULL;
+		unlink(tmp);
+	}
+}
+
+/* Size or age reached: the daemon rotates the file itself, then compresses the closed one. */
+static void rotate(struct tf_daemon *d)
+{
+	char seg[PATH_MAX], ts[32];
+	struct timespec t;
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	gmtime_r(&t.tv_sec, &tm);
+	n = strftime(ts, sizeof(ts), "%Y%m%dT%H%M%S", &tm);
+	snprintf(ts + n, sizeof(ts) - n, ".%09ldZ", t.tv_nsec);
+	if (snprintf(seg, sizeof(seg), "%s.%s", d->cfg.event_log, ts) >= (int)sizeof(seg))
+		return;
+	/* link + unlink, not rename: never over an existing segment. */
+	if (link(d->cfg.event_log, seg) || unlink(d->cfg.event_log)) {
+		pr_warn("event log: cannot rotate to `%s': %s (going on in this file)\n", seg,
+			strerror(errno));
+		d->audit->opened = d->audit->opened + (time_t)d->cfg.log_segment_age_s / 2 + 1;
+		return;
+	}
+	if (switch_file(d)) {
+		pr_warn("event log: cannot open a new `%s' after rotating: %s\n", d->cfg.event_log,
+			strerror(errno));
+		return;
+	}
+	pr_info("event log: rotated to `%s'\n", seg);
+	if (d->cfg.log_compress)
+		zip_start(d, seg);
+	else
+		retention(d);
 }
 
 void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, __u64 *unwritten)
@@ -494,6 +745,8 @@ void tf_audit_close_fd(struct tf_daemon *d)
 
 	if (!a)
 		return;
+	while (a->zip_in >= 0)
+		zip_step(d);
 	if (a->fd >= 0)
 		close(a->fd);
 	tf_signer_close(&a->key);

@@ -17,6 +17,11 @@ void tf_config_defaults(struct tf_config *c)
 	snprintf(c->event_log, sizeof(c->event_log), "/var/log/tapfence/events.jsonl");
 	c->log_checkpoint_lines = 10000;
 	c->log_checkpoint_s = 10;
+	c->log_segment_bytes = 64ULL << 20;
+	c->log_segment_age_s = 86400;
+	c->log_compress = 1;
+	c->log_retain_bytes = 1ULL << 30;
+	c->log_retain_days = 90;
 	c->attach_mode = TF_ATTACH_TC;
 	c->nat64_floor = 1;
 	c->max_sessions = 1024;
@@ -150,7 +155,20 @@ static int parse_floor(const json_t *o, struct tf_config *c, char *err, size_t e
 	return 0;
 }
 
-/* "log": the sealed event log's key, name and checkpoint cadence (docs/audit.md). */
+static int set_u64(const json_t *v, const char *field, unsigned long long lo,
+		   unsigned long long hi, unsigned long long *dst, char *err, size_t errlen)
+{
+	json_int_t n = json_integer_value(v);
+
+	if (!json_is_integer(v) || n < 0 || (unsigned long long)n < lo || (unsigned long long)n > hi) {
+		snprintf(err, errlen, "%s: expected an integer in %llu-%llu", field, lo, hi);
+		return -EINVAL;
+	}
+	*dst = (unsigned long long)n;
+	return 0;
+}
+
+/* "log": the sealed event log's key, name, checkpoints, segments and retention (docs/audit.md). */
 static int parse_log(const json_t *o, struct tf_config *c, char *err, size_t errlen)
 {
 	const char *key, *s, *p;
@@ -180,6 +198,28 @@ static int parse_log(const json_t *o, struct tf_config *c, char *err, size_t err
 				       err, errlen);
 		} else if (!strcmp(key, "checkpoint_s")) {
 			ret = set_uint(v, "log.checkpoint_s", 1, 3600, &c->log_checkpoint_s, err, errlen);
+		} else if (!strcmp(key, "segment_bytes")) {
+			ret = set_u64(v, "log.segment_bytes", 0, 1ULL << 40, &c->log_segment_bytes, err,
+				      errlen);
+			if (!ret && c->log_segment_bytes && c->log_segment_bytes < 4096) {
+				snprintf(err, errlen, "log.segment_bytes: `%llu' is below 4096 (0: no "
+					 "rotation by size)", c->log_segment_bytes);
+				ret = -EINVAL;
+			}
+		} else if (!strcmp(key, "segment_age_s")) {
+			ret = set_uint(v, "log.segment_age_s", 0, 366 * 86400, &c->log_segment_age_s, err,
+				       errlen);
+		} else if (!strcmp(key, "compress")) {
+			ret = json_is_boolean(v) ? 0 : -EINVAL;
+			if (ret)
+				snprintf(err, errlen, "log.compress: expected true or false");
+			else
+				c->log_compress = json_is_true(v);
+		} else if (!strcmp(key, "retain_bytes")) {
+			ret = set_u64(v, "log.retain_bytes", 0, 1ULL << 50, &c->log_retain_bytes, err,
+				      errlen);
+		} else if (!strcmp(key, "retain_days")) {
+			ret = set_uint(v, "log.retain_days", 0, 36500, &c->log_retain_days, err, errlen);
 		} else {
 			snprintf(err, errlen, "log: unknown field `%s'", key);
 			ret = -EINVAL;

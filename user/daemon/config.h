@@ -26,6 +26,11 @@ struct tf_config {
 	char log_name[64];
 	unsigned int log_checkpoint_lines;	/* a checkpoint after this many lines ... */
 	unsigned int log_checkpoint_s;		/* ... or this many seconds (a heartbeat) */
+	unsigned long long log_segment_bytes;	/* the daemon rotates at this size (0: never) ... */
+	unsigned int log_segment_age_s;		/* ... or age (0: never) */
+	int log_compress;			/* gzip closed segments */
+	unsigned long long log_retain_bytes;	/* closed segments, at most (0: no bound) */
+	unsigned int log_retain_days;		/* closed segments older than this are removed (0: kept) */
 	char socket_group[64];		/* "" = root's group */
 	char user[64];			/* run as this user after start-up; "" = stay uid 0 */
 	/* Control-socket peers allowed besides uid 0 (SO_PEERCRED). */
