@@ -14,6 +14,7 @@ PKGS=(
 	iperf3 nftables gnuplot-nox
 	qemu-system-x86 busybox-static libc6-dev # tests/vm: microVM guests (tools/vm/build-image.sh)
 	valgrind # tests/netns/test_soak.sh: the daemon under memcheck
+	rsyslog # tests/netns/test_audit_ship.sh: the sealed log shipped off the node by a real shipper
 )
 
 missing=()
