@@ -142,6 +142,68 @@ static void test_checkpoint_roundtrip(void)
 	tf_signer_close(&other);
 }
 
+/* Every leaf of every tree up to 40 leaves: its proof verifies, and fails for any other leaf, size or bit. */
+static void test_proofs(void)
+{
+	__u8 leaves[40][TF_HASH_LEN], root[TF_HASH_LEN], proof[TF_PROOF_MAX][TF_HASH_LEN], bad[TF_HASH_LEN];
+	unsigned int n, m, ok = 0, bad_ok = 0, total = 0;
+	struct tf_merkle mk;
+	struct tf_tree t, r;
+	size_t len;
+	__u8 b = 0;
+
+	tf_merkle_init(&mk);
+	tf_tree_init(&t, NULL);
+	for (n = 0; n < 40; n++) {
+		b = (__u8)n;
+		if (tf_leaf_hash(&b, 1, leaves[n]) || tf_tree_push(&t, leaves[n]))
+			break;
+	}
+	for (n = 1; n <= 40; n++) {
+		tf_merkle_push(&mk, leaves[n - 1]);
+		tf_merkle_root(&mk, root);
+		for (m = 0; m < n; m++) {
+			total++;
+			if (tf_tree_proof(&t, m, n, proof, &len))
+				continue;
+			ok += tf_inclusion_verify(leaves[m], m, n, (const __u8 (*)[32])proof, len, root);
+			bad_ok += tf_inclusion_verify(leaves[(m + 1) % 40], m, n,
+						      (const __u8 (*)[32])proof, len, root);
+			if (len) {
+				proof[len - 1][3] ^= 0x40;
+				bad_ok += tf_inclusion_verify(leaves[m], m, n, (const __u8 (*)[32])proof,
+							      len, root);
+			}
+			bad_ok += n > 1 && tf_inclusion_verify(leaves[m], m, n + 1,
+							       (const __u8 (*)[32])proof, len, root);
+		}
+	}
+	CHECK_EQ("an inclusion proof for every leaf of every tree of 1-40 leaves verifies", ok, total);
+	CHECK_EQ("... and none with another leaf, a flipped bit or another tree size", bad_ok, 0);
+
+	/* A reader that knows only the edge at 13 and the leaves after it proves those leaves. */
+	tf_merkle_init(&mk);
+	for (n = 0; n < 13; n++)
+		tf_merkle_push(&mk, leaves[n]);
+	tf_tree_init(&r, &mk);
+	for (n = 13; n < 40; n++)
+		if (tf_tree_push(&r, leaves[n]))
+			break;
+	for (n = 13; n < 40; n++)
+		tf_merkle_push(&mk, leaves[n]);
+	tf_merkle_root(&mk, root);
+	for (m = 13, ok = 0; m < 40; m++) {
+		if (!tf_tree_proof(&r, m, 40, proof, &len))
+			ok += tf_inclusion_verify(leaves[m], m, 40, (const __u8 (*)[32])proof, len, root);
+	}
+	CHECK_EQ("from the edge at 13 on, leaves 13-39 are proven in the tree of 40", ok, 27);
+	CHECK_EQ("a leaf before the edge cannot be proven", tf_tree_proof(&r, 12, 40, proof, &len), -ERANGE);
+	memset(bad, 0, sizeof(bad));
+	CHECK_EQ("index past the size refused", tf_inclusion_verify(bad, 40, 40, NULL, 0, root), 0);
+	tf_tree_free(&t);
+	tf_tree_free(&r);
+}
+
 static void test_b64(void)
 {
 	__u8 out[8];
@@ -159,6 +221,7 @@ int main(void)
 	test_merkle();
 	test_note_reference();
 	test_checkpoint_roundtrip();
+	test_proofs();
 	test_b64();
 	return CHECK_EXIT();
 }

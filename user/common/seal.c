@@ -92,6 +92,180 @@ int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN])
 	return 0;
 }
 
+void tf_tree_init(struct tf_tree *t, const struct tf_merkle *edge)
+{
+	memset(t, 0, sizeof(*t));
+	if (edge)
+		t->edge = *edge;
+	t->base = t->size = t->edge.size;
+}
+
+void tf_tree_free(struct tf_tree *t)
+{
+	int k;
+
+	free(t->leaf);
+	for (k = 0; k < 64; k++) {
+		free(t->memo[k]);
+		free(t->have[k]);
+	}
+	memset(t, 0, sizeof(*t));
+}
+
+int tf_tree_push(struct tf_tree *t, const __u8 leaf[TF_HASH_LEN])
+{
+	void *p;
+
+	if (t->size - t->base == t->cap) {
+		p = realloc(t->leaf, (t->cap ? 2 * t->cap : 1024) * TF_HASH_LEN);
+		if (!p)
+			return -ENOMEM;
+		t->leaf = p;
+		t->cap = t->cap ? 2 * t->cap : 1024;
+	}
+	memcpy(t->leaf[t->size - t->base], leaf, TF_HASH_LEN);
+	t->size++;
+	return 0;
+}
+
+/* The edge node that is exactly the subtree [lo, hi), if there is one. */
+static const __u8 *edge_node(const struct tf_tree *t, __u64 lo, __u64 hi)
+{
+	__u64 start = 0;
+	int i;
+
+	for (i = 63; i >= 0; i--) {
+		if (!(t->edge.size >> i & 1))
+			continue;
+		if (start == lo && start + (1ULL << i) == hi)
+			return t->edge.node[i];
+		start += 1ULL << i;
+	}
+	return NULL;
+}
+
+static int largest_pow2_below(__u64 n)
+{
+	int k = 0;
+
+	while ((2ULL << k) < n)
+		k++;
+	return k;
+}
+
+/* MTH(D[lo:hi]), RFC 6962 2.1, memoising complete aligned subtrees. */
+static int mth(struct tf_tree *t, __u64 lo, __u64 hi, __u8 out[TF_HASH_LEN])
+{
+	__u8 l[TF_HASH_LEN], r[TF_HASH_LEN];
+	const __u8 *e;
+	__u64 n = hi - lo, j;
+	int k, aligned, err;
+	void *p;
+
+	if (hi > t->size || !n)
+		return -ERANGE;
+	if ((e = edge_node(t, lo, hi))) {
+		memcpy(out, e, TF_HASH_LEN);
+		return 0;
+	}
+	if (n == 1) {
+		if (lo < t->base)
+			return -ERANGE;
+		memcpy(out, t->leaf[lo - t->base], TF_HASH_LEN);
+		return 0;
+	}
+	k = largest_pow2_below(n);
+	aligned = !(n & (n - 1)) && !(lo & (n - 1));
+	j = aligned ? lo >> (k + 1) : 0;
+	if (aligned && j < t->memo_n[k + 1] && t->have[k + 1][j]) {
+		memcpy(out, t->memo[k + 1][j], TF_HASH_LEN);
+		return 0;
+	}
+	if ((err = mth(t, lo, lo + (1ULL << k), l)) || (err = mth(t, lo + (1ULL << k), hi, r)) ||
+	    (err = node_hash(l, r, out)))
+		return err;
+	if (!aligned)
+		return 0;
+	if (j >= t->memo_n[k + 1]) {
+		size_t want = (t->size >> (k + 1)) + 1;
+
+		if (!(p = realloc(t->memo[k + 1], want * TF_HASH_LEN)))
+			return 0;
+		t->memo[k + 1] = p;
+		if (!(p = realloc(t->have[k + 1], want)))
+			return 0;
+		t->have[k + 1] = p;
+		memset(t->have[k + 1] + t->memo_n[k + 1], 0, want - t->memo_n[k + 1]);
+		t->memo_n[k + 1] = want;
+	}
+	memcpy(t->memo[k + 1][j], out, TF_HASH_LEN);
+	t->have[k + 1][j] = 1;
+	return 0;
+}
+
+static int path(struct tf_tree *t, __u64 m, __u64 lo, __u64 hi,
+		__u8 proof[TF_PROOF_MAX][TF_HASH_LEN], size_t *len)
+{
+	__u64 k;
+	int err;
+
+	if (hi - lo <= 1)
+		return 0;
+	k = 1ULL << largest_pow2_below(hi - lo);
+	if (m - lo < k)
+		err = path(t, m, lo, lo + k, proof, len);
+	else
+		err = path(t, m, lo + k, hi, proof, len);
+	if (err || *len >= TF_PROOF_MAX)
+		return err ? err : -E2BIG;
+	if (m - lo < k)
+		err = mth(t, lo + k, hi, proof[*len]);
+	else
+		err = mth(t, lo, lo + k, proof[*len]);
+	if (!err)
+		(*len)++;
+	return err;
+}
+
+int tf_tree_proof(struct tf_tree *t, __u64 m, __u64 n, __u8 proof[TF_PROOF_MAX][TF_HASH_LEN],
+		  size_t *len)
+{
+	*len = 0;
+	if (m >= n || n > t->size || m < t->base)
+		return -ERANGE;
+	return path(t, m, 0, n, proof, len);
+}
+
+int tf_inclusion_verify(const __u8 leaf[TF_HASH_LEN], __u64 m, __u64 n,
+			const __u8 (*proof)[TF_HASH_LEN], size_t len, const __u8 root[TF_HASH_LEN])
+{
+	__u64 fn = m, sn = n - 1;
+	__u8 r[TF_HASH_LEN];
+	size_t i;
+
+	if (m >= n)
+		return 0;
+	memcpy(r, leaf, TF_HASH_LEN);
+	for (i = 0; i < len; i++) {
+		if (!sn)
+			return 0;
+		if ((fn & 1) || fn == sn) {
+			if (node_hash(proof[i], r, r))
+				return 0;
+			if (!(fn & 1))
+				while (!(fn & 1) && fn) {
+					fn >>= 1;
+					sn >>= 1;
+				}
+		} else if (node_hash(r, proof[i], r)) {
+			return 0;
+		}
+		fn >>= 1;
+		sn >>= 1;
+	}
+	return !sn && !memcmp(r, root, TF_HASH_LEN);
+}
+
 void tf_hex(const __u8 *h, size_t n, char *buf)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -37,6 +37,36 @@ int tf_merkle_push(struct tf_merkle *m, const __u8 leaf[TF_HASH_LEN]);
 /* The RFC 6962 Merkle tree hash of the leaves pushed so far (SHA-256("") when none). */
 int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN]);
 
+/*
+ * struct tf_tree - an epoch's tree as far as a reader knows it, for
+ * inclusion proofs: its leaves from @base on, and before @base only the
+ * right edge (@edge, size @base: a file that goes on from a rotation).
+ * Complete aligned subtrees are memoised, so a proof costs O(log n) once
+ * they are known.
+ */
+struct tf_tree {
+	__u64 base, size;
+	struct tf_merkle edge;
+	__u8 (*leaf)[TF_HASH_LEN];	/* leaf[i - base] */
+	size_t cap;
+	__u8 (*memo[64])[TF_HASH_LEN];	/* memo[k][j]: the subtree of leaves [j << k, (j + 1) << k) */
+	__u8 *have[64];
+	size_t memo_n[64];
+};
+
+#define TF_PROOF_MAX 64
+
+/* An empty tree from edge (size 0 for an epoch read from its start). */
+void tf_tree_init(struct tf_tree *t, const struct tf_merkle *edge);
+void tf_tree_free(struct tf_tree *t);
+int tf_tree_push(struct tf_tree *t, const __u8 leaf[TF_HASH_LEN]) __attribute__((warn_unused_result));
+/* RFC 6962 2.1.1 PATH(m, D[0:n]); *len hashes, leaf side first. -ERANGE if m is before base. */
+int tf_tree_proof(struct tf_tree *t, __u64 m, __u64 n, __u8 proof[TF_PROOF_MAX][TF_HASH_LEN],
+		  size_t *len) __attribute__((warn_unused_result));
+/* RFC 9162 2.1.3.2: 1 if proof shows leaf at index m in the tree of size n with root. */
+int tf_inclusion_verify(const __u8 leaf[TF_HASH_LEN], __u64 m, __u64 n,
+			const __u8 (*proof)[TF_HASH_LEN], size_t len, const __u8 root[TF_HASH_LEN]);
+
 /* The tree as a checkpoint states it. */
 struct tf_checkpoint {
 	char origin[TF_ORIGIN_MAX];
