@@ -137,6 +137,52 @@ cp "$T/state/log.checkpoint" "$T/trusted.1"
 check "the checkpoint file is the log's last checkpoint" \
 	sh -c "tail -n 1 '$TF_EVENTS' | '$PY' -c 'import json,sys; sys.stdout.write(json.load(sys.stdin)[\"note\"])' | cmp -s - '$T/state/log.checkpoint'"
 
+note "phase 1b: a session's lines exported with inclusion proofs, verified on their own"
+"$TF_BUILD/tapfence" log export --session a --key "$KEY" --out "$T/a.bundle" "$TF_EVENTS" 2>"$T/export.err"
+check "log export --session a: $(cat "$T/export.err")" test -s "$T/a.bundle"
+nb=$("$PY" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["entries"]))' "$T/a.bundle")
+na=$(grep -c '"session":"a"' "$TF_EVENTS")
+check "the bundle holds every line of session a ($nb of $na)" test "$nb" -eq "$na"
+verify_says "log verify --bundle: every line proven" 0 "verified: $nb line(s) of session a" --bundle "$T/a.bundle"
+check "an independent verifier (RFC 9162 inclusion, signed notes) accepts the bundle" \
+	"$PY" - "$KEY" "$T/a.bundle" <<-'EOF'
+	import base64, hashlib, json, sys
+	from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+	name, keyid, raw = open(sys.argv[1]).read().strip().split("+", 2)
+	pub = Ed25519PublicKey.from_public_bytes(base64.b64decode(raw)[1:])
+	b = json.load(open(sys.argv[2]))
+	H = lambda x: hashlib.sha256(x).digest()
+	cps = []
+	for note in b["checkpoints"]:
+	    text, sig = note.encode().split(b"\n\n", 1)
+	    pub.verify(base64.b64decode(sig.split(b" ")[-1])[4:], text + b"\n")
+	    origin, size, root = text.decode().split("\n")[:3]
+	    cps.append((int(size), base64.b64decode(root)))
+	for e in b["entries"]:
+	    n, root = cps[e["checkpoint"]]
+	    fn, sn, r = e["index"], n - 1, H(b"\x00" + e["line"].encode())
+	    for p in map(base64.b64decode, e["proof"]):
+	        assert sn > 0
+	        if fn & 1 or fn == sn:
+	            r = H(b"\x01" + p + r)
+	            while not fn & 1 and fn:
+	                fn >>= 1; sn >>= 1
+	        else:
+	            r = H(b"\x01" + r + p)
+	        fn >>= 1; sn >>= 1
+	    assert sn == 0 and r == root, e["index"]
+	    assert json.loads(e["line"])["session"] == b["session"]
+	EOF
+"$PY" -c 'import json, sys
+b = json.load(open(sys.argv[1]))
+b["entries"][3]["line"] = b["entries"][3]["line"].replace("203.0.113.", "203.0.114.")
+json.dump(b, open(sys.argv[2], "w"))' "$T/a.bundle" "$T/bad.bundle"
+verify_says "a bundle with an edited line is caught" 1 "entry 3 of the bundle" --bundle "$T/bad.bundle"
+"$TF_BUILD/tapfence" log export --session a --since 2099-01-01T00:00:00Z --key "$KEY" --out "$T/none.bundle" \
+	"$TF_EVENTS" 2>/dev/null
+check "--since after the log: an empty bundle" "$PY" -c 'import json, sys
+sys.exit(json.load(open(sys.argv[1]))["entries"] != [])' "$T/none.bundle"
+
 note "phase 2: tampering, each on a copy, each caught at the line it names"
 L=$T/tamper.jsonl
 # A line k with events at k-1..k+2 (no seal or checkpoint next to it), past the 100th.

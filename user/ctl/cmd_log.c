@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
@@ -61,6 +62,14 @@ struct verify {
 	/* the verdict */
 	int result;
 	char problem[768];
+	/* log export: the session's lines, each with its proof against the first checkpoint after it */
+	const char *session;
+	double since, until;
+	struct tf_tree xt;		/* the epoch's tree, for proofs */
+	json_t *pending;		/* [[index, line]] of this epoch not sealed yet */
+	json_t *notes;			/* the checkpoints the entries cite */
+	json_t *entries;
+	__u64 unexported;		/* matching lines no checkpoint sealed */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -120,6 +129,69 @@ static void end_epoch(struct verify *v)
 						"broken", v->broken ? v->broken_why : NULL));
 	}
 	v->in_epoch = 0;
+	if (v->session) {
+		v->unexported += json_array_size(v->pending);
+		json_array_clear(v->pending);
+		tf_tree_free(&v->xt);
+	}
+}
+
+static double rfc3339_seconds(const char *s);
+
+/* A new epoch (edge NULL) or a file going on from a rotation: proofs start there. */
+static void export_begin(struct verify *v, const struct tf_merkle *edge)
+{
+	if (!v->session)
+		return;
+	tf_tree_free(&v->xt);
+	tf_tree_init(&v->xt, edge);
+}
+
+/* A verified checkpoint of size n: every pending line before it gets its proof. */
+static void export_seal(struct verify *v, const char *note, __u64 n)
+{
+	__u8 proof[TF_PROOF_MAX][TF_HASH_LEN];
+	char b64[64];
+	size_t i, k, len;
+	json_t *e, *p, *out;
+
+	if (!v->session || !json_array_size(v->pending))
+		return;
+	json_array_append_new(v->notes, json_string(note));
+	for (i = 0; i < json_array_size(v->pending); i++) {
+		e = json_array_get(v->pending, i);
+		__u64 idx = (__u64)json_integer_value(json_array_get(e, 0));
+
+		if (idx >= n || tf_tree_proof(&v->xt, idx, n, proof, &len)) {
+			found(v, V_CANNOT, "cannot prove line %llu of epoch %s", (unsigned long long)idx,
+			      v->origin);
+			continue;
+		}
+		p = json_array();
+		for (k = 0; k < len; k++) {
+			tf_b64_encode(proof[k], TF_HASH_LEN, b64, sizeof(b64));
+			json_array_append_new(p, json_string(b64));
+		}
+		out = json_pack("{s:O, s:I, s:I, s:o}", "line", json_array_get(e, 1), "index",
+				(json_int_t)idx, "checkpoint", (json_int_t)json_array_size(v->notes) - 1,
+				"proof", p);
+		json_array_append_new(v->entries, out);
+	}
+	json_array_clear(v->pending);
+}
+
+/* A line of the session asked for, in the time asked for, waits for its checkpoint. */
+static void export_line(struct verify *v, json_t *o, const char *line, size_t len, __u64 idx)
+{
+	const char *sid = json_string_value(json_object_get(o, "session"));
+	double t;
+
+	if (!v->session || !sid || strcmp(sid, v->session))
+		return;
+	t = rfc3339_seconds(json_string_value(json_object_get(o, "time")));
+	if ((v->since && t < v->since) || (v->until && t > v->until))
+		return;
+	json_array_append_new(v->pending, json_pack("[I, s#]", (json_int_t)idx, line, (int)len));
 }
 
 static void push_leaf(struct verify *v, const char *line, size_t len, const struct where *w)
@@ -133,6 +205,8 @@ static void push_leaf(struct verify *v, const char *line, size_t len, const stru
 		return;
 	}
 	memcpy(v->last, h, TF_HASH_LEN);
+	if (v->session && tf_tree_push(&v->xt, h))
+		found(v, V_CANNOT, "out of memory");
 	if (v->have_trusted && !strcmp(v->origin, v->trusted.origin)) {
 		v->trusted_epoch_size = v->tree.size;
 		if (v->tree.size == v->trusted.size) {
@@ -240,6 +314,7 @@ static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 	v->checkpoint_s = (unsigned int)json_integer_value(json_object_get(o, "checkpoint_s"));
 	if (v->have_trusted && !strcmp(origin, v->trusted.origin))
 		v->trusted_epoch_seen = 1;
+	export_begin(v, NULL);
 	push_leaf(v, line, len, w);
 }
 
@@ -304,6 +379,7 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 	v->broken = 0;
 	v->checkpoints++;
 	snprintf(v->last_note, sizeof(v->last_note), "%s", note);
+	export_seal(v, note, cp.size);
 }
 
 /*
@@ -343,6 +419,7 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 	}
 	v->in_epoch = 1;
 	v->resumed++;
+	export_begin(v, &v->tree);
 	snprintf(v->origin, sizeof(v->origin), "%s", cp.origin);
 	v->sealed = cp.size;
 	v->broken = 0;
@@ -400,6 +477,7 @@ static void on_line(struct verify *v, const char *line, size_t len, const struct
 			v->last_seal_time = t;
 		}
 		push_leaf(v, line, len, &w);
+		export_line(v, o, line, len, w.index);
 	}
 	json_decref(o);
 }
@@ -531,47 +609,228 @@ static int bad_usage(const struct ctl_cmd *self)
 	return -CTL_ECANNOT;
 }
 
+/* Options shared by verify and export; the files are moved to argv[1..*nfiles]. */
+struct log_args {
+	const char *key, *trusted, *bundle, *session, *since, *until, *out;
+};
+
+static int log_args(const struct ctl_cmd *self, int argc, char *argv[], struct verify *v,
+		    struct log_args *a, int *nfiles)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} opts[] = {
+		{ "--key", offsetof(struct log_args, key) },
+		{ "--trusted-checkpoint", offsetof(struct log_args, trusted) },
+		{ "--bundle", offsetof(struct log_args, bundle) },
+		{ "--session", offsetof(struct log_args, session) },
+		{ "--since", offsetof(struct log_args, since) },
+		{ "--until", offsetof(struct log_args, until) },
+		{ "--out", offsetof(struct log_args, out) },
+	};
+	const char *val;
+	size_t k;
+	int i, r;
+
+	*nfiles = 0;
+	for (i = 1; i < argc; i++) {
+		for (k = 0, r = 0; k < sizeof(opts) / sizeof(opts[0]) && !r; k++) {
+			r = ctl_opt_value(argc, argv, &i, opts[k].name, &val);
+			if (r > 0 && !strstr(self->synopsis, opts[k].name))
+				r = -1;	/* not an option of this command */
+			if (r > 0)
+				*(const char **)((char *)a + opts[k].off) = val;
+		}
+		if (r < 0)
+			return bad_usage(self);
+		if (r)
+			continue;
+		if (!strcmp(argv[i], "--json"))
+			v->json = 1;
+		else if (argv[i][0] == '-')
+			return bad_usage(self);
+		else
+			argv[1 + (*nfiles)++] = argv[i];
+	}
+	if (read_vkey(a->key ? a->key : DEFAULT_KEY ".pub", &v->key) ||
+	    (a->trusted && trusted_load(v, a->trusted)))
+		return -CTL_ECANNOT;
+	return 0;
+}
+
+/* Read the files in order, as one log; the verdict is v->result. */
+static void walk(struct verify *v, int nfiles, char *argv[])
+{
+	int i;
+
+	v->unsealed = json_array();
+	v->heartbeat_gaps = json_array();
+	for (i = 1; i <= nfiles && v->result != V_TAMPERED; i++)
+		verify_file(v, argv[i]);
+	if (v->result != V_TAMPERED)
+		end_epoch(v);
+}
+
+static void walk_free(struct verify *v)
+{
+	json_decref(v->unsealed);
+	json_decref(v->heartbeat_gaps);
+	json_decref(v->pending);
+	json_decref(v->notes);
+	json_decref(v->entries);
+	tf_tree_free(&v->xt);
+}
+
+/*
+ * A bundle (tapfence log export): every line is proven, by its inclusion
+ * proof, to be in a checkpoint the key signed, and belongs to the session.
+ */
+static int bundle_verify(struct verify *v, const char *path)
+{
+	__u8 proof[TF_PROOF_MAX][TF_HASH_LEN], leaf[TF_HASH_LEN];
+	json_t *b = json_load_file(path, JSON_REJECT_DUPLICATES, NULL), *notes, *entries, *e, *p, *lo;
+	const char *session = json_string_value(json_object_get(b, "session")), *line;
+	struct tf_checkpoint *cps = NULL;
+	size_t i, k, n;
+	int ret = V_OK;
+
+	notes = json_object_get(b, "checkpoints");
+	entries = json_object_get(b, "entries");
+	if (!session || !json_is_array(notes) || !json_is_array(entries) ||
+	    strcmp(json_string_value(json_object_get(b, "kind")) ?: "", "tapfence-log-bundle")) {
+		printf("cannot verify: `%s' is not a tapfence log bundle\n", path);
+		json_decref(b);
+		return V_CANNOT;
+	}
+	cps = calloc(json_array_size(notes) + 1, sizeof(*cps));
+	for (i = 0; cps && i < json_array_size(notes); i++) {
+		const char *note = json_string_value(json_array_get(notes, i));
+
+		if (!note || tf_note_verify(&v->key, note, strlen(note), &cps[i]) != TF_NOTE_OK) {
+			printf("%s: checkpoint %zu of the bundle is not signed by this key\n",
+			       i ? "tampered" : "cannot verify", i);
+			ret = i ? V_TAMPERED : V_CANNOT;
+			goto out;
+		}
+	}
+	json_array_foreach(entries, i, e) {
+		line = json_string_value(json_object_get(e, "line"));
+		k = (size_t)json_integer_value(json_object_get(e, "checkpoint"));
+		p = json_object_get(e, "proof");
+		lo = line ? json_loads(line, 0, NULL) : NULL;
+		n = json_array_size(p);
+		ret = !line || !json_is_array(p) || n > TF_PROOF_MAX || k >= json_array_size(notes) ||
+		      strcmp(json_string_value(json_object_get(lo, "session")) ?: "", session) ||
+		      json_integer_value(json_object_get(lo, "seq")) !=
+			      json_integer_value(json_object_get(e, "index")) ? V_TAMPERED : V_OK;
+		json_decref(lo);
+		for (n = 0; ret == V_OK && n < json_array_size(p); n++)
+			if (tf_b64_decode(json_string_value(json_array_get(p, n)) ?: "",
+					  json_string_length(json_array_get(p, n)), proof[n],
+					  TF_HASH_LEN) != TF_HASH_LEN)
+				ret = V_TAMPERED;
+		if (ret == V_OK && (tf_leaf_hash(line, strlen(line), leaf) ||
+				    !tf_inclusion_verify(leaf, (__u64)json_integer_value(
+								   json_object_get(e, "index")),
+							 cps[k].size, (const __u8 (*)[TF_HASH_LEN])proof,
+							 n, cps[k].root)))
+			ret = V_TAMPERED;
+		if (ret != V_OK) {
+			printf("tampered: entry %zu of the bundle is not proven in its checkpoint, or is "
+			       "not a line of session %s\n", i, session);
+			goto out;
+		}
+	}
+	printf("verified: %zu line(s) of session %s, each proven in a checkpoint signed by the key\n",
+	       json_array_size(entries), session);
+out:
+	free(cps);
+	json_decref(b);
+	return ret;
+}
+
 static int cmd_log_verify(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
 			  char *argv[])
 {
-	const char *key = NULL, *trusted = NULL, *val;
 	static struct verify v;
-	int i, r, ret, nfiles = 0;
+	struct log_args a = {};
+	int ret, nfiles;
 
 	memset(&v, 0, sizeof(v));
 	v.json = o->json;
-	for (i = 1; i < argc; i++) {
-		if ((r = ctl_opt_value(argc, argv, &i, "--key", &val)) != 0) {
-			if (r < 0)
-				return bad_usage(self);
-			key = val;
-		} else if ((r = ctl_opt_value(argc, argv, &i, "--trusted-checkpoint", &val)) != 0) {
-			if (r < 0)
-				return bad_usage(self);
-			trusted = val;
-		} else if (!strcmp(argv[i], "--json")) {
-			v.json = 1;
-		} else if (argv[i][0] == '-') {
+	ret = log_args(self, argc, argv, &v, &a, &nfiles);
+	if (ret)
+		return ret;
+	if (a.bundle) {
+		if (nfiles)
 			return bad_usage(self);
-		} else {
-			argv[1 + nfiles++] = argv[i];
-		}
+		return verify_status(bundle_verify(&v, a.bundle));
 	}
 	if (!nfiles)
 		return bad_usage(self);
-	if (read_vkey(key ? key : DEFAULT_KEY ".pub", &v.key) ||
-	    (trusted && trusted_load(&v, trusted)))
-		return -CTL_ECANNOT;
-	v.unsealed = json_array();
-	v.heartbeat_gaps = json_array();
-	for (i = 1; i <= nfiles && v.result != V_TAMPERED; i++)
-		verify_file(&v, argv[i]);
-	if (v.result != V_TAMPERED)
-		end_epoch(&v);
+	walk(&v, nfiles, argv);
 	ret = verify_report(&v);
-	json_decref(v.unsealed);
-	json_decref(v.heartbeat_gaps);
+	walk_free(&v);
 	return verify_status(ret);
+}
+
+static double time_arg(const char *s, const char *what)
+{
+	double t = s ? rfc3339_seconds(s) : 0;
+
+	if (s && !t)
+		ctl_err("%s `%s': expected an RFC 3339 time, e.g. 2026-12-01T10:00:00Z", what, s);
+	return t;
+}
+
+static int cmd_log_export(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			  char *argv[])
+{
+	static struct verify v;
+	struct log_args a = {};
+	json_t *bundle;
+	int ret, nfiles;
+
+	memset(&v, 0, sizeof(v));
+	v.json = o->json;
+	ret = log_args(self, argc, argv, &v, &a, &nfiles);
+	if (ret)
+		return ret;
+	if (!nfiles || !a.session)
+		return bad_usage(self);
+	v.since = time_arg(a.since, "--since");
+	v.until = time_arg(a.until, "--until");
+	if ((a.since && !v.since) || (a.until && !v.until))
+		return -CTL_ECANNOT;
+	v.session = a.session;
+	v.pending = json_array();
+	v.notes = json_array();
+	v.entries = json_array();
+	walk(&v, nfiles, argv);
+	if (v.result == V_OK && !v.checkpoints)
+		found(&v, V_CANNOT, "no checkpoint in these files: nothing is sealed");
+	if (v.result != V_OK) {
+		ctl_err("not exported: %s", v.problem);
+		ret = verify_status(v.result);
+		goto out;
+	}
+	bundle = json_pack("{s:s, s:i, s:s, s:s?, s:s?, s:O, s:O, s:I}", "kind",
+			   "tapfence-log-bundle", "version", 1, "session", a.session, "since", a.since,
+			   "until", a.until, "checkpoints", v.notes, "entries", v.entries, "unsealed",
+			   (json_int_t)v.unexported);
+	if (!bundle || json_dump_file(bundle, a.out ? a.out : "/dev/stdout", JSON_INDENT(1))) {
+		ctl_err("cannot write the bundle%s%s", a.out ? " to " : "", a.out ? a.out : "");
+		ret = -EIO;
+	} else {
+		fprintf(stderr, CTL_PROG ": exported %zu line(s) of session %s%s\n",
+			json_array_size(v.entries), a.session,
+			v.unexported ? " (and left out lines no checkpoint seals yet)" : "");
+	}
+	json_decref(bundle);
+out:
+	walk_free(&v);
+	return ret;
 }
 
 static int cmd_log_key(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
@@ -611,7 +870,11 @@ const struct ctl_cmd ctl_log_cmds[] = {
 	{ "key", cmd_log_key, NULL, -1, -1, "log key [--key-file PATH]",
 	  "print the verifier key of the node's log key (default " DEFAULT_KEY ")" },
 	{ "verify", cmd_log_verify, NULL, -1, -1,
-	  "log verify [--key KEY] [--trusted-checkpoint FILE] [--json] PATH...",
-	  "verify sealed event log files offline (exit 0 verified, 1 tampered, 2 cannot verify)" },
+	  "log verify [--key KEY] [--trusted-checkpoint FILE] [--json] PATH... | --bundle FILE",
+	  "verify sealed event log files, or an export bundle, offline (exit 0 verified, "
+	  "1 tampered, 2 cannot verify)" },
+	{ "export", cmd_log_export, NULL, -1, -1,
+	  "log export --session ID [--since TIME] [--until TIME] [--key KEY] [--out FILE] PATH...",
+	  "a session's sealed lines, each with its inclusion proof and signed checkpoint" },
 	{ 0 }
 };
