@@ -45,7 +45,11 @@ UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 .SECONDARY:
 .PHONY: all deps test test-unit test-san test-netns demo clean san fuzz
 
-all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS)
+# Helpers the netns tests run (tests/tools/*.c), one binary each.
+TOOL_SRCS   := $(wildcard tests/tools/*.c)
+TOOL_BINS   := $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tests/tools/%)
+
+all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS) $(TOOL_BINS)
 
 deps:
 	$(Q)tools/deps.sh
@@ -69,7 +73,8 @@ $(BUILD)/tapfenced: $(BUILD)/obj/user/daemon/main.o $(DAEMON_OBJS) $(COMMON_OBJS
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tapfence: $(call obj,$(CTL_SRCS)) $(COMMON_OBJS)
+# The CLI parses specs as the daemon does (tapfence attest verify --spec): the pure spec parser.
+$(BUILD)/tapfence: $(call obj,$(CTL_SRCS)) $(COMMON_OBJS) $(call obj,user/daemon/spec.c)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -78,6 +83,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/tools/%: tests/tools/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -lbpf -o $@
 
 # The same userspace and unit tests built with ASan and UBSan, into build/san.
 SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

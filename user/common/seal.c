@@ -287,11 +287,11 @@ int tf_b64_encode(const __u8 *in, size_t n, char *out, size_t outlen)
 
 int tf_b64_decode(const char *in, size_t n, __u8 *out, size_t outlen)
 {
-	unsigned char tmp[512];
+	unsigned char *tmp;
 	size_t i, pad = 0;
 	int got;
 
-	if (!n || n % 4 || n / 4 * 3 > sizeof(tmp))
+	if (!n || n % 4 || n > (1u << 30))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		char c = in[i];
@@ -304,10 +304,16 @@ int tf_b64_decode(const char *in, size_t n, __u8 *out, size_t outlen)
 			     (c >= '0' && c <= '9') || c == '+' || c == '/'))
 			return -EINVAL;
 	}
+	tmp = malloc(n / 4 * 3);
+	if (!tmp)
+		return -ENOMEM;
 	got = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)n);
-	if (got < 0 || (size_t)got < pad || (size_t)got - pad > outlen)
+	if (got < 0 || (size_t)got < pad || (size_t)got - pad > outlen) {
+		free(tmp);
 		return -EINVAL;
+	}
 	memcpy(out, tmp, got - pad);
+	free(tmp);
 	return (int)(got - pad);
 }
 
@@ -504,18 +510,11 @@ int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t
 int tf_note_sign(const struct tf_signer *s, const char *text, char *out, size_t outlen)
 {
 	__u8 raw[TF_KEYID_LEN + TF_SIG_LEN];
-	size_t siglen = TF_SIG_LEN, tlen = strlen(text);
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t tlen = strlen(text);
 	char b64[128];
-	int ok, n;
+	int n;
 
-	if (!ctx)
-		return -ENOMEM;
-	ok = EVP_DigestSignInit(ctx, NULL, NULL, NULL, s->pkey) == 1 &&
-	     EVP_DigestSign(ctx, raw + TF_KEYID_LEN, &siglen, (const __u8 *)text, tlen) == 1 &&
-	     siglen == TF_SIG_LEN;
-	EVP_MD_CTX_free(ctx);
-	if (!ok || !tlen || text[tlen - 1] != '\n')
+	if (!tlen || text[tlen - 1] != '\n' || tf_sign_raw(s, text, tlen, raw + TF_KEYID_LEN))
 		return -EIO;
 	memcpy(raw, s->keyid, TF_KEYID_LEN);
 	if (tf_b64_encode(raw, sizeof(raw), b64, sizeof(b64)) < 0)
@@ -524,16 +523,55 @@ int tf_note_sign(const struct tf_signer *s, const char *text, char *out, size_t 
 	return n < 0 || (size_t)n >= outlen ? -ENOSPC : n;
 }
 
-static int sig_ok(const struct tf_verifier *v, const char *text, size_t tlen, const __u8 *sig)
+int tf_verify_raw(const struct tf_verifier *v, const void *msg, size_t len,
+		  const __u8 sig[TF_SIG_LEN])
 {
 	EVP_PKEY *pub = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, v->pub, TF_ED25519_LEN);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	int ok = pub && ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, pub) == 1 &&
-		 EVP_DigestVerify(ctx, sig, TF_SIG_LEN, (const __u8 *)text, tlen) == 1;
+		 EVP_DigestVerify(ctx, sig, TF_SIG_LEN, msg, len) == 1;
 
 	EVP_MD_CTX_free(ctx);
 	EVP_PKEY_free(pub);
 	return ok;
+}
+
+static int sig_ok(const struct tf_verifier *v, const char *text, size_t tlen, const __u8 *sig)
+{
+	return tf_verify_raw(v, text, tlen, sig);
+}
+
+int tf_sign_raw(const struct tf_signer *s, const void *msg, size_t len, __u8 sig[TF_SIG_LEN])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t siglen = TF_SIG_LEN;
+	int ok = ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, s->pkey) == 1 &&
+		 EVP_DigestSign(ctx, sig, &siglen, msg, len) == 1 && siglen == TF_SIG_LEN;
+
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : -EIO;
+}
+
+size_t tf_dsse_pae(const char *type, const char *payload, size_t plen, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "DSSEv1 %zu %s %zu ", strlen(type), type, plen);
+
+	if (n < 0 || (size_t)n + plen > outlen)
+		return 0;
+	memcpy(out + n, payload, plen);
+	return (size_t)n + plen;
+}
+
+int tf_json_digest(const json_t *o, __u8 out[TF_HASH_LEN])
+{
+	char *txt = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	int err;
+
+	if (!txt)
+		return -ENOMEM;
+	err = sha256_parts(txt, strlen(txt), NULL, 0, NULL, 0, out);
+	free(txt);
+	return err;
 }
 
 /* "origin\nsize\nroot\n" (extension lines after the root are allowed and ignored). */

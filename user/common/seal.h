@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <linux/types.h>
+#include <jansson.h>
 
 #define TF_HASH_LEN      32
 #define TF_ED25519_LEN   32
@@ -124,6 +125,16 @@ enum tf_note_result {
 /* Check note against v; on TF_NOTE_OK, *c is its checkpoint. */
 enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note, size_t len,
 				   struct tf_checkpoint *c);
+
+/* Ed25519 over msg (DSSE envelopes), and its check. */
+int tf_sign_raw(const struct tf_signer *s, const void *msg, size_t len, __u8 sig[TF_SIG_LEN])
+	__attribute__((warn_unused_result));
+int tf_verify_raw(const struct tf_verifier *v, const void *msg, size_t len,
+		  const __u8 sig[TF_SIG_LEN]);
+/* DSSE v1 pre-authentication encoding of (type, payload) into out; its length, 0 if it does not fit. */
+size_t tf_dsse_pae(const char *type, const char *payload, size_t plen, char *out, size_t outlen);
+/* SHA-256 of o's canonical text (compact, keys sorted): specs and statements. */
+int tf_json_digest(const json_t *o, __u8 out[TF_HASH_LEN]) __attribute__((warn_unused_result));
 
 /* Lower-case hex of the first n bytes of h; buf needs 2n + 1. */
 void tf_hex(const __u8 *h, size_t n, char *buf);

@@ -535,9 +535,7 @@ int tf_audit_reopen(struct tf_daemon *d)
 	return d->audit ? switch_file(d) : -EBADF;
 }
 
-/* A sealed line of the log's own (retention): a JSON object's members after "time" and "kind". */
-__attribute__((format(printf, 3, 4)))
-static void log_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
+void tf_audit_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
 {
 	char line[1024], tbuf[48];
 	va_list ap;
@@ -548,10 +546,26 @@ static void log_note(struct tf_daemon *d, const char *kind, const char *fmt, ...
 	va_start(ap, fmt);
 	n += vsnprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, fmt, ap);
 	va_end(ap);
-	if (n + 2 < sizeof(line) - 64) {
-		line[n++] = '}';
-		audit_leaf(d, line, n, sizeof(line), 1);
-	}
+	if (!d->audit || n + 2 >= sizeof(line) - 64)
+		return;
+	line[n++] = '}';
+	n = audit_leaf(d, line, n, sizeof(line), 1);
+	if (!n)
+		return;
+	tf_audit_flush(d);
+	if (d->foreground)
+		printf("%.*s\n", (int)n, line);
+	tf_ctl_broadcast(d, 0, line, n);
+}
+
+const struct tf_signer *tf_audit_signer(const struct tf_daemon *d)
+{
+	return d->audit ? &d->audit->key : NULL;
+}
+
+const char *tf_audit_last_note(const struct tf_daemon *d)
+{
+	return d->audit && d->audit->checkpoints ? d->audit->note : NULL;
 }
 
 struct segment {
@@ -628,7 +642,7 @@ static void retention(struct tf_daemon *d)
 		total -= seg[i].size;
 		pr_info("event log: removed segment `%s' (%lld bytes, retention)\n", path,
 			(long long)seg[i].size);
-		log_note(d, "retention", "\"removed\":\"%s\",\"bytes\":%lld,\"why\":\"%s\"",
+		tf_audit_note(d, "retention", "\"removed\":\"%s\",\"bytes\":%lld,\"why\":\"%s\"",
 			 seg[i].name, (long long)seg[i].size, old ? "retain_days" : "retain_bytes");
 	}
 	free(seg);

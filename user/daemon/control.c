@@ -397,13 +397,13 @@ static json_t *op_stats(struct tf_daemon *d, struct tf_request *req, char *err, 
 	for (r = 0; r < TF_REASON_MAX; r++)
 		if (tot[r])
 			json_object_set_new(counters, tf_reason_name(r), json_integer(tot[r]));
-	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:o}}", "ok", 1, "stats",
+	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:o, s:o}}", "ok", 1, "stats",
 			 "sessions", (json_int_t)d->nsessions,
 			 "uptime_s", (json_int_t)(time(NULL) - d->started),
 			 "events", "emitted", (json_int_t)st[TF_STAT_EVENTS],
 			 "lost", (json_int_t)st[TF_STAT_EVENTS_LOST],
 			 "written", (json_int_t)d->events_written,
-			 "counters", counters);
+			 "counters", counters, "attestation", tf_attest_stats(d));
 }
 
 static json_t *op_version(struct tf_daemon *d, struct tf_request *req, char *err, size_t errlen)
@@ -438,6 +438,13 @@ static json_t *op_subscribe(struct tf_daemon *d, struct tf_client *c, struct tf_
 	return json_pack("{s:b, s:b}", "ok", 1, "subscribed", 1);
 }
 
+static json_t *op_attest(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
+{
+	json_t *env = tf_attest_make(d, r->session, err, errlen);
+
+	return env ? json_pack("{s:b, s:o}", "ok", 1, "attestation", env) : NULL;
+}
+
 static json_t *dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
 			size_t errlen)
 {
@@ -459,6 +466,8 @@ static json_t *dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_requ
 		return op_rule(d, r, err, errlen);
 	case TF_OP_SUBSCRIBE:
 		return op_subscribe(d, c, r, err, errlen);
+	case TF_OP_ATTEST:
+		return op_attest(d, r, err, errlen);
 	}
 	snprintf(err, errlen, "op: not handled");
 	return NULL;

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <time.h>
+#include <jansson.h>
 #include "config.h"
 #include "datapath.h"
 #include "policy.h"
@@ -42,6 +43,7 @@ struct tf_daemon {
 	/* event feed */
 	struct ring_buffer *rb;
 	struct tf_audit *audit;		/* the sealed event log (auditlog.c) */
+	struct tf_attest *attest;	/* measurements and the last attestation (attest.c) */
 	__u64 lost_reported;		/* tf_stats lost count already accounted */
 	__u64 lost_pending;		/* lost since the last line, for the next line */
 	__u64 events_written;
@@ -100,8 +102,30 @@ int tf_audit_seal(struct tf_daemon *d, const char *why);
 void tf_audit_tick(struct tf_daemon *d);
 int tf_audit_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));
 void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, __u64 *unwritten);
+/* A sealed line of the log's own: fmt gives the members after "time" and "kind". */
+void tf_audit_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+struct tf_signer;
+const struct tf_signer *tf_audit_signer(const struct tf_daemon *d);
+/* The newest checkpoint's signed note, NULL before the first. */
+const char *tf_audit_last_note(const struct tf_daemon *d);
 /* Seal what is left ("stop"), then close; tf_audit_close_fd() closes without sealing. */
 void tf_audit_close(struct tf_daemon *d);
 void tf_audit_close_fd(struct tf_daemon *d);
+
+/*
+ * Attestation (attest.c, docs/attest.md). tf_attest_init() measures the
+ * daemon, its BPF object and its config at start; tf_attest_restore()
+ * compares the inputs with the last attestation an earlier run issued;
+ * tf_attest_tick() marks it stale when they change; tf_attest_make() signs
+ * a new one (a DSSE envelope), for one session or the node (only NULL).
+ */
+int tf_attest_init(struct tf_daemon *d, const char *config_path)
+	__attribute__((warn_unused_result));
+void tf_attest_restore(struct tf_daemon *d);
+void tf_attest_tick(struct tf_daemon *d);
+json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t errlen);
+json_t *tf_attest_stats(struct tf_daemon *d);
+void tf_attest_close(struct tf_daemon *d);
 
 #endif

@@ -300,6 +300,7 @@ static int run(struct tf_daemon *d)
 				tf_ctl_event(d, 0, evs[i].data.ptr, evs[i].events);
 		}
 		tf_events_drain(d);
+		tf_attest_tick(d);
 		tf_ctl_tick(d);
 		tf_ctl_reap(d);
 	}
@@ -377,8 +378,11 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (tf_events_open(&d))
 		goto cleanup;
+	if (tf_attest_init(&d, config))
+		goto cleanup;
 	tf_sess_restore(&d);
 	tf_sess_reconcile(&d);
+	tf_attest_restore(&d);
 	if (tf_ctl_open(&d))
 		goto cleanup;
 	if (tf_caps_drop(&d.cfg))
@@ -386,6 +390,7 @@ int main(int argc, char **argv)
 	ret = run(&d) ? 1 : 0;
 cleanup:
 	tf_ctl_close(&d);
+	tf_attest_close(&d);
 	tf_events_close(&d);
 	tf_sess_forget_all(&d);
 	tf_dp_close(&d.dp);

@@ -28,6 +28,7 @@ static const struct op ops[] = {
 	{ "rule.add", TF_OP_RULE_ADD, f_rule },
 	{ "rule.del", TF_OP_RULE_DEL, f_rule },
 	{ "events.subscribe", TF_OP_SUBSCRIBE, f_sub },
+	{ "attest", TF_OP_ATTEST, f_sub },
 };
 
 static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)
@@ -111,6 +112,7 @@ int tf_request_parse(const char *line, size_t len, const struct tf_spec_limits *
 			goto fail;
 		break;
 	case TF_OP_SUBSCRIBE:
+	case TF_OP_ATTEST:
 		if (json_object_get(out->root, "session") &&
 		    !(out->session = get_id(out->root, "session", err, errlen)))
 			goto fail;

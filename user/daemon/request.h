@@ -20,12 +20,14 @@ enum tf_op {
 	TF_OP_RULE_ADD,
 	TF_OP_RULE_DEL,
 	TF_OP_SUBSCRIBE,
+	TF_OP_ATTEST,
 };
 
 /**
  * struct tf_request - a validated request.
  * @id:      the session id (session.del/show, rule.*), a valid id
- * @session: the subscription's session (events.subscribe), NULL for all
+ * @session: the subscription's session (events.subscribe) or the attested
+ *           one (attest), NULL for all
  * @spec:    session.add's spec; @rule: rule.add/del's rule
  * Strings point into @root, which the request owns.
  */

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Test that `tapfence attest' signs what enforces which policy and that `tapfence attest verify'
+# checks it offline (docs/attest.md): a fresh attestation verifies, with each session's spec; after
+# `rule add' the old one is stale (stats, a sealed line) and no longer matches the new spec, while a
+# new one does; with a program attached ahead of tapfence on a device, the attestation is stale and
+# a new one fails verification naming the device; an edited statement, the wrong key and an old one
+# are refused; a restart marks the last attestation stale. An independent verifier (Python's
+# cryptography) checks the DSSE signature.
+#
+#   ns ga (guest a) ─ veth | ─ ns host (tapfenced) ─ veth | ─ ns gb (guest b)
+set -u
+. "$(dirname "$0")/lib.sh"
+tf_init
+cleanup() { tf_cleanup; }
+trap cleanup EXIT
+
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX
+ns_add "$host" "$ga" "$gb"
+guest_link "$ga" ea 02:00:00:00:2a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:2a:01 10.10.1.1/24 fd00:a:1::1/64
+guest_link "$gb" eb 02:00:00:00:2b:02 10.10.2.2/24 fd00:a:2::2/64 "$host" hb 02:00:00:00:2b:01 10.10.2.1/24 fd00:a:2::1/64
+bpffs_mount "$T/bpffs"
+session_spec "$T/a.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
+	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+session_spec "$T/b.json" b hb 02:00:00:00:2b:02 10.10.2.2 fd00:a:2::2 02:00:00:00:2b:01 10.10.2.1 fd00:a:2::1 \
+	'[{"host":"example.test","proto":"tcp","ports":[443]}]'
+tfd_config "$T/tf.json" '"log":{"name":"attest-node","checkpoint_s":1}'
+KEY=$T/state/log.key.pub
+
+# averify DESC WANT_RC TEXT ARGS...: tapfence attest verify ARGS exits WANT_RC, its output has TEXT.
+averify() {
+	local desc=$1 want=$2 text=$3 rc
+	shift 3
+	"$TF_BUILD/tapfence" attest verify "$@" >"$T/av.out" 2>&1
+	rc=$?
+	if [ "$rc" -eq "$want" ] && grep -qF -- "$text" "$T/av.out"; then
+		pass "$desc"
+	else
+		fail "$desc (exit $rc, want $want with \`$text'): $(head -c 300 "$T/av.out")"
+	fi
+}
+stale() { tfc --json stats | "$PY" -c 'import json, sys; a = json.load(sys.stdin)["stats"]["attestation"]
+sys.exit(not a.get("stale"))'; }
+stale_why() { tfc --json stats | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["stats"]["attestation"].get("why"))'; }
+
+tfd_start "$host"
+check "session a added" tfc session add "$T/a.json"
+check "session b added" tfc session add "$T/b.json"
+check "tapfence attest" tfc attest --out "$T/att1.json"
+averify "a fresh attestation verifies" 0 "2 session(s), tapfence first on every device" --key "$KEY" "$T/att1.json"
+averify "... with session a's spec" 0 "the spec's policy in force for a" --key "$KEY" --spec "$T/a.json" "$T/att1.json"
+averify "... with session b's spec" 0 "in force for b" --key "$KEY" --spec "$T/b.json" "$T/att1.json"
+check "an independent verifier (DSSE PAE, Ed25519 with cryptography) accepts it" "$PY" - "$KEY" "$T/att1.json" <<-'EOF'
+	import base64, hashlib, json, sys
+	from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+	name, kid, raw = open(sys.argv[1]).read().strip().split("+", 2)
+	pub = Ed25519PublicKey.from_public_bytes(base64.b64decode(raw)[1:])
+	env = json.load(open(sys.argv[2]))
+	body = base64.b64decode(env["payload"])
+	t = env["payloadType"].encode()
+	pae = b"DSSEv1 %d %s %d %s" % (len(t), t, len(body), body)
+	pub.verify(base64.b64decode(env["signatures"][0]["sig"]), pae)
+	st = json.loads(body)
+	assert st["_type"] == "https://in-toto.io/Statement/v1"
+	assert {s["name"] for s in st["subject"]} == {"tapfenced", "tapfence.bpf.o"}
+	assert all(s["tapfence_first"] for s in st["predicate"]["sessions"])
+	assert st["predicate"]["log_checkpoint"].startswith("tapfence/attest-node/")
+EOF
+check "the statement names the daemon's binary by its SHA-256" "$PY" -c 'import base64, hashlib, json, sys
+st = json.loads(base64.b64decode(json.load(open(sys.argv[1]))["payload"]))
+want = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+sys.exit(next(s["digest"]["sha256"] for s in st["subject"] if s["name"] == "tapfenced") != want)' \
+	"$T/att1.json" "$TF_BUILD/tapfenced"
+check_not "stats: issued, not stale" stale
+"$PY" >"$T/other.pub" <<-'EOF'
+	import base64, hashlib
+	from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+	from cryptography.hazmat.primitives import serialization
+	pub = Ed25519PrivateKey.generate().public_key().public_bytes(
+	    serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+	name = b"tapfence/attest-node"
+	kid = hashlib.sha256(name + b"\n\x01" + pub).digest()[:4].hex()
+	print("%s+%s+%s" % (name.decode(), kid, base64.b64encode(b"\x01" + pub).decode()))
+EOF
+averify "another key of the same name: cannot verify (exit 2)" 2 "not signed by this key" --key "$T/other.pub" "$T/att1.json"
+"$PY" -c 'import base64, json, sys
+env = json.load(open(sys.argv[1]))
+st = json.loads(base64.b64decode(env["payload"]))
+st["predicate"]["sessions"][0]["policy_generation"] += 1
+env["payload"] = base64.b64encode(json.dumps(st).encode()).decode()
+json.dump(env, open(sys.argv[2], "w"))' "$T/att1.json" "$T/edited.json"
+averify "an edited statement is refused" 1 "the signature does not verify" --key "$KEY" "$T/edited.json"
+
+note "a rule added: the attestation is stale"
+sleep 2.1
+tf_mark
+check "rule add to session a" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"udp","ports":[53000]}'
+check "stats says the attestation is stale (within 3 s)" wait_for 3 stale
+check "... because of a session's policy ($(stale_why))" sh -c "test \"\$1\" = 'a session or its policy'" _ "$(stale_why)"
+expect_event kind=attestation verdict=stale -- "a sealed attestation line says it is stale"
+"$PY" - "$T/a.json" "$T/a2.json" <<-'EOF'
+	import json, sys
+	s = json.load(open(sys.argv[1]))
+	s["allow"].append({"cidr": "203.0.113.0/24", "proto": "udp", "ports": [53000]})
+	json.dump(s, open(sys.argv[2], "w"))
+EOF
+averify "the old attestation does not show the new policy" 1 "enforces another policy than the spec" \
+	--key "$KEY" --spec "$T/a2.json" "$T/att1.json"
+averify "--max-age: an attestation older than allowed is refused" 1 "older than --max-age" --key "$KEY" \
+	--max-age 1 "$T/att1.json"
+check "a new attestation" tfc attest --out "$T/att2.json"
+averify "... shows it" 0 "in force for a" --key "$KEY" --spec "$T/a2.json" "$T/att2.json"
+check_not "... and stats is not stale any more" stale
+
+note "a program attached ahead of tapfence on session a's device"
+n "$host" "$TF_BUILD/tests/tools/tcx_ahead" ha "$T/bpffs/ahead" 2>"$T/ahead.err"
+defer rm -f "$T/bpffs/ahead"
+check "a no-op attached ahead on ha ($(cat "$T/ahead.err"))" test -e "$T/bpffs/ahead"
+check "stats says the attestation is stale" wait_for 3 stale
+check "... because of the programs on a device ($(stale_why))" sh -c "test \"\$1\" = 'the programs on a device'" _ "$(stale_why)"
+check "a new attestation" tfc attest --out "$T/att3.json"
+averify "it fails verification, naming the device" 1 "device ha (session a): tapfence is not the first program" \
+	--key "$KEY" "$T/att3.json"
+rm -f "$T/bpffs/ahead"
+check "the no-op detached" tfc attest --out "$T/att4.json"
+averify "once it is gone, a new attestation verifies" 0 "tapfence first on every device" --key "$KEY" "$T/att4.json"
+
+note "a restart: new programs, so the last attestation is stale"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+TFD_KEEP_LOG=1 tfd_start "$host"
+check "after the restart, stats says the last attestation is stale" wait_for 3 stale
+n "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup >>"$T/tapfenced.log" 2>&1
+TFD_PID=
+
+tf_done
