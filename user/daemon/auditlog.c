@@ -172,14 +172,29 @@ static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, 
 	if (!n || line[n - 1] != '}')
 		return 0;
 	if (chain) {
-		int k;
+		/* ,"seq":N,"prev":"H"} by hand: this is on the drain path of every event. */
+		char d[20];
+		__u64 v = a->tree.size;
+		int i = sizeof(d);
 
-		tf_hex(a->last, TF_CHAIN_HEX / 2, hex);
-		k = snprintf(line + n - 1, cap - n + 1, ",\"seq\":%llu,\"prev\":\"%s\"}",
-			     (unsigned long long)a->tree.size, hex);
-		if (k < 0 || (size_t)k >= cap - n + 1)
+		do {
+			d[--i] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+		if (n - 1 + 7 + (sizeof(d) - i) + 9 + TF_CHAIN_HEX + 2 >= cap)
 			return 0;
-		n += k - 1;
+		n--;
+		memcpy(line + n, ",\"seq\":", 7);
+		n += 7;
+		memcpy(line + n, d + i, sizeof(d) - i);
+		n += sizeof(d) - i;
+		memcpy(line + n, ",\"prev\":\"", 9);
+		n += 9;
+		tf_hex(a->last, TF_CHAIN_HEX / 2, hex);
+		memcpy(line + n, hex, TF_CHAIN_HEX);
+		n += TF_CHAIN_HEX;
+		memcpy(line + n, "\"}", 2);
+		n += 2;
 	}
 	if (a->len + n + 1 > sizeof(a->buf) && tf_audit_flush(d) && a->len)
 		return 0;

@@ -6,7 +6,6 @@
  * tf_stats; the next line carries how many were lost since the last one.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,44 +40,94 @@ static void fmt_time(__u64 ns, char *buf, size_t len)
 	snprintf(buf + n, len - n, ".%09lluZ", (unsigned long long)(ns % 1000000000ULL));
 }
 
-static const char *proto_name(__u8 proto, char *buf, size_t len)
-{
-	switch (proto) {
-	case IPPROTO_TCP:
-		return "tcp";
-	case IPPROTO_UDP:
-		return "udp";
-	case IPPROTO_ICMP:
-		return "icmp";
-	case IPPROTO_ICMPV6:
-		return "icmpv6";
-	}
-	snprintf(buf, len, "%u", proto);
-	return buf;
-}
-
-/* Appends to a line buffer; once it overflows, every later append is dropped and ok stays 0. */
+/*
+ * Appends to a line buffer; once it overflows, every later append is dropped
+ * and ok stays 0. The event line is on the drain path of every event, so its
+ * pieces are written by hand (no printf): docs/performance.md.
+ */
 struct line {
 	char *buf;
 	size_t len, cap;
 	int ok;
 };
 
-__attribute__((format(printf, 2, 3)))
-static void put(struct line *l, const char *fmt, ...)
+static inline void put_raw(struct line *l, const char *s, size_t n)
 {
-	va_list ap;
-	int n;
-
-	if (!l->ok)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(l->buf + l->len, l->cap - l->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= l->cap - l->len)
+	if (!l->ok || n >= l->cap - l->len) {
 		l->ok = 0;
-	else
-		l->len += n;
+		return;
+	}
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
+}
+
+/* A string literal. */
+#define put_lit(l, s) put_raw((l), (s), sizeof(s) - 1)
+
+static inline void put_cstr(struct line *l, const char *s)
+{
+	put_raw(l, s, strlen(s));
+}
+
+static void put_u64(struct line *l, unsigned long long v)
+{
+	char d[20];
+	int i = sizeof(d);
+
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put_raw(l, d + i, sizeof(d) - i);
+}
+
+/* v as exactly n digits, zero padded (nanoseconds). */
+static void put_digits(struct line *l, unsigned long v, int n)
+{
+	char d[20];
+	int i;
+
+	for (i = n - 1; i >= 0; i--) {
+		d[i] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	put_raw(l, d, n);
+}
+
+static void put_hex2(struct line *l, __u8 b)
+{
+	static const char hex[] = "0123456789abcdef";
+	char d[2] = { hex[b >> 4], hex[b & 15] };
+
+	put_raw(l, d, 2);
+}
+
+static void put_mac(struct line *l, const __u8 m[6])
+{
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		if (i)
+			put_lit(l, ":");
+		put_hex2(l, m[i]);
+	}
+}
+
+/* IPv4 by hand; IPv6 through inet_ntop() (its "::" rules are not worth copying). */
+static void put_ip(struct line *l, __u8 family, const __u8 a[16])
+{
+	char buf[TF_ADDRSTRLEN];
+	int i;
+
+	if (family != TF_FAM_IPV4) {
+		put_cstr(l, tf_fmt_ip(family, a, buf));
+		return;
+	}
+	for (i = 0; i < 4; i++) {
+		if (i)
+			put_lit(l, ".");
+		put_u64(l, a[i]);
+	}
 }
 
 /* A JSON string: quotes, backslashes, control and non-ASCII bytes escaped. */
@@ -87,20 +136,23 @@ static void put_str(struct line *l, const char *s, size_t n)
 	static const char hex[] = "0123456789abcdef";
 	size_t i;
 
-	put(l, "\"");
+	put_lit(l, "\"");
 	for (i = 0; i < n && l->ok; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c == '"' || c == '\\')
-			put(l, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			put(l, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-		else if (l->len + 1 < l->cap)
-			l->buf[l->len++] = (char)c;
-		else
-			l->ok = 0;
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+
+			put_raw(l, e, 2);
+		} else if (c < 0x20 || c >= 0x7f) {
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+			put_raw(l, e, 6);
+		} else {
+			put_raw(l, (const char *)&c, 1);
+		}
 	}
-	put(l, "\"");
+	put_lit(l, "\"");
 }
 
 /* RFC 3339 with nanoseconds, UTC; the part down to the second is formatted once a second. */
@@ -114,7 +166,32 @@ static void put_time(struct tf_daemon *d, struct line *l, __u64 ns)
 		strftime(d->time_prefix, sizeof(d->time_prefix), "%Y-%m-%dT%H:%M:%S", &tm);
 		d->time_sec = sec;
 	}
-	put(l, "\"time\":\"%s.%09lluZ\"", d->time_prefix, (unsigned long long)(ns % 1000000000ULL));
+	put_lit(l, "\"time\":\"");
+	put_cstr(l, d->time_prefix);
+	put_lit(l, ".");
+	put_digits(l, (unsigned long)(ns % 1000000000ULL), 9);
+	put_lit(l, "Z\"");
+}
+
+static void put_proto(struct line *l, __u8 proto)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		put_lit(l, "\"tcp\"");
+		return;
+	case IPPROTO_UDP:
+		put_lit(l, "\"udp\"");
+		return;
+	case IPPROTO_ICMP:
+		put_lit(l, "\"icmp\"");
+		return;
+	case IPPROTO_ICMPV6:
+		put_lit(l, "\"icmpv6\"");
+		return;
+	}
+	put_lit(l, "\"");
+	put_u64(l, proto);
+	put_lit(l, "\"");
 }
 
 /*
@@ -125,43 +202,72 @@ static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lo
 			 size_t cap)
 {
 	struct tf_sess *s = e->sid < TF_MAX_SESSIONS ? d->by_sid[e->sid] : NULL;
-	char abuf[TF_ADDRSTRLEN], pbuf[8], ifname[IF_NAMESIZE] = "";
 	struct line l = { .buf = buf, .cap = cap, .ok = 1 };
+	char ifname[IF_NAMESIZE] = "";
+	const char *ifn = ifname;
 
 	/* The session knows its device; ask the kernel only for a device without one. */
 	if (s && s->ifindex == e->ifindex)
-		snprintf(ifname, sizeof(ifname), "%s", s->spec.ifname);
+		ifn = s->spec.ifname;
 	else if (!if_indextoname(e->ifindex, ifname))
 		snprintf(ifname, sizeof(ifname), "%u", e->ifindex);
-	put(&l, "{");
+	put_lit(&l, "{");
 	put_time(d, &l, e->ts_ns + d->mono_off);
-	put(&l, ",\"session\":");
+	put_lit(&l, ",\"session\":");
 	if (s)
 		put_str(&l, s->spec.id, strlen(s->spec.id));
 	else
-		put(&l, "null");
-	put(&l, ",\"ifname\":");
-	put_str(&l, ifname, strlen(ifname));
-	put(&l, ",\"ifindex\":%u,\"direction\":\"%s\",\"verdict\":\"%s\",\"reason\":\"%s\","
-		"\"policy_version\":%u,\"suppressed\":%u,\"lost\":%llu,\"mac\":\"%s\"",
-	    e->ifindex, e->dir == TF_DIR_FROM_GUEST ? "from_guest" : "to_guest",
-	    e->verdict == TF_VERDICT_ALLOW ? "allow" : "deny", tf_reason_name(e->reason),
-	    e->policy_ver, e->suppressed, (unsigned long long)lost, tf_fmt_mac(e->smac, abuf));
+		put_lit(&l, "null");
+	put_lit(&l, ",\"ifname\":");
+	put_str(&l, ifn, strlen(ifn));
+	put_lit(&l, ",\"ifindex\":");
+	put_u64(&l, e->ifindex);
+	if (e->dir == TF_DIR_FROM_GUEST)
+		put_lit(&l, ",\"direction\":\"from_guest\"");
+	else
+		put_lit(&l, ",\"direction\":\"to_guest\"");
+	if (e->verdict == TF_VERDICT_ALLOW)
+		put_lit(&l, ",\"verdict\":\"allow\",\"reason\":\"");
+	else
+		put_lit(&l, ",\"verdict\":\"deny\",\"reason\":\"");
+	put_cstr(&l, tf_reason_name(e->reason));
+	put_lit(&l, "\",\"policy_version\":");
+	put_u64(&l, e->policy_ver);
+	put_lit(&l, ",\"suppressed\":");
+	put_u64(&l, e->suppressed);
+	put_lit(&l, ",\"lost\":");
+	put_u64(&l, lost);
+	put_lit(&l, ",\"mac\":\"");
+	put_mac(&l, e->smac);
+	put_lit(&l, "\"");
 	if (e->family == TF_FAM_IPV4 || e->family == TF_FAM_IPV6) {
-		put(&l, ",\"family\":\"%s\",\"proto\":\"%s\"", e->family == TF_FAM_IPV4 ? "ipv4" : "ipv6",
-		    proto_name(e->proto, pbuf, sizeof(pbuf)));
-		put(&l, ",\"src\":\"%s\"", tf_fmt_ip(e->family, e->saddr, abuf));
-		put(&l, ",\"dst\":\"%s\"", tf_fmt_ip(e->family, e->daddr, abuf));
-		if (e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP)
-			put(&l, ",\"sport\":%u,\"dport\":%u", ntohs(e->sport), ntohs(e->dport));
+		if (e->family == TF_FAM_IPV4)
+			put_lit(&l, ",\"family\":\"ipv4\",\"proto\":");
+		else
+			put_lit(&l, ",\"family\":\"ipv6\",\"proto\":");
+		put_proto(&l, e->proto);
+		put_lit(&l, ",\"src\":\"");
+		put_ip(&l, e->family, e->saddr);
+		put_lit(&l, "\",\"dst\":\"");
+		put_ip(&l, e->family, e->daddr);
+		put_lit(&l, "\"");
+		if (e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP) {
+			put_lit(&l, ",\"sport\":");
+			put_u64(&l, ntohs(e->sport));
+			put_lit(&l, ",\"dport\":");
+			put_u64(&l, ntohs(e->dport));
+		}
 	} else {
-		put(&l, ",\"ethertype\":\"%04x\"", ntohs(e->ethertype));
+		put_lit(&l, ",\"ethertype\":\"");
+		put_hex2(&l, ntohs(e->ethertype) >> 8);
+		put_hex2(&l, ntohs(e->ethertype) & 0xff);
+		put_lit(&l, "\"");
 	}
 	if (e->name_len && e->name_len <= TF_NAME_MAX) {
-		put(&l, ",\"name\":");
+		put_lit(&l, ",\"name\":");
 		put_str(&l, (const char *)e->name, e->name_len);
 	}
-	put(&l, "}");
+	put_lit(&l, "}");
 	return l.ok ? l.len : 0;
 }
 
