@@ -158,6 +158,12 @@ $(BENCH_BINS): $(BUILD)/bench/%: tools/bench/%.c $(DAEMON_OBJS) $(COMMON_OBJS) |
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -MF $@.d -MT $@ $< $(DAEMON_OBJS) $(COMMON_OBJS) $(LDLIBS) -o $@
 
+# `make battery': the isolation battery (tools/battery.sh) against this build and kernel; its report,
+# copied to <state_dir>/battery.json, is what `tapfence attest' binds (docs/attest.md).
+.PHONY: battery
+battery: deps all
+	$(Q)tools/battery.sh --out $(BUILD)/battery.json
+
 .PHONY: bench
 bench: deps all $(BENCH_BINS)
 	$(Q)QUICK=$(QUICK) BUILD=$(BUILD) tools/bench/run.sh

@@ -47,9 +47,11 @@ tfd_start "$host"
 check "session a added" tfc session add "$T/a.json"
 check "session b added" tfc session add "$T/b.json"
 check "tapfence attest" tfc attest --out "$T/att1.json"
-averify "a fresh attestation verifies" 0 "2 session(s), tapfence first on every device" --key "$KEY" "$T/att1.json"
-averify "... with session a's spec" 0 "the spec's policy in force for a" --key "$KEY" --spec "$T/a.json" "$T/att1.json"
-averify "... with session b's spec" 0 "in force for b" --key "$KEY" --spec "$T/b.json" "$T/att1.json"
+averify "without a battery report the claim is held" 1 "claim held: no battery report" --key "$KEY" "$T/att1.json"
+averify "a fresh attestation verifies (battery waived)" 0 "2 session(s), tapfence first on every device" --key "$KEY" \
+	--allow-no-battery "$T/att1.json"
+averify "... with session a's spec" 0 "the spec's policy in force for a" --key "$KEY" --spec "$T/a.json" --allow-no-battery "$T/att1.json"
+averify "... with session b's spec" 0 "in force for b" --key "$KEY" --spec "$T/b.json" --allow-no-battery "$T/att1.json"
 check "an independent verifier (DSSE PAE, Ed25519 with cryptography) accepts it" "$PY" - "$KEY" "$T/att1.json" <<-'EOF'
 	import base64, hashlib, json, sys
 	from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -105,11 +107,11 @@ expect_event kind=attestation verdict=stale -- "a sealed attestation line says i
 	json.dump(s, open(sys.argv[2], "w"))
 EOF
 averify "the old attestation does not show the new policy" 1 "enforces another policy than the spec" \
-	--key "$KEY" --spec "$T/a2.json" "$T/att1.json"
+	--key "$KEY" --spec "$T/a2.json" --allow-no-battery "$T/att1.json"
 averify "--max-age: an attestation older than allowed is refused" 1 "older than --max-age" --key "$KEY" \
-	--max-age 1 "$T/att1.json"
+	--max-age 1 --allow-no-battery "$T/att1.json"
 check "a new attestation" tfc attest --out "$T/att2.json"
-averify "... shows it" 0 "in force for a" --key "$KEY" --spec "$T/a2.json" "$T/att2.json"
+averify "... shows it" 0 "in force for a" --key "$KEY" --spec "$T/a2.json" --allow-no-battery "$T/att2.json"
 check_not "... and stats is not stale any more" stale
 
 note "a program attached ahead of tapfence on session a's device"
@@ -120,10 +122,40 @@ check "stats says the attestation is stale" wait_for 3 stale
 check "... because of the programs on a device ($(stale_why))" sh -c "test \"\$1\" = 'the programs on a device'" _ "$(stale_why)"
 check "a new attestation" tfc attest --out "$T/att3.json"
 averify "it fails verification, naming the device" 1 "device ha (session a): tapfence is not the first program" \
-	--key "$KEY" "$T/att3.json"
+	--key "$KEY" --allow-no-battery "$T/att3.json"
 rm -f "$T/bpffs/ahead"
 check "the no-op detached" tfc attest --out "$T/att4.json"
-averify "once it is gone, a new attestation verifies" 0 "tapfence first on every device" --key "$KEY" "$T/att4.json"
+averify "once it is gone, a new attestation verifies" 0 "tapfence first on every device" --key "$KEY" --allow-no-battery "$T/att4.json"
+
+note "the battery's report, bound: any critical escape holds the claim"
+bat() { # CRITICAL BROKEN BUILD_SHA
+	"$PY" -c 'import json, sys
+crit, broken, sha = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+probes = [{"probe": "metadata", "vector": "cloud metadata", "severity": "critical",
+           "verdict": "escaped" if crit else "blocked", "evidence": "test report"}]
+json.dump({"kind": "tapfence-battery", "version": 1, "time": "2026-12-01T00:00:00Z",
+           "tapfenced_sha256": sha, "probes": probes, "escapes": crit, "critical_escapes": crit,
+           "broken_probes": broken, "result": "held" if crit or broken else "no_escape"},
+          open(sys.argv[1], "w"))' "$T/state/battery.json" "$@"
+}
+build=$(sha256sum "$TF_BUILD/tapfenced" | cut -d' ' -f1)
+bat 0 0 "$build"
+check "attest with a clean battery report of this build" tfc attest --out "$T/att5.json"
+averify "the claim is verified" 0 "tapfence first on every device" --key "$KEY" "$T/att5.json"
+check "the statement binds the report's digest" "$PY" -c 'import base64, hashlib, json, sys
+st = json.loads(base64.b64decode(json.load(open(sys.argv[1]))["payload"]))
+b = st["predicate"]["battery"]
+sys.exit(b["sha256"] != hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest() or st["predicate"]["claim"] != "verified")' \
+	"$T/att5.json" "$T/state/battery.json"
+bat 1 0 "$build"
+tfc attest --out "$T/att6.json" >/dev/null
+averify "a report with a critical escape: claim held" 1 "claim held: the battery found 1 critical escape" --key "$KEY" \
+	--allow-no-battery "$T/att6.json"
+bat 0 0 0000000000000000000000000000000000000000000000000000000000000000
+tfc attest --out "$T/att7.json" >/dev/null
+averify "a report of another build: claim held" 1 "claim held: the battery ran against another build" \
+	--key "$KEY" "$T/att7.json"
+rm -f "$T/state/battery.json"
 
 note "a restart: new programs, so the last attestation is stale"
 kill -TERM "$TFD_PID"

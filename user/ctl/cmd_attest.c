@@ -181,7 +181,8 @@ static int attest_verify(int argc, char *argv[])
 	const char *issued, *p;
 	double age;
 	size_t i;
-	int r, rc, matched = 0;
+	int r, rc, matched = 0, allow_no_battery = 0;
+	const char *claim;
 
 	for (i = 2; i < (size_t)argc; i++) {
 		int k = (int)i;
@@ -192,16 +193,18 @@ static int attest_verify(int argc, char *argv[])
 			spec = val;
 		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--max-age", &val)) > 0)
 			max_age = strtol(val, NULL, 10);
+		else if (!r && !strcmp(argv[k], "--allow-no-battery"))
+			allow_no_battery = 1;
 		else if (!r && argv[k][0] != '-' && !file)
 			file = argv[k];
 		else
 			return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY] [--spec SPEC] "
-				   "[--max-age SEC]");
+				   "[--max-age SEC] [--allow-no-battery]");
 		i = (size_t)k;
 	}
 	if (!file || max_age <= 0)
 		return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY] [--spec SPEC] "
-			   "[--max-age SEC]");
+			   "[--max-age SEC] [--allow-no-battery]");
 	if (read_key(key_arg, &key))
 		return say(2, "key `%s': not a verifier key (tapfence log key prints it)", key_arg);
 	env = json_load_file(file, 0, NULL);
@@ -247,6 +250,14 @@ static int attest_verify(int argc, char *argv[])
 								 : "is not in the statement");
 			goto out;
 		}
+	}
+	/* Any critical escape or broken probe holds the claim; so does no battery, unless waived. */
+	claim = json_string_value(json_object_get(pred, "claim")) ?: "held";
+	if (strcmp(claim, "verified") &&
+	    !(allow_no_battery && json_is_null(json_object_get(pred, "battery")))) {
+		rc = say(1, "claim held: %s",
+			 json_string_value(json_object_get(pred, "claim_why")) ?: "no battery");
+		goto out;
 	}
 	rc = say(0, "%zu session(s), tapfence first on every device, issued at %s (%.0f s ago)%s%s",
 		 json_array_size(sessions), issued, age, spec ? ", the spec's policy in force for " : "",

@@ -20,7 +20,7 @@ static const struct ctl_cmd top_cmds[] = {
 	  "print verdict events (until idle for 0.5 s, or with --follow until interrupted)" },
 	{ "log", NULL, ctl_log_cmds, 0, 0, "log", "the sealed event log, offline" },
 	{ "attest", cmd_attest, NULL, -1, -1,
-	  "attest [--session ID] [--out FILE] | attest verify FILE [--key KEY] [--spec SPEC] [--max-age SEC]",
+	  "attest [--session ID] [--out FILE] | attest verify FILE [--key KEY] [--spec SPEC] [--max-age SEC] [--allow-no-battery]",
 	  "a signed statement (DSSE, in-toto) of what enforces which policy on this node" },
 	{ "stats", cmd_stats, NULL, 0, 0, "stats", "show daemon-wide counters" },
 	{ "version", cmd_version, NULL, 0, 0, "version", "show the CLI's and the daemon's versions" },

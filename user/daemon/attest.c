@@ -368,6 +368,47 @@ json_t *tf_attest_stats(struct tf_daemon *d)
 			 a->stale, "why", a->stale ? a->why : NULL);
 }
 
+/*
+ * The last isolation battery (tools/battery.sh --out <state_dir>/battery.json):
+ * its digest and result. The claim is "verified" only with a report of this
+ * very build with no critical escape and no broken probe; else "held".
+ */
+static json_t *battery(struct tf_daemon *d, const char **claim, char *why, size_t whylen)
+{
+	struct tf_attest *a = d->attest;
+	char path[PATH_MAX], hex[2 * TF_HASH_LEN + 1], exe[2 * TF_HASH_LEN + 1];
+	__u8 h[TF_HASH_LEN];
+	json_t *r, *out;
+	json_int_t crit, broken;
+	const char *build;
+
+	*claim = "held";
+	snprintf(path, sizeof(path), "%s/battery.json", d->cfg.state_dir);
+	r = json_load_file(path, 0, NULL);
+	if (!r || file_digest(path, h)) {
+		snprintf(why, whylen, "no battery report in the state dir (battery.json)");
+		json_decref(r);
+		return json_null();
+	}
+	hexstr(h, hex);
+	hexstr(a->exe, exe);
+	crit = json_integer_value(json_object_get(r, "critical_escapes"));
+	broken = json_integer_value(json_object_get(r, "broken_probes"));
+	build = json_string_value(json_object_get(r, "tapfenced_sha256")) ?: "";
+	if (strcmp(build, exe))
+		snprintf(why, whylen, "the battery ran against another build");
+	else if (crit || broken || !json_is_array(json_object_get(r, "probes")))
+		snprintf(why, whylen, "the battery found %lld critical escape(s) and %lld broken probe(s)",
+			 (long long)crit, (long long)broken);
+	else
+		*claim = "verified";
+	out = json_pack("{s:s, s:O?, s:O?, s:I, s:I, s:b}", "sha256", hex, "time",
+			json_object_get(r, "time"), "result", json_object_get(r, "result"),
+			"critical_escapes", crit, "broken_probes", broken, "same_build", !strcmp(build, exe));
+	json_decref(r);
+	return out;
+}
+
 static int read_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
@@ -387,7 +428,9 @@ json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t 
 	__u8 parts[4][TF_HASH_LEN], sig[TF_SIG_LEN];
 	json_t *pred = NULL, *stmt = NULL, *env = NULL;
 	const struct tf_signer *signer = tf_audit_signer(d);
-	const char *note = tf_audit_last_note(d);
+	const char *note = tf_audit_last_note(d), *claim;
+	char claim_why[160] = "";
+	json_t *bat;
 	struct utsname u;
 	size_t plen, palen;
 	struct timespec ts;
@@ -409,11 +452,13 @@ json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t 
 	hexstr(a->exe, hex[0]);
 	hexstr(a->obj, hex[1]);
 	hexstr(a->config, hex[2]);
-	pred = json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:i, s:{s:s?, s:s}, s:s?, s:n}",
+	bat = battery(d, &claim, claim_why, sizeof(claim_why));
+	pred = json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:i, s:{s:s?, s:s}, s:s?, s:o, s:s, s:s?}",
 			 "issued_at", a->issued_at, "node", "name", d->cfg.log_name, "kernel",
 			 u.release, "boot_id", boot, "version", TF_VERSION, "abi", TF_ABI_VERSION,
 			 "config", "path", a->config_path[0] ? a->config_path : NULL, "sha256",
-			 hex[2], "log_checkpoint", note, "battery");
+			 hex[2], "log_checkpoint", note, "battery", bat, "claim", claim,
+			 "claim_why", strcmp(claim, "verified") ? claim_why : NULL);
 	if (!pred || measure(d, only, parts, pred)) {
 		snprintf(err, errlen, "attest: cannot measure the node");
 		goto out;
