@@ -72,15 +72,14 @@ restart() {
 	tfd_start "$host"
 }
 nentries() { bpftool map dump pinned "$TF_PIN_DIR/maps/$1" -j | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
-# limit_free K: set the daemon's soft fd limit so that exactly K fd numbers below it are free.
+# limit_free K: set the daemon's soft fd limit to its (K+1)th free fd number: K fds can be opened.
 limit_free() {
 	local lim
 	lim=$(find "/proc/$TFD_PID/fd" -mindepth 1 -printf '%f\n' | "$PY" -c '
 import sys
-used, k, lim = {int(l) for l in sys.stdin}, int(sys.argv[1]), 0
-while lim - len([u for u in used if u < lim]) < k:
-    lim += 1
-print(lim)' "$1")
+used, k = {int(l) for l in sys.stdin}, int(sys.argv[1])
+free = [n for n in range(max(used) + k + 2) if n not in used]
+print(free[k])' "$1")
 	prlimit --pid "$TFD_PID" --nofile="$lim:$hard"
 }
 # Everything a session add writes, for the failure-injection phase.
@@ -180,6 +179,12 @@ check "one failed when saving (a session that cannot be saved is undone)" grep -
 check "then the add fits" test "$added" = 1
 probe_x "x -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
 probe_x "x -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
+limit_free 0
+version_nofd() { timeout 5 "$TF_BUILD/tapfence" --socket "$TF_SOCK" version >"$T/nofd.out" 2>&1; }
+check_not "with no fd free, a client is refused at once" version_nofd
+check "told why, not left waiting" grep -q "out of file descriptors" "$T/nofd.out"
+prlimit --pid "$TFD_PID" --nofile=$high:$hard
+check "and served again once fds are free" tfc version
 cp "$T/state/sessions/x.json" "$T/x.saved"
 limit_free 1
 check_not "a rule change that cannot be saved is refused" tfc rule add x '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'

@@ -34,6 +34,7 @@ struct tf_daemon {
 	int foreground;
 	/* control socket */
 	int listen_fd;
+	int spare_fd;			/* held for refusing a client when out of fds */
 	unsigned int socket_gid;	/* socket_group's gid, 0 if none */
 	int epoll_fd;
 	struct tf_client *clients;

@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 		return ret;
 	}
 
-	d.listen_fd = -1;
+	d.listen_fd = d.spare_fd = -1;
 	d.epoll_fd = -1;
 	d.started = time(NULL);
 	if (check_accounts(&d.cfg))
