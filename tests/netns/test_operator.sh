@@ -94,12 +94,12 @@ footprint() {
 note "a bad user or socket_group is refused before anything is touched"
 tfd_config "$T/baduser.json" '"user":"nosuch'"$TF_SFX"'"'
 check_not "start with user nosuch$TF_SFX refused" daemon "$T/baduser.log" "$T/baduser.json"
-check "the error names the field and value" grep -q "config user: \`nosuch$TF_SFX'" "$T/baduser.log"
+check "the error names the field and value" grep -q "config user: \`nosuch$TF_SFX': no such user" "$T/baduser.log"
 check "no pin dir was made" test ! -e "$TF_PIN_DIR"
 check "no state dir was made" test ! -e "$T/state"
 tfd_config "$T/badgroup.json" '"socket_group":"nosuch'"$TF_SFX"'"'
 check_not "start with socket_group nosuch$TF_SFX refused" daemon "$T/badgroup.log" "$T/badgroup.json"
-check "the error names the field and value" grep -q "config socket_group: \`nosuch$TF_SFX'" "$T/badgroup.log"
+check "the error names the field and value" grep -q "config socket_group: \`nosuch$TF_SFX': no such group" "$T/badgroup.log"
 check "no pin dir was made" test ! -e "$TF_PIN_DIR"
 check "no control socket was made" test ! -e "$TF_SOCK"
 tfd_config "$T/tf.json" '"limits":{"max_sessions":'$MAX'}'

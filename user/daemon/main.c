@@ -242,6 +242,14 @@ static int cleanup_all(const struct tf_config *cfg)
 	return 0;
 }
 
+/* getpwnam()/getgrnam() leave errno 0 or one of these for a name that is not there (POSIX). */
+static const char *lookup_error(const char *missing)
+{
+	return (!errno || errno == ENOENT || errno == ESRCH || errno == EBADF || errno == EPERM)
+		       ? missing
+		       : strerror(errno);
+}
+
 /*
  * The accounts the config names, resolved before anything is touched: a
  * typo must not be found only after every session was re-adopted.
@@ -254,8 +262,7 @@ static int check_accounts(const struct tf_config *cfg)
 		errno = 0;
 		pw = getpwnam(cfg->user);
 		if (!pw) {
-			pr_warn("config user: `%s': %s\n", cfg->user,
-				errno ? strerror(errno) : "no such user");
+			pr_warn("config user: `%s': %s\n", cfg->user, lookup_error("no such user"));
 			return -ENOENT;
 		}
 		if (pw->pw_uid == 0) {
@@ -267,7 +274,7 @@ static int check_accounts(const struct tf_config *cfg)
 		errno = 0;
 		if (!getgrnam(cfg->socket_group)) {
 			pr_warn("config socket_group: `%s': %s\n", cfg->socket_group,
-				errno ? strerror(errno) : "no such group");
+				lookup_error("no such group"));
 			return -ENOENT;
 		}
 	}
