@@ -12,6 +12,7 @@ PKGS=(
 	iperf3 nftables gnuplot-nox
 	qemu-system-x86 busybox-static libc6-dev # tests/vm: microVM guests (tools/vm/build-image.sh)
 	valgrind # tests/netns/test_soak.sh: the daemon under memcheck
+	libcap2-bin # tests/netns/test_operator.sh: capsh, to start the daemon without CAP_SYS_RESOURCE
 )
 
 missing=()

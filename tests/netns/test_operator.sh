@@ -17,6 +17,9 @@ tf_init
 cleanup() { tf_cleanup; }
 trap cleanup EXIT
 
+command -v capsh >/dev/null || die "capsh is not installed (tools/deps.sh: libcap2-bin)"
+command -v prlimit >/dev/null || die "prlimit is not installed (util-linux)"
+
 host=tf-host-$TF_SFX g=tf-g-$TF_SFX x=tf-x-$TF_SFX inet=tf-inet-$TF_SFX
 ns_add "$host" "$g" "$x" "$inet"
 ns_router "$host"
