@@ -163,6 +163,8 @@ int tf_fd_budget(const struct tf_config *cfg)
 {
 	unsigned long need = tf_fd_need(cfg), fit;
 	struct rlimit rl, want;
+	char lower[64] = "";
+	int err;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return -errno;
@@ -178,15 +180,17 @@ int tf_fd_budget(const struct tf_config *cfg)
 			cfg->max_sessions);
 		return 0;
 	}
+	err = errno;
 	fit = rl.rlim_max > TF_FDS_BASE + cfg->max_clients
 		      ? (rl.rlim_max - TF_FDS_BASE - cfg->max_clients) / TF_FDS_PER_SESSION
 		      : 0;
+	if (fit)
+		snprintf(lower, sizeof(lower), ", or lower limits.max_sessions to %lu", fit);
 	pr_warn("limits.max_sessions %u needs %lu file descriptors (%u per session, %u for "
 		"limits.max_clients %u, %u for the daemon) but the limit is %lu (hard %lu) and "
-		"cannot be raised (%s): set LimitNOFILE=%lu in the unit or ulimit -n %lu, or lower "
-		"limits.max_sessions to %lu\n", cfg->max_sessions, need, TF_FDS_PER_SESSION,
-		cfg->max_clients, cfg->max_clients, TF_FDS_BASE, (unsigned long)rl.rlim_cur,
-		(unsigned long)rl.rlim_max, strerror(errno), need, need,
-		fit < cfg->max_sessions ? fit : cfg->max_sessions);
+		"cannot be raised (%s): set LimitNOFILE=%lu in the unit or ulimit -n %lu%s\n",
+		cfg->max_sessions, need, TF_FDS_PER_SESSION, cfg->max_clients, cfg->max_clients,
+		TF_FDS_BASE, (unsigned long)rl.rlim_cur, (unsigned long)rl.rlim_max,
+		strerror(err), need, need, lower);
 	return -EMFILE;
 }
