@@ -88,7 +88,7 @@ print(free[k])' "$1")
 # Everything a session add writes, for the failure-injection phase.
 footprint() {
 	local m
-	for m in tf_sessions tf_addrs tf_flows tf_dnsq tf_learned tf_tlsbuf tf_tlsbind; do
+	for m in tf_sessions tf_addrs tf_rules tf_ports tf_names tf_flows tf_dnsq tf_learned tf_tlsbuf tf_tlsbind; do
 		printf '%s=%s ' "$m" "$(nentries "$m")"
 	done
 	ls "$TF_PIN_DIR/links" "$T/state/sessions" | tr '\n' ' '
@@ -171,6 +171,8 @@ for ((k = 1; k <= 16 && !added; k++)); do
 		prlimit --pid "$TFD_PID" --nofile=$high:$hard
 		now=$(footprint)
 		[ "$now" = "$before" ] || fail "with $k free fds: the failed add left $now (before: $before)"
+		# Nothing attached is left either: x's device passes what no rule allows, as before.
+		tcp_get "$x" 203.0.113.10 80 || fail "with $k free fds: x's device still filters after the failed add"
 	fi
 done
 prlimit --pid "$TFD_PID" --nofile=$high:$hard
