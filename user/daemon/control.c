@@ -603,9 +603,9 @@ static void peer_refuse(struct tf_daemon *d, int fd, const struct ucred *cr)
 /*
  * Out of fds, a pending connection would keep the level-triggered listener
  * readable and the loop spinning while the client waits: the spare fd
- * makes room to take it off the backlog and tell it why.
+ * makes room to take it off the backlog and tell it why. 1 if one was
+ * taken (accept4 fails with EMFILE even when none waits).
  */
-/* 1 if a connection was taken off the backlog (accept4 fails with EMFILE even when none waits). */
 static int refuse_no_fd(struct tf_daemon *d)
 {
 	static const char msg[] = "{\"ok\":false,\"error\":\"the daemon is out of file descriptors\"}\n";
