@@ -15,6 +15,7 @@ PKGS=(
 	qemu-system-x86 busybox-static libc6-dev # tests/vm: microVM guests (tools/vm/build-image.sh)
 	valgrind # tests/netns/test_soak.sh: the daemon under memcheck
 	rsyslog # tests/netns/test_audit_ship.sh: the sealed log shipped off the node by a real shipper
+	libcap2-bin # tests/netns/test_operator.sh: capsh, to start the daemon without CAP_SYS_RESOURCE
 )
 
 missing=()

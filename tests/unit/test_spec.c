@@ -148,6 +148,13 @@ static const struct spec_case spec_cases[] = {
 	  "id: invalid session id `s 1' (want 1-63 of A-Z a-z 0-9 _ . -)" },
 	{ "empty id", "{'id':''}", "id: invalid session id `' (want 1-63 of A-Z a-z 0-9 _ . -)" },
 	{ "id ..", "{'id':'..'}", "id: invalid session id `..' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	{ "id .", "{'id':'.'}", "id: invalid session id `.' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	/* Ids name state files and link pins: nothing that walks a path. */
+	{ "id with /", "{'id':'a/b'}", "id: invalid session id `a/b' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	{ "id ../x", "{'id':'../x'}", "id: invalid session id `../x' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	/* ',' stands for '.' in link pin names (bpffs refuses dots): an id never has one. */
+	{ "id with ,", "{'id':'vm,1'}", "id: invalid session id `vm,1' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	{ "id ...", "{'id':'...'}", NULL },
 	{ "64-char id", "{'id':'" A16 A16 A16 A16 "'}",
 	  "id: invalid session id `" A16 A16 A16 A16 "' (want 1-63 of A-Z a-z 0-9 _ . -)" },
 	{ "ifname missing", "{'ifname':null}", "ifname: missing" },

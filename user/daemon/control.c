@@ -105,6 +105,7 @@ int tf_ctl_open(struct tf_daemon *d)
 	}
 	chmod(sa.sun_path, 0660);
 	d->listen_fd = fd;
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev))
 		return -errno;
 	return 0;
@@ -608,6 +609,29 @@ static void peer_refuse(struct tf_daemon *d, int fd, const struct ucred *cr)
 	tf_events_control(d, "peer_refused", cr->pid, cr->uid, cr->gid);
 }
 
+/*
+ * Out of fds, a pending connection would keep the level-triggered listener
+ * readable and the loop spinning while the client waits: the spare fd
+ * makes room to take it off the backlog and tell it why. 1 if one was
+ * taken (accept4 fails with EMFILE even when none waits).
+ */
+static int refuse_no_fd(struct tf_daemon *d)
+{
+	static const char msg[] = "{\"ok\":false,\"error\":\"the daemon is out of file descriptors\"}\n";
+	int fd;
+
+	close(d->spare_fd);
+	fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0) {
+		if (send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			pr_debug("refused client: %s\n", strerror(errno));
+		close(fd);
+		pr_warn("control socket: out of file descriptors, a client was refused\n");
+	}
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0;
+}
+
 static void client_accept(struct tf_daemon *d)
 {
 	struct tf_client *c;
@@ -618,6 +642,9 @@ static void client_accept(struct tf_daemon *d)
 
 	for (;;) {
 		fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && d->spare_fd >= 0 &&
+		    refuse_no_fd(d))
+			continue;
 		if (fd < 0)
 			return;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) || !peer_allowed(d, fd, &cr)) {
@@ -720,6 +747,9 @@ void tf_ctl_close(struct tf_daemon *d)
 	for (c = d->clients; c; c = c->next)
 		client_free(d, c);
 	tf_ctl_reap(d);
+	if (d->spare_fd >= 0)
+		close(d->spare_fd);
+	d->spare_fd = -1;
 	if (d->listen_fd >= 0) {
 		close(d->listen_fd);
 		unlink(d->cfg.control_socket);

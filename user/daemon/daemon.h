@@ -35,6 +35,7 @@ struct tf_daemon {
 	int foreground;
 	/* control socket */
 	int listen_fd;
+	int spare_fd;			/* held for refusing a client when out of fds */
 	unsigned int socket_gid;	/* socket_group's gid, 0 if none */
 	int epoll_fd;
 	struct tf_client *clients;
@@ -79,6 +80,33 @@ void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t l
 
 /* Capabilities (caps.c): keep only what running needs, as cfg->user if set. 0 or -errno. */
 int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result));
+
+/*
+ * One daemon per state dir, pin dir and control socket (instance.c):
+ * flocks held for the daemon's life. cleanup = 1 (tapfenced --cleanup)
+ * locks only what exists and leaves the socket alone. 0, -EBUSY with a
+ * message naming the holder's pid, or -errno.
+ */
+#define TF_LOCK_FILE "tapfenced.lock"
+struct tf_lock {
+	int state_fd, pin_fd, sock_fd;
+};
+void tf_lock_init(struct tf_lock *l);
+int tf_lock_take(const struct tf_config *cfg, struct tf_lock *l, int cleanup)
+	__attribute__((warn_unused_result));
+void tf_lock_release(struct tf_lock *l);
+
+/*
+ * File descriptors: each session holds TF_SLOT_MAPS inner maps and up to
+ * two tcx links; each client one socket; TF_FDS_BASE covers the rest
+ * (two skeletons' maps and programs in XDP mode, ringbuf, epoll, signalfd,
+ * locks, log, listener, and what one request opens for a moment).
+ */
+#define TF_FDS_PER_SESSION (TF_SLOT_MAPS + 2)
+#define TF_FDS_BASE 128
+unsigned long tf_fd_need(const struct tf_config *cfg);
+/* Raise RLIMIT_NOFILE to tf_fd_need(), or say what to set; 0 or -EMFILE. */
+int tf_fd_budget(const struct tf_config *cfg) __attribute__((warn_unused_result));
 
 /* Event feed (events.c). */
 int tf_events_open(struct tf_daemon *d) __attribute__((warn_unused_result));

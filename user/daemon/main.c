@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +32,13 @@
 #define BPF_FS_MAGIC 0xcafe4a11
 
 static const char usage[] =
-	"Usage: tapfenced [--config FILE] [--foreground] [--verbose] [--cleanup]\n"
+	"Usage: tapfenced [--config FILE] [--foreground] [--verbose] [--cleanup [--force]]\n"
 	"  --config FILE   operator settings (JSON); defaults are built in\n"
 	"  --foreground    also print events to stdout\n"
 	"  --verbose       debug logging (libbpf included)\n"
-	"  --cleanup       remove every session, pin and attachment, then exit\n";
+	"  --cleanup       remove every session, pin and attachment, then exit;\n"
+	"                  refused while a daemon runs on the same state or pin dir\n"
+	"  --force         with --cleanup: even then (for a wedged daemon)\n";
 
 static int read_file(const char *path, char **buf, size_t *len)
 {
@@ -238,6 +242,45 @@ static int cleanup_all(const struct tf_config *cfg)
 	return 0;
 }
 
+/* getpwnam()/getgrnam() leave errno 0 or one of these for a name that is not there (POSIX). */
+static const char *lookup_error(const char *missing)
+{
+	return (!errno || errno == ENOENT || errno == ESRCH || errno == EBADF || errno == EPERM)
+		       ? missing
+		       : strerror(errno);
+}
+
+/*
+ * The accounts the config names, resolved before anything is touched: a
+ * typo must not be found only after every session was re-adopted.
+ */
+static int check_accounts(const struct tf_config *cfg)
+{
+	struct passwd *pw;
+
+	if (cfg->user[0]) {
+		errno = 0;
+		pw = getpwnam(cfg->user);
+		if (!pw) {
+			pr_warn("config user: `%s': %s\n", cfg->user, lookup_error("no such user"));
+			return -ENOENT;
+		}
+		if (pw->pw_uid == 0) {
+			pr_warn("config user: `%s' is uid 0: name a dedicated user\n", cfg->user);
+			return -EINVAL;
+		}
+	}
+	if (cfg->socket_group[0]) {
+		errno = 0;
+		if (!getgrnam(cfg->socket_group)) {
+			pr_warn("config socket_group: `%s': %s\n", cfg->socket_group,
+				lookup_error("no such group"));
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return tf_log_libbpf(level, fmt, ap);
@@ -316,15 +359,18 @@ int main(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "cleanup", no_argument, NULL, 'C' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	static struct tf_daemon d;
 	const char *config = NULL;
 	char path[PATH_MAX + 16];
-	int opt, cleanup = 0, ret = 1;
+	int opt, cleanup = 0, force = 0, ret = 1;
+	struct tf_lock lock;
 
-	while ((opt = getopt_long(argc, argv, "c:fvCh", longopts, NULL)) != -1) {
+	tf_lock_init(&lock);
+	while ((opt = getopt_long(argc, argv, "c:fvCFh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;
@@ -338,6 +384,9 @@ int main(int argc, char **argv)
 		case 'C':
 			cleanup = 1;
 			break;
+		case 'F':
+			force = 1;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -346,18 +395,28 @@ int main(int argc, char **argv)
 			return 64;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc || (force && !cleanup)) {
 		fputs(usage, stderr);
 		return 64;
 	}
 	libbpf_set_print(libbpf_print);
 	if (load_config(config, &d.cfg))
 		return 1;
-	if (cleanup)
-		return cleanup_all(&d.cfg) ? 1 : 0;
+	if (cleanup) {
+		if (force)
+			pr_warn("--force: not asking whether a daemon still runs\n");
+		else if (tf_lock_take(&d.cfg, &lock, 1))
+			return 1;
+		ret = cleanup_all(&d.cfg) ? 1 : 0;
+		tf_lock_release(&lock);
+		return ret;
+	}
 
-	d.listen_fd = -1;
+	d.listen_fd = d.spare_fd = -1;
+	d.epoll_fd = -1;
 	d.started = time(NULL);
+	if (check_accounts(&d.cfg))
+		return 1;
 	if (ensure_bpffs(d.cfg.pin_dir))
 		return 1;
 	snprintf(path, sizeof(path), "%s/sessions", d.cfg.state_dir);
@@ -369,9 +428,14 @@ int main(int argc, char **argv)
 		pr_warn("cannot create pin dir `%s': %s\n", d.cfg.pin_dir, strerror(errno));
 		return 1;
 	}
+	/* Before the socket, the pins or a session is touched: one daemon per set of them. */
+	if (tf_lock_take(&d.cfg, &lock, 0))
+		return 1;
+	if (tf_fd_budget(&d.cfg))
+		goto cleanup;
 	d.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (d.epoll_fd < 0)
-		return 1;
+		goto cleanup;
 	if (tf_dp_open(&d.dp, &d.cfg, 1))
 		goto cleanup;
 	if (tf_dp_write_floor(&d.dp))
@@ -394,6 +458,8 @@ cleanup:
 	tf_events_close(&d);
 	tf_sess_forget_all(&d);
 	tf_dp_close(&d.dp);
-	close(d.epoll_fd);
+	if (d.epoll_fd >= 0)
+		close(d.epoll_fd);
+	tf_lock_release(&lock);
 	return ret;
 }

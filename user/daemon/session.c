@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <net/if.h>
@@ -27,21 +29,35 @@ static void sess_path(const struct tf_daemon *d, const char *id, char *buf, size
 	snprintf(buf, len, "%s/sessions/%s.json", d->cfg.state_dir, id);
 }
 
+/*
+ * The name a session's links are pinned under. bpffs refuses a '.' in a
+ * name (kernel/bpf/inode.c, bpf_lookup(): dots are reserved), ids may hold
+ * one: ',' stands for it, a character no id has, so names stay distinct.
+ */
+static void pin_name(const char *id, char buf[TF_ID_MAX + 1])
+{
+	char *p;
+
+	snprintf(buf, TF_ID_MAX + 1, "%s", id);
+	for (p = buf; (p = strchr(p, '.')); p++)
+		*p = ',';
+}
+
 /* Written to a temporary file and renamed: a crash leaves the old or the new. */
-static int sess_save(struct tf_daemon *d, const struct tf_sess *s)
+static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	json_t *o;
 	int err = 0;
 
-	sess_path(d, s->spec.id, path, sizeof(path));
+	sess_path(d, spec->id, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	o = json_pack("{s:i, s:o}", "slot", (json_int_t)s->sid, "spec", tf_spec_to_json(&s->spec));
+	o = json_pack("{s:i, s:o}", "slot", (json_int_t)sid, "spec", tf_spec_to_json(spec));
 	if (!o)
 		return -ENOMEM;
 	if (json_dump_file(o, tmp, JSON_COMPACT) || chmod(tmp, 0600) || rename(tmp, path)) {
 		err = -errno ? -errno : -EIO;
-		pr_warn("cannot save session `%s' to `%s': %s\n", s->spec.id, path, strerror(-err));
+		pr_warn("cannot save session `%s' to `%s': %s\n", spec->id, path, strerror(-err));
 		unlink(tmp);
 	}
 	json_decref(o);
@@ -77,6 +93,26 @@ static void sess_free(struct tf_sess *s)
 	free(s);
 }
 
+/*
+ * if_nametoindex() with its errors kept apart: it needs a socket, and
+ * glibc's reports a failed socket() (out of fds) as a missing device.
+ */
+static int ifindex_of(const char *name, __u32 *ifindex)
+{
+	struct ifreq ifr = {};
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, SIOCGIFINDEX, &ifr))
+		err = -errno;
+	else
+		*ifindex = ifr.ifr_ifindex;
+	close(fd);
+	return err;
+}
+
 static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, char *err, size_t errlen)
 {
 	char buf[TF_ADDRSTRLEN];
@@ -106,6 +142,7 @@ static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, char *
 int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, char *err,
 		size_t errlen)
 {
+	char pin[TF_ID_MAX + 1];
 	struct tf_session old;
 	struct tf_sess *s, *o;
 	int ret, had_old, readopt;
@@ -122,10 +159,13 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	if (!s)
 		return -ENOMEM;
 	s->at.link_in = s->at.link_out = -1;
-	s->ifindex = if_nametoindex(spec->ifname);
-	if (!s->ifindex) {
-		snprintf(err, errlen, "ifname: no such interface `%s'", spec->ifname);
-		ret = -ENODEV;
+	ret = ifindex_of(spec->ifname, &s->ifindex);
+	if (ret) {
+		if (ret == -ENODEV)
+			snprintf(err, errlen, "ifname: no such interface `%s'", spec->ifname);
+		else
+			snprintf(err, errlen, "ifname: cannot look up `%s': %s", spec->ifname,
+				 strerror(-ret));
 		goto cleanup;
 	}
 	for (o = d->sessions; o; o = o->next) {
@@ -159,7 +199,8 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	had_old = !tf_dp_session_get(&d->dp, s->ifindex, &old) && old.sid == s->sid;
 	s->ver = had_old ? old.policy_ver + 1 : 1;
 
-	ret = tf_dp_attach(&d->dp, spec->id, s->ifindex, &s->at);
+	pin_name(spec->id, pin);
+	ret = tf_dp_attach(&d->dp, pin, s->ifindex, &s->at);
 	if (ret) {
 		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname, strerror(-ret));
 		goto cleanup;
@@ -179,12 +220,21 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		tf_dp_policy_sweep(&d->dp, s->sid, s->ver);
 		tf_dp_names_rebase(&d->dp, s->sid, s->ver, &s->policy, &s->policy);
 	}
+	/*
+	 * A re-adopted session was read from its state file, which stays as it
+	 * is if this write fails. A new one that cannot be saved would enforce
+	 * now and vanish at the next restart: it is undone instead.
+	 */
+	ret = sess_save(d, &s->spec, s->sid);
+	if (ret && !readopt) {
+		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
+			 d->cfg.state_dir, strerror(-ret));
+		goto undo;
+	}
 	s->next = d->sessions;
 	d->sessions = s;
 	d->by_sid[s->sid] = s;
 	d->nsessions++;
-	if (sess_save(d, s))
-		pr_warn("session `%s' enforces but will not survive a restart\n", spec->id);
 	pr_info("session %s: %s (ifindex %u) slot %u policy %u, %u rules\n", spec->id,
 		spec->ifname, s->ifindex, s->sid, s->ver, spec->nrules);
 	return 0;
@@ -204,7 +254,7 @@ undo:
 	}
 	/* Detach last: until then the device keeps denying. */
 	tf_dp_session_remove(&d->dp, spec, &s->policy, s->sid, s->ver, s->ifindex);
-	tf_dp_detach(&d->dp, spec->id, s->ifindex, &s->at);
+	tf_dp_detach(&d->dp, pin, s->ifindex, &s->at);
 cleanup:
 	sess_free(s);
 	return ret;
@@ -212,8 +262,8 @@ cleanup:
 
 int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 {
+	char path[PATH_MAX], pin[TF_ID_MAX + 1];
 	struct tf_sess **pp, *s;
-	char path[PATH_MAX];
 
 	for (pp = &d->sessions; *pp && strcmp((*pp)->spec.id, id); pp = &(*pp)->next)
 		;
@@ -222,7 +272,8 @@ int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "id: no session `%s'", id);
 		return -ENOENT;
 	}
-	tf_dp_detach(&d->dp, id, s->ifindex, &s->at);
+	pin_name(id, pin);
+	tf_dp_detach(&d->dp, pin, s->ifindex, &s->at);
 	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, s->ifindex);
 	sess_path(d, id, path, sizeof(path));
 	unlink(path);
@@ -280,6 +331,22 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
 		goto cleanup;
 	}
+	/*
+	 * Saved before the old generation goes: a change that cannot be saved
+	 * would be lost at the next restart, so the device is switched back.
+	 */
+	ret = sess_save(d, &next, s->sid);
+	if (ret) {
+		tf_dp_session_value(&s->spec, s->sid, s->ver, &val);
+		if (tf_dp_session_set(&d->dp, s->ifindex, &val))
+			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
+				id, s->ver);
+		else
+			tf_dp_policy_erase(&d->dp, s->sid, ver, &pol);
+		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
+			 d->cfg.state_dir, strerror(-ret));
+		goto cleanup;
+	}
 	tf_dp_names_rebase(&d->dp, s->sid, ver, &s->policy, &pol);
 	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
 	tf_policy_free(&s->policy);
@@ -289,8 +356,6 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	s->spec = next;
 	memset(&next, 0, sizeof(next));
 	s->ver = ver;
-	if (sess_save(d, s))
-		pr_warn("session `%s': rule change enforces but is not saved\n", id);
 cleanup:
 	tf_policy_free(&pol);
 	tf_spec_free(&next);
