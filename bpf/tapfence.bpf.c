@@ -132,6 +132,8 @@ int tc_to_guest(struct __sk_buff *skb)
 			v = dns_answer(&j, s, len);
 		else
 			v = TF_VERDICT_DENY;
+	} else if (v == TF_VERDICT_ALLOW && j.trim) {
+		v = tc_icmp_trim(skb, &j);
 	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }

@@ -42,6 +42,7 @@ struct judge {
 	__u8 pulled;	/* TC pulled TF_PULL_LEN already: no TF_JUDGE_PULL again */
 	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
 	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
+	__u8 trim;	/* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
 	struct pkt p;
 	struct tf_flow flow;	/* TF_JUDGE_TLS: a copy of the packet's flow */
 };

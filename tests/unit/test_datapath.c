@@ -925,8 +925,9 @@ static void run_fixture(struct env *e, const struct fixture *fx)
 	snprintf(what, sizeof(what), "%s: %s: reason counter", prog, fx->desc);
 	CHECK_STR(what, moved(before, after, diff, sizeof(diff)), tf_reason_name(fx->reason));
 
-	/* Every deny and every new flow is an event; packets of known flows are not. */
-	want_event = !allow || fx->reason == R(ALLOW_RULE) || fx->reason == R(ALLOW_DNS);
+	/* Every deny, new flow and allowed ICMP error is an event; packets of known flows are not. */
+	want_event = !allow || fx->reason == R(ALLOW_RULE) || fx->reason == R(ALLOW_DNS) ||
+		     fx->reason == R(ALLOW_ICMP_ERROR);
 	if (!want_event) {
 		snprintf(what, sizeof(what), "%s: %s: no event", prog, fx->desc);
 		CHECK_EQ(what, e->nev, 0);
