@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -997,6 +998,54 @@ static void run_pass(struct env *e)
 	session_del(e, &c);
 }
 
+/* Events one run of the guest -> host program on frame f emits. */
+static int events_of(struct env *e, const struct pk_frame *f)
+{
+	int retval;
+
+	e->nev = 0;
+	run_prog(e, FROM, f, &retval);
+	ring_buffer__consume(e->rb);
+	return e->nev;
+}
+
+/*
+ * Over the budget, the first deny of another (reason, destination) in a
+ * second still gets out, from the second budget; the same one again does
+ * not. The bucket is set over budget by hand: its arrival time 10 s ahead.
+ */
+static void rate_limit_novel(struct env *e, int ncpu, struct tf_evbucket *b,
+			     const struct pk_frame *flooded)
+{
+	static const struct pk other = { TCP(G4, "198.51.99.78", 40078, 9, SYN) };
+	int fd = bpf_map__fd(e->dp.skel->maps.tf_evrate), i;
+	__u32 sid = SID_A;
+	struct pk_frame f;
+	struct timespec ts;
+	__u64 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+	for (i = 0; i < ncpu; i++) {
+		b[i].tat_ns = now + 10000000000ULL;
+		b[i].novel_tat_ns = 0;
+	}
+	CHECK_EQ("rate limit: set the bucket over budget",
+		 bpf_map_update_elem(fd, &sid, b, BPF_EXIST), 0);
+	/* The flood's destination had its one event within the second, or has it now. */
+	events_of(e, flooded);
+	CHECK_EQ("rate limit: over budget, the flooded destination again: no event",
+		 events_of(e, flooded), 0);
+	CHECK_EQ("rate limit: frame builds", pk_build(&other, e->gmac, e->hmac, &f), 0);
+	CHECK_EQ("rate limit: over budget, a deny to another destination: an event",
+		 events_of(e, &f), 1);
+	CHECK_EQ("rate limit: that event names the other destination",
+		 e->nev == 1 && !memcmp(e->ev[0].daddr, f.daddr, 16) &&
+			 e->ev[0].reason == TF_REASON_NO_RULE, 1);
+	CHECK_EQ("rate limit: over budget, the other destination again within a second: no event",
+		 events_of(e, &f), 0);
+}
+
 /*
  * The per-session event rate limit (GCRA, per CPU): a burst of denies gets
  * the configured burst of events, the rest are counted as suppressed, the
@@ -1055,6 +1104,7 @@ static void test_rate_limit(struct env *e)
 		CHECK_EQ("rate limit: it says how many were suppressed before it",
 			 e->nev == 1 ? e->ev[0].suppressed : 0, held);
 		CHECK_EQ("rate limit: held back on this CPU", held, n - events);
+		rate_limit_novel(e, ncpu, b, &f);
 	}
 	free(b);
 	session_del(e, &a);
