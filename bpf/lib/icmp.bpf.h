@@ -88,11 +88,19 @@ static __always_inline int icmp6_trim(struct __sk_buff *skb)
 	return 0;
 }
 
-/* Cut an allowed ICMP error the judge marked (j->trim); a cut that fails refuses it. */
+/*
+ * Cut an allowed ICMP error the judge marked (j->trim); a cut that fails
+ * refuses it. A frame shorter than what its IP header claims is malformed:
+ * the cut would pad it with zeros instead.
+ */
 static __always_inline int tc_icmp_trim(struct __sk_buff *skb, struct judge *j)
 {
-	int err = j->p.family == TF_FAM_IPV4 ? icmp4_trim(skb) : icmp6_trim(skb);
+	int v4 = j->p.family == TF_FAM_IPV4;
+	int err;
 
+	if (skb->len < sizeof(struct ethhdr) + (v4 ? 20 + TF_ICMP4_KEEP : 40 + TF_ICMP6_KEEP))
+		return deny(j, TF_REASON_MALFORMED);
+	err = v4 ? icmp4_trim(skb) : icmp6_trim(skb);
 	if (err)
 		return deny(j, TF_REASON_ICMP_ERROR_SIZE);
 	return TF_VERDICT_ALLOW;
