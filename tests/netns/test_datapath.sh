@@ -236,6 +236,7 @@ dns_gso() {
 	else
 		check "enforced: C (tap) two queries in one UDP GSO write: none reaches the resolver ($n)" test "$n" -eq 0
 		# XDP reads the write whole, and trailing bytes after a question are dns_malformed there.
+		# shellcheck disable=SC2086 # the filter is a list of words
 		expect_event $C4 proto=udp dst=10.10.3.1 dport=53 verdict=deny reason="$GSO2_REASON" \
 			-- "enforced: C (tap) UDP GSO write to the resolver: event deny/$GSO2_REASON"
 		tf_mark
@@ -261,6 +262,7 @@ dns_gso_opt() {
 	else
 		expect_not_reached "$L_RES" "udp 10.10.3.1:53 from 10.10.3.2:40053" \
 			"enforced: C (tap) a query hidden in an OPT record of a UDP GSO write: nothing reaches the resolver"
+		# shellcheck disable=SC2086 # the filter is a list of words
 		expect_event $C4 proto=udp dst=10.10.3.1 dport=53 verdict=deny reason=dns_gso \
 			-- "enforced: C (tap) a query hidden in an OPT record of a UDP GSO write: event deny/dns_gso"
 	fi

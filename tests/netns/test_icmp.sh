@@ -119,7 +119,7 @@ pmtu() {
 	else
 		check "$phase: IPv$fam the router's PMTU error reaches the guest cut to $cut bytes ($rgot)" \
 			grep -q "len=$cut marker=0" <<<"$rgot"
-		expect_event session=a direction=to_guest family=ipv$fam verdict=allow reason=allow_icmp_error \
+		expect_event session=a direction=to_guest family="ipv$fam" verdict=allow reason=allow_icmp_error \
 			-- "$phase: IPv$fam the PMTU error: event allow/allow_icmp_error"
 	fi
 	if wait_for 2 sh -c "ip netns exec '$ga' ip ${v[*]} route get '$dst' | grep -q 'mtu 1280'"; then
@@ -129,15 +129,15 @@ pmtu() {
 	fi
 }
 
-# crafted PHASE FAMILY SRC GUEST DST SPORT: a flow GUEST:SPORT -> DST:7 (an echoed datagram), then the
+# crafted PHASE FAMILY FROM GUEST DST SPORT: a flow GUEST:SPORT -> DST:7 (an echoed datagram), then the
 # internet sends a port unreachable about it with 1000 bytes of marker after the quoted UDP header.
 crafted() {
-	local phase=$1 fam=$2 src=$3 guest=$4 dst=$5 sport=$6 type=3 code=3 cut=36 got
+	local phase=$1 fam=$2 from=$3 guest=$4 dst=$5 sport=$6 type=3 code=3 cut=36 got
 	[ "$fam" = 6 ] && type=1 code=4 cut=56
 	n "$ga" timeout 10 "$PY" "$TF_NETNS_DIR/listener.py" udp --sport "$sport" "$dst" 7 >"$T/client.out" 2>&1 ||
 		fail "$phase: IPv$fam the guest's UDP flow to $dst:7 got its echo"
 	tf_mark
-	icmpprobe "$inet" error --src "$src" --dst "$guest" --type $type --code $code --inner-dst "$dst" \
+	icmpprobe "$inet" error --src "$from" --dst "$guest" --type $type --code $code --inner-dst "$dst" \
 		--sport "$sport" --dport 7 --payload-len 1000
 	got=$(wait_for 3 grep_since "$L_ICMP" "icmp$fam type=$type" && since "$L_ICMP" | grep "icmp$fam type=$type" | head -n 1)
 	if [ "$phase" = baseline ]; then
@@ -147,8 +147,8 @@ crafted() {
 		check "$phase: IPv$fam a crafted error with 1000 bytes of payload reaches the guest cut to $cut bytes, no payload ($got)" \
 			grep -q "len=$cut marker=0" <<<"$got"
 		check_not "$phase: IPv$fam no error holding the payload reached the guest" grep_since "$L_ICMP" "marker=1"
-		expect_event session=a direction=to_guest family=ipv$fam src="$src" verdict=allow reason=allow_icmp_error \
-			-- "$phase: IPv$fam the crafted error: event allow/allow_icmp_error from $src"
+		expect_event session=a direction=to_guest family="ipv$fam" src="$from" verdict=allow reason=allow_icmp_error \
+			-- "$phase: IPv$fam the crafted error: event allow/allow_icmp_error from $from"
 	fi
 }
 
