@@ -71,6 +71,18 @@ static __always_inline __u32 tc_dns_copy(struct __sk_buff *skb, struct judge *j,
 	return len;
 }
 
+/*
+ * A GSO skb (a guest's UDP segmentation offload write: a virtio-net header
+ * with a gso_type) is cut into several datagrams after us, so what the
+ * resolver receives is not the message that was judged: a query that reads
+ * as allowed whole can carry, inside its EDNS0 OPT record, a later segment
+ * that is a complete query for any name. One query is one datagram.
+ */
+static __always_inline int tc_is_gso(const struct __sk_buff *skb)
+{
+	return skb->gso_size || skb->gso_segs > 1;
+}
+
 SEC("tc")
 int tc_from_guest(struct __sk_buff *skb)
 {
@@ -83,13 +95,8 @@ int tc_from_guest(struct __sk_buff *skb)
 	v = judge_from_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	if (v == TF_JUDGE_DNS) {
 		s = dns_scratch();
-		/*
-		 * A GSO skb (a guest's UDP segmentation offload write) is split
-		 * into several datagrams after us: only the first would be
-		 * judged. One query is one datagram.
-		 */
-		if (skb->gso_size || skb->gso_segs > 1)
-			v = deny(&j, TF_REASON_DNS_MALFORMED);
+		if (tc_is_gso(skb))
+			v = deny(&j, TF_REASON_DNS_GSO);
 		else if (!s)
 			v = deny(&j, TF_REASON_UNKNOWN);
 		else if ((len = tc_dns_copy(skb, &j, s)))
@@ -125,6 +132,8 @@ int tc_to_guest(struct __sk_buff *skb)
 			v = dns_answer(&j, s, len);
 		else
 			v = TF_VERDICT_DENY;
+	} else if (v == TF_VERDICT_ALLOW && j.trim) {
+		v = tc_icmp_trim(skb, &j);
 	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }
@@ -151,4 +160,67 @@ int xdp_from_guest(struct xdp_md *ctx)
 		v = tls_segment_xdp(ctx, &j);
 	}
 	return record(&j, v) == TF_VERDICT_ALLOW ? XDP_PASS : XDP_DROP;
+}
+
+/*
+ * tcx ingress in XDP mode. XDP judges a guest's GSO write as one frame
+ * (tun builds an skb for a frame with a gso_type and runs the program on
+ * it whole) and cannot see that the stack cuts it into datagrams after
+ * XDP_PASS; the skb here says so. A GSO skb to the resolver is refused as
+ * tc_from_guest refuses it (dns_gso); anything else XDP has judged, and
+ * passes untouched. A GSO skb that does not parse fails closed.
+ */
+SEC("tc")
+int tc_gso_guard(struct __sk_buff *skb)
+{
+	struct judge j = { .ifindex = skb->ifindex };
+	struct cursor c;
+	struct ethhdr *eth;
+	struct iphdr *iph;
+	struct ipv6hdr *ip6;
+	int v = TF_VERDICT_DENY;
+
+	if (!tc_is_gso(skb))
+		return TC_ACT_UNSPEC;
+	tc_linearize(skb, tc_first_pull(skb));
+	c.pos = (void *)(long)skb->data;
+	c.end = (void *)(long)skb->data_end;
+	eth = judge_l2(&j, &c, TF_DIR_FROM_GUEST);
+	if (!eth)
+		goto out;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		iph = cur_pull(&c, sizeof(*iph));
+		if (!iph || iph->ihl != 5) {
+			v = deny(&j, TF_REASON_MALFORMED);
+			goto out;
+		}
+		j.p.family = TF_FAM_IPV4;
+		j.p.proto = iph->protocol;
+		j.p.l4_len = bpf_ntohs(iph->tot_len) - 20;
+		ip4_copy(j.p.saddr, &iph->saddr);
+		ip4_copy(j.p.daddr, &iph->daddr);
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		ip6 = cur_pull(&c, sizeof(*ip6));
+		if (!ip6) {
+			v = deny(&j, TF_REASON_MALFORMED);
+			goto out;
+		}
+		j.p.family = TF_FAM_IPV6;
+		j.p.proto = ip6->nexthdr;
+		j.p.l4_len = bpf_ntohs(ip6->payload_len);
+		ip6_copy(j.p.saddr, &ip6->saddr);
+		ip6_copy(j.p.daddr, &ip6->daddr);
+	} else {
+		v = deny(&j, TF_REASON_L2_ETHERTYPE);
+		goto out;
+	}
+	if (parse_l4(&j, &c)) {
+		v = deny(&j, TF_REASON_MALFORMED);
+		goto out;
+	}
+	if (j.p.proto != IPPROTO_UDP || !is_resolver(&j))
+		return TC_ACT_UNSPEC;
+	v = deny(&j, TF_REASON_DNS_GSO);
+out:
+	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }

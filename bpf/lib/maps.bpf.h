@@ -257,6 +257,19 @@ struct {
 	__type(value, struct tf_evbucket);
 } tf_evrate SEC(".maps");
 
+/*
+ * Over-budget events by (session, reason, remote end): when each last got
+ * out (verdict.bpf.h). Shared: a session flooding distinct remote ends
+ * evicts others' entries, which only lets their next event out sooner,
+ * within their own second budget.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tf_evseen_key);
+	__type(value, __u64);
+} tf_evseen SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);

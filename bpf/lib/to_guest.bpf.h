@@ -2,12 +2,14 @@
 /*
  * Host -> guest: only ARP/NDP from the gateway, packets of flows the guest
  * opened, DNS answers to queries it made (dns.bpf.h), and ICMP errors
- * about such flows (PMTU discovery). Everything else is unsolicited.
+ * about such flows (PMTU discovery), each an event and cut to what it
+ * needs (icmp.bpf.h). Everything else is unsolicited.
  */
 #ifndef TF_TO_GUEST_BPF_H
 #define TF_TO_GUEST_BPF_H
 
 #include "ip.bpf.h"
+#include "icmp.bpf.h"
 
 static __always_inline int arp_to_guest(struct judge *j, struct cursor *c, const struct ethhdr *eth)
 {
@@ -81,7 +83,8 @@ static __always_inline int ip4_icmp_error(struct judge *j, struct cursor *c)
 	ip4_copy(raddr, &in->daddr);
 	if (!inner_flow_known(j, c, TF_FAM_IPV4, in->protocol, raddr))
 		return deny(j, TF_REASON_UNSOLICITED);
-	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 0);
+	j->trim = icmp_error_too_long(j);
+	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 1);
 }
 
 static __always_inline int ip6_icmp_error(struct judge *j, struct cursor *c)
@@ -100,7 +103,8 @@ static __always_inline int ip6_icmp_error(struct judge *j, struct cursor *c)
 	ip6_copy(raddr, &in->daddr);
 	if (!inner_flow_known(j, c, TF_FAM_IPV6, in->nexthdr, raddr))
 		return deny(j, TF_REASON_UNSOLICITED);
-	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 0);
+	j->trim = icmp_error_too_long(j);
+	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 1);
 }
 
 /* UDP from the session's resolver address and port: a DNS answer. */

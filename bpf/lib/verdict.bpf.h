@@ -42,6 +42,7 @@ struct judge {
 	__u8 pulled;	/* TC pulled TF_PULL_LEN already: no TF_JUDGE_PULL again */
 	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
 	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
+	__u8 trim;	/* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
 	struct pkt p;
 	struct tf_flow flow;	/* TF_JUDGE_TLS: a copy of the packet's flow */
 };
@@ -132,14 +133,66 @@ const volatile __u32 cfg_events_burst = 400;
 const volatile __u64 cfg_event_interval_ns = 5000000;
 const volatile __u64 cfg_event_tau_ns = 1995000000;
 
+/* Over the budget, an event whose (reason, remote end) had one this long ago gets out anyway. */
+#define TF_EVSEEN_NS 1000000000ULL
+
+/* GCRA: 1 if an event may go out now by the bucket whose arrival time is *tat. */
+static __always_inline int gcra(__u64 *tat, __u64 now)
+{
+	if (*tat < now)
+		*tat = now;
+	if (*tat - now > cfg_event_tau_ns)
+		return 0;
+	*tat += cfg_event_interval_ns;
+	return 1;
+}
+
+/*
+ * 1 if an event over the budget names a (reason, remote end) that has had
+ * no event of this session for TF_EVSEEN_NS: a flood of one denial must not
+ * hide another. Only events over the budget look here, so the table holds
+ * what floods, and only its first sight in each second gets out, from the
+ * second budget (b->novel_tat_ns).
+ */
+static __always_inline int event_novel(const struct judge *j, __u16 reason, __u64 now,
+				       struct tf_evbucket *b)
+{
+	struct tf_evseen_key k = {
+		.sid = j->sid,
+		.reason = reason,
+		.dir = j->dir,
+		.family = j->p.family,
+		.proto = j->p.proto,
+	};
+	__u64 *seen;
+
+	if (j->dir == TF_DIR_FROM_GUEST) {
+		k.port = j->p.dport;
+		__builtin_memcpy(k.addr, j->p.daddr, 16);
+	} else {
+		k.port = j->p.sport;
+		__builtin_memcpy(k.addr, j->p.saddr, 16);
+	}
+	seen = bpf_map_lookup_elem(&tf_evseen, &k);
+	if (seen && now - *seen < TF_EVSEEN_NS)
+		return 0;
+	if (!gcra(&b->novel_tat_ns, now))
+		return 0;
+	bpf_map_update_elem(&tf_evseen, &k, &now, BPF_ANY);
+	return 1;
+}
+
 /*
  * GCRA over the session's per-CPU bucket: 1 if an event may go out now;
- * *suppressed gets (and resets) what was held back before it.
+ * *suppressed gets (and resets) what was held back before it. Over the
+ * budget, a novel event (event_novel()) spends a second budget of the same
+ * rate and burst, so a session emits at most twice its budget.
  */
-static __always_inline int event_budget(__u32 sid, __u32 *suppressed)
+static __always_inline int event_budget(const struct judge *j, __u16 reason, __u32 *suppressed)
 {
 	struct tf_evbucket *b;
-	__u64 now, t, tau;
+	__u32 sid = j->sid;
+	__u64 now;
 
 	*suppressed = 0;
 	if (!cfg_events_per_s)
@@ -148,15 +201,10 @@ static __always_inline int event_budget(__u32 sid, __u32 *suppressed)
 	if (!b)
 		return 1;
 	now = bpf_ktime_get_ns();
-	t = cfg_event_interval_ns;
-	tau = cfg_event_tau_ns;
-	if (b->tat_ns < now)
-		b->tat_ns = now;
-	if (b->tat_ns - now > tau) {
+	if (!gcra(&b->tat_ns, now) && !event_novel(j, reason, now, b)) {
 		b->suppressed++;
 		return 0;
 	}
-	b->tat_ns += t;
 	*suppressed = b->suppressed;
 	b->suppressed = 0;
 	return 1;
@@ -174,7 +222,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, int ve
 	struct tls_scratch *t;
 	__u32 zero = 0, suppressed;
 
-	if (!event_budget(j->sid, &suppressed)) {
+	if (!event_budget(j, reason, &suppressed)) {
 		count(j->sid, TF_CNT_EVENTS_SUPPRESSED);
 		return NULL;
 	}

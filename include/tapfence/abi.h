@@ -360,12 +360,36 @@ enum tf_stat {
 /**
  * struct tf_evbucket - per-session, per-CPU event rate limit (GCRA): the
  * theoretical arrival time of the next event, and what was suppressed.
+ * @novel_tat_ns: the same for the second budget, spent only by events over
+ *                the first whose (reason, remote end) has had no event for
+ *                a second (struct tf_evseen_key), so a flood of one denial
+ *                cannot hide another.
  */
 struct tf_evbucket {
 	__u64 tat_ns;
 	__u32 suppressed;
 	__u32 pad;
+	__u64 novel_tat_ns;
 };
+_Static_assert(sizeof(struct tf_evbucket) == 24, "tf_evbucket layout");
+
+/**
+ * struct tf_evseen_key - what makes an event over the budget worth one
+ * anyway (tf_evseen, an LRU hash -> the time of its last event): the
+ * session, the reason and the remote end (destination from the guest,
+ * source towards it).
+ */
+struct tf_evseen_key {
+	__u32 sid;
+	__u16 reason;
+	__u8 dir;
+	__u8 family;
+	__u8 proto;
+	__u8 pad;
+	__be16 port;
+	__u8 addr[16];
+};
+_Static_assert(sizeof(struct tf_evseen_key) == 28, "tf_evseen_key layout");
 
 /**
  * struct tf_event - one boundary decision, through the tf_events ringbuf.

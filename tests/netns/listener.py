@@ -6,6 +6,7 @@ serve: listen on every --tcp / --udp ADDR:PORT (IPv6 as [ADDR]:PORT), append one
        TCP connection or received UDP datagram to --log, e.g.
            tcp 198.51.100.10:80 from 10.10.1.2:40000
            udp [2001:db8:100::10]:7 from [fd00:a:1::2]:40000 len 12
+           udp 10.10.3.1:53 from 10.10.3.2:40053 len 37 q=allowed.example.com   (a DNS query)
        answer TCP with a short HTTP reply naming the listener, echo UDP, exit 0 on SIGTERM.
 udp:   send one datagram (optionally from --src/--sport) and wait --timeout seconds for the echo;
        print it and exit 0 if it came back, exit 1 if not.
@@ -86,11 +87,26 @@ def serve(args):
                     data, peer = s.recvfrom(65535)
                 except OSError:
                     continue
-                log_line(args.log, f"udp {local} from {fmt(family, peer)} len {len(data)}")
+                q = dns_qname(data)
+                log_line(args.log, f"udp {local} from {fmt(family, peer)} len {len(data)}"
+                         + (f" q={q}" if q else ""))
                 try:
                     s.sendto(data, peer)
                 except OSError:
                     pass
+
+
+def dns_qname(data):
+    """The question name of a datagram that reads as a DNS query (so a resolver's log names it), or None."""
+    if len(data) < 17 or data[2] & 0x80 or int.from_bytes(data[4:6], "big") != 1:
+        return None
+    pos, labels = 12, []
+    while pos < len(data) and data[pos] and data[pos] < 64 and len(labels) < 128:
+        labels.append(data[pos + 1:pos + 1 + data[pos]].decode("ascii", "replace"))
+        pos += 1 + data[pos]
+    if pos + 5 > len(data) or data[pos] or not labels:
+        return None
+    return ".".join(labels)
 
 
 def handle_tcp(conn, local):

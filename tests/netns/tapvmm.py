@@ -11,6 +11,8 @@ it sent from, as a guest kernel would, so a reply to a (possibly spoofed) source
       exit 0 and print "reply udp ..." when the echo (same payload, from DST:DPORT) is read back.
   tapvmm.py --dev tc --guest-mac M --guest-ip A --gw-mac G arp TARGET
       exit 0 and print "reply arp TARGET is-at MAC" when the host answers.
+  tapvmm.py --dev tc --guest-mac M --guest-ip A --gw-mac G dns-gso RESOLVER NAME... [--hide-in-opt]
+      write the queries as one UDP GSO write (a virtio-net header with gso_type UDP_L4); send only.
 Exit 1 when nothing matching came back, 2 on a usage or setup error.
 Needs Debian's scapy: run it as /usr/bin/python3.
 """
@@ -59,15 +61,38 @@ def csum16(data):
     return s
 
 
+def dns_opt_hiding(allowed, hidden):
+    """
+    One query for ALLOWED whose EDNS0 OPT record runs to the end of the
+    message and holds, in one option's data, a complete query for HIDDEN at
+    an offset that is a multiple of the segment size returned: read whole it
+    is one allowed query, cut into segments its last one is the hidden query.
+    """
+    head = dns_query(0x1000, allowed)
+    head = head[:10] + struct.pack("!H", 1) + head[12:]  # arcount 1: the OPT record
+    inner = dns_query(0x2000, hidden)
+    seg = max(len(head) + 11 + 4, len(inner))
+    rdlen = 2 * seg - len(head) - 11 - (seg - len(inner))
+    opt = b"\0" + struct.pack("!HHIH", 41, 1232, 0, rdlen) + struct.pack("!HH", 65001, rdlen - 4)
+    payload = (head + opt).ljust(seg, b"\0") + inner
+    assert len(payload) == len(head) + 11 + rdlen
+    return payload, seg
+
+
 def cmd_dns_gso(fd, a):
     """
     One UDP segmentation offload write, as a virtio-net guest makes it: a
     virtio_net_hdr asking the host to cut the payload into gso_size datagrams.
-    Each name's query becomes one datagram to the resolver. Send only.
+    Each name's query becomes one datagram to the resolver; with --hide-in-opt
+    the first name's query hides the second's in its OPT record instead
+    (dns_opt_hiding, gso_size chosen to match). Send only.
     """
     seg = a.gso_size
-    payload = b"".join(dns_query(0x1000 + i, n).ljust(seg, b"\0") for i, n in enumerate(a.names))
-    payload = payload.rstrip(b"\0") if len(a.names) == 1 else payload
+    if a.hide_in_opt:
+        payload, seg = dns_opt_hiding(a.names[0], a.names[1])
+    else:
+        payload = b"".join(dns_query(0x1000 + i, n).ljust(seg, b"\0") for i, n in enumerate(a.names))
+        payload = payload.rstrip(b"\0") if len(a.names) == 1 else payload
     src, dst = socket.inet_aton(a.guest_ip), socket.inet_aton(a.resolver)
     ulen = 8 + len(payload)
     # With NEEDS_CSUM the UDP checksum field holds the pseudo-header sum only.
@@ -182,6 +207,8 @@ def main():
     g.add_argument("names", nargs="+")
     g.add_argument("--sport", type=int, default=40053)
     g.add_argument("--gso-size", type=int, default=64)
+    g.add_argument("--hide-in-opt", action="store_true",
+                   help="two NAMES: one allowed-looking query whose OPT record holds the second's")
     a = ap.parse_args()
     try:
         fd = tap_open(a.dev, vnet_hdr=a.cmd == "dns-gso")

@@ -235,8 +235,10 @@ dns_gso() {
 		check "baseline: C (tap) two queries in one UDP GSO write: both reach the resolver ($n)" test "$n" -eq 2
 	else
 		check "enforced: C (tap) two queries in one UDP GSO write: none reaches the resolver ($n)" test "$n" -eq 0
-		expect_event $C4 proto=udp dst=10.10.3.1 dport=53 verdict=deny reason=dns_malformed \
-			-- "enforced: C (tap) UDP GSO write to the resolver: event deny/dns_malformed"
+		# XDP reads the write whole, and trailing bytes after a question are dns_malformed there.
+		# shellcheck disable=SC2086 # the filter is a list of words
+		expect_event $C4 proto=udp dst=10.10.3.1 dport=53 verdict=deny reason="$GSO2_REASON" \
+			-- "enforced: C (tap) UDP GSO write to the resolver: event deny/$GSO2_REASON"
 		tf_mark
 		tapc dns-gso 10.10.3.1 allowed.example.com >/dev/null 2>&1
 		expect_reached "$L_RES" "udp 10.10.3.1:53 from 10.10.3.2:40053" \
@@ -244,6 +246,28 @@ dns_gso() {
 	fi
 }
 dns_gso baseline
+GSO2_REASON=dns_gso
+[ "${TF_ATTACH_MODE:-}" = xdp ] && GSO2_REASON=dns_malformed
+
+# dns_gso_opt PHASE: one UDP GSO write that reads whole as one query for the allowed name (its EDNS0
+# OPT record runs to the end), with gso_size chosen so that its last segment, inside the OPT
+# record's data, is a complete query for a name no rule allows. The resolver logs the names of the
+# queries it receives: the hidden name must never be among them, in either attach mode.
+dns_gso_opt() {
+	tf_mark
+	tapc dns-gso --hide-in-opt 10.10.3.1 allowed.example.com exfil.denied.example.net >/dev/null 2>&1
+	if [ "$1" = baseline ]; then
+		expect_reached "$L_RES" "udp 10.10.3.1:53 from 10.10.3.2:40053 len 42 q=exfil.denied.example.net" \
+			"baseline: C (tap) a query hidden in an OPT record of a UDP GSO write reaches the resolver"
+	else
+		expect_not_reached "$L_RES" "udp 10.10.3.1:53 from 10.10.3.2:40053" \
+			"enforced: C (tap) a query hidden in an OPT record of a UDP GSO write: nothing reaches the resolver"
+		# shellcheck disable=SC2086 # the filter is a list of words
+		expect_event $C4 proto=udp dst=10.10.3.1 dport=53 verdict=deny reason=dns_gso \
+			-- "enforced: C (tap) a query hidden in an OPT record of a UDP GSO write: event deny/dns_gso"
+	fi
+}
+dns_gso_opt baseline
 
 if [ -n "${TF_BASELINE_ONLY:-}" ]; then
 	tf_done
@@ -282,6 +306,7 @@ tfc session list 2>&1 | sed 's/^/#   session list: /'
 
 for p in "${probes[@]}"; do run_probe "$p" enforced; done
 dns_gso enforced
+dns_gso_opt enforced
 
 # --- phase 3: live rule changes on session a --------------------------------------------------
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -553,6 +554,9 @@ static const struct fixture fx_main[] = {
 	{ "frag-needed cut inside the quoted header", TO, DENY, R(MALFORMED),
 	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK)),
 	    .trunc = ETH + IP4 + 8 + 10 } },
+	{ "frag-needed whose frame is shorter than its IP length says", TO, DENY, R(MALFORMED),
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK)),
+	    .trunc = ETH + IP4 + 8 + IP4 + 4 } },
 	{ "frag-needed quoting a header with options", TO, DENY, R(MALFORMED),
 	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK), .ihl = 6) } },
 
@@ -925,8 +929,9 @@ static void run_fixture(struct env *e, const struct fixture *fx)
 	snprintf(what, sizeof(what), "%s: %s: reason counter", prog, fx->desc);
 	CHECK_STR(what, moved(before, after, diff, sizeof(diff)), tf_reason_name(fx->reason));
 
-	/* Every deny and every new flow is an event; packets of known flows are not. */
-	want_event = !allow || fx->reason == R(ALLOW_RULE) || fx->reason == R(ALLOW_DNS);
+	/* Every deny, new flow and allowed ICMP error is an event; packets of known flows are not. */
+	want_event = !allow || fx->reason == R(ALLOW_RULE) || fx->reason == R(ALLOW_DNS) ||
+		     fx->reason == R(ALLOW_ICMP_ERROR);
 	if (!want_event) {
 		snprintf(what, sizeof(what), "%s: %s: no event", prog, fx->desc);
 		CHECK_EQ(what, e->nev, 0);
@@ -996,6 +1001,195 @@ static void run_pass(struct env *e)
 	session_del(e, &c);
 }
 
+/* One skb test run of prog on f with the given gso_size; the frame it leaves in out (may be NULL). */
+static int run_skb(struct bpf_program *prog, const struct pk_frame *f, __u32 gso_size, __u8 *out,
+		   __u32 *out_len, int *retval)
+{
+	struct __sk_buff skb = { .ifindex = IFINDEX_LO, .gso_size = gso_size,
+				 .gso_segs = gso_size ? 2 : 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->data, .data_size_in = f->len, .repeat = 1,
+		    .ctx_in = &skb, .ctx_size_in = sizeof(skb), .data_out = out,
+		    .data_size_out = out ? PK_MAX : 0);
+	int ret = bpf_prog_test_run_opts(bpf_program__fd(prog), &o);
+
+	*retval = (int)o.retval;
+	if (out_len)
+		*out_len = o.data_size_out;
+	return ret ? -errno : 0;
+}
+
+/* The reason whose counter one run moved, as moved() names it. */
+static const char *run_moved(struct env *e, struct bpf_program *prog, const struct pk *p,
+			     __u32 gso_size, int *retval, char *buf, size_t len)
+{
+	__u64 before[TF_CNT_SLOTS] = {}, after[TF_CNT_SLOTS] = {};
+	struct pk_frame f;
+
+	*retval = -1;
+	if (pk_build(p, e->gmac, e->hmac, &f))
+		return "frame does not build";
+	tf_dp_counters(&e->dp, e->sid, before);
+	if (run_skb(prog, &f, gso_size, NULL, NULL, retval))
+		return "test run failed";
+	tf_dp_counters(&e->dp, e->sid, after);
+	return moved(before, after, buf, len);
+}
+
+/*
+ * A GSO skb to the resolver is dns_gso under tc_from_guest and under the
+ * XDP mode's tcx ingress guard; the guard passes every other skb untouched
+ * and uncounted, GSO or not.
+ */
+static void test_gso(struct env *e)
+{
+	static const struct pk dns = { UDP(G4, GW4, 40053, 53) };
+	static const struct pk tcp = { TCP(G4, WEB, 40000, 80, ACK) };
+	struct bpf_program *guard = e->dp.skel->progs.tc_gso_guard;
+	struct bpf_program *from = e->dp.skel->progs.tc_from_guest;
+	char buf[64];
+	int rv;
+
+	CHECK_STR("gso: tc_from_guest: a GSO skb to the resolver: reason",
+		  run_moved(e, from, &dns, 64, &rv, buf, sizeof(buf)), "dns_gso");
+	CHECK_EQ("gso: tc_from_guest: a GSO skb to the resolver: dropped", rv, TC_ACT_SHOT);
+	CHECK_STR("gso: tc_gso_guard: a GSO skb to the resolver: reason",
+		  run_moved(e, guard, &dns, 64, &rv, buf, sizeof(buf)), "dns_gso");
+	CHECK_EQ("gso: tc_gso_guard: a GSO skb to the resolver: dropped", rv, TC_ACT_SHOT);
+	CHECK_STR("gso: tc_gso_guard: the same datagram without GSO: not counted",
+		  run_moved(e, guard, &dns, 0, &rv, buf, sizeof(buf)), "(no counter moved)");
+	CHECK_EQ("gso: tc_gso_guard: the same datagram without GSO: passed", rv, TC_ACT_UNSPEC);
+	CHECK_STR("gso: tc_gso_guard: a TCP GSO skb elsewhere: not counted",
+		  run_moved(e, guard, &tcp, 1448, &rv, buf, sizeof(buf)), "(no counter moved)");
+	CHECK_EQ("gso: tc_gso_guard: a TCP GSO skb elsewhere: passed", rv, TC_ACT_UNSPEC);
+}
+
+/* The ones' complement sum of n bytes from p, big-endian words, unfolded. */
+static __u32 csum_add(const __u8 *p, unsigned int n, __u32 sum)
+{
+	unsigned int i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		sum += (__u32)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		sum += (__u32)p[n - 1] << 8;
+	return sum;
+}
+
+static int csum_ok(__u32 sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/*
+ * An allowed ICMP error quoting more than its IP header and 8 bytes leaves
+ * tc_to_guest cut to that, with lengths and checksums right (ICMPv6's over
+ * the pseudo header) and the RFC 4884 length cleared.
+ */
+static void test_icmp_cut(struct env *e)
+{
+	static const struct pk syn4 = { TCP(G4, WEB, 40500, 80, SYN) };
+	static const struct pk syn6 = { TCP(G6, WEB6, 41500, 443, SYN) };
+	const struct pk err4 = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+				 QUOTE(TCP(G4, WEB, 40500, 80, ACK)) };
+	const struct pk err6 = { ICMP6("2001:db8::fe", G6, 2, 0), .mtu = 1280,
+				 QUOTE(TCP(G6, WEB6, 41500, 443, ACK)) };
+	struct bpf_program *from = e->dp.skel->progs.tc_from_guest;
+	struct bpf_program *to = e->dp.skel->progs.tc_to_guest;
+	__u8 out[PK_MAX], ph[8] = { 0, 0, 0, 56, 0, 0, 0, IPPROTO_ICMPV6 };
+	struct pk_frame f;
+	__u32 len = 0;
+	char buf[64];
+	int rv;
+
+	CHECK_STR("icmp cut: the guest's IPv4 flow opens",
+		  run_moved(e, from, &syn4, 0, &rv, buf, sizeof(buf)), "allow_rule");
+	CHECK_STR("icmp cut: the guest's IPv6 flow opens",
+		  run_moved(e, from, &syn6, 0, &rv, buf, sizeof(buf)), "allow_rule");
+
+	CHECK_EQ("icmp cut: IPv4 frag-needed builds", pk_build(&err4, e->hmac, e->gmac, &f), 0);
+	CHECK_EQ("icmp cut: IPv4 frag-needed: a test run", run_skb(to, &f, 0, out, &len, &rv), 0);
+	CHECK_EQ("icmp cut: IPv4 frag-needed quoting a whole TCP header: passed", rv, TC_ACT_UNSPEC);
+	CHECK_EQ("icmp cut: IPv4: 14 + 20 + 36 bytes leave", len, 70);
+	CHECK_EQ("icmp cut: IPv4: total length 56", out[16] << 8 | out[17], 56);
+	CHECK_EQ("icmp cut: IPv4: header checksum", csum_ok(csum_add(out + 14, 20, 0)), 1);
+	CHECK_EQ("icmp cut: IPv4: ICMP checksum", csum_ok(csum_add(out + 34, 36, 0)), 1);
+	CHECK_EQ("icmp cut: IPv4: the MTU kept", out[40] << 8 | out[41], 1400);
+	CHECK_EQ("icmp cut: IPv4: the quote kept", memcmp(out + 42, f.data + 42, 28), 0);
+
+	CHECK_EQ("icmp cut: IPv6 packet too big builds", pk_build(&err6, e->hmac, e->gmac, &f), 0);
+	CHECK_EQ("icmp cut: IPv6 packet too big: a test run", run_skb(to, &f, 0, out, &len, &rv), 0);
+	CHECK_EQ("icmp cut: IPv6 packet too big quoting a whole TCP header: passed", rv,
+		 TC_ACT_UNSPEC);
+	CHECK_EQ("icmp cut: IPv6: 14 + 40 + 56 bytes leave", len, 110);
+	CHECK_EQ("icmp cut: IPv6: payload length 56", out[18] << 8 | out[19], 56);
+	CHECK_EQ("icmp cut: IPv6: ICMPv6 checksum over the pseudo header",
+		 csum_ok(csum_add(out + 54, 56, csum_add(ph, 8, csum_add(out + 22, 32, 0)))), 1);
+	CHECK_EQ("icmp cut: IPv6: the MTU kept", out[58] << 24 | out[59] << 16 | out[60] << 8 | out[61],
+		 1280);
+	CHECK_EQ("icmp cut: IPv6: the quote kept", memcmp(out + 62, f.data + 62, 48), 0);
+}
+
+static void test_gso_cut(struct env *e)
+{
+	struct sess a;
+
+	CHECK_EQ("gso and icmp cut: set up session A", session_add(e, &a, spec_a, SID_A, IFINDEX_LO), 0);
+	judge_as(e, &a, GMAC, HMAC);
+	test_gso(e);
+	test_icmp_cut(e);
+	session_del(e, &a);
+}
+
+/* Events one run of the guest -> host program on frame f emits. */
+static int events_of(struct env *e, const struct pk_frame *f)
+{
+	int retval;
+
+	e->nev = 0;
+	run_prog(e, FROM, f, &retval);
+	ring_buffer__consume(e->rb);
+	return e->nev;
+}
+
+/*
+ * Over the budget, the first deny of another (reason, destination) in a
+ * second still gets out, from the second budget; the same one again does
+ * not. The bucket is set over budget by hand: its arrival time 10 s ahead.
+ */
+static void rate_limit_novel(struct env *e, int ncpu, struct tf_evbucket *b,
+			     const struct pk_frame *flooded)
+{
+	static const struct pk other = { TCP(G4, "198.51.99.78", 40078, 9, SYN) };
+	int fd = bpf_map__fd(e->dp.skel->maps.tf_evrate), i;
+	__u32 sid = SID_A;
+	struct pk_frame f;
+	struct timespec ts;
+	__u64 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+	for (i = 0; i < ncpu; i++) {
+		b[i].tat_ns = now + 10000000000ULL;
+		b[i].novel_tat_ns = 0;
+	}
+	CHECK_EQ("rate limit: set the bucket over budget",
+		 bpf_map_update_elem(fd, &sid, b, BPF_EXIST), 0);
+	/* The flood's destination had its one event within the second, or has it now. */
+	events_of(e, flooded);
+	CHECK_EQ("rate limit: over budget, the flooded destination again: no event",
+		 events_of(e, flooded), 0);
+	CHECK_EQ("rate limit: frame builds", pk_build(&other, e->gmac, e->hmac, &f), 0);
+	CHECK_EQ("rate limit: over budget, a deny to another destination: an event",
+		 events_of(e, &f), 1);
+	CHECK_EQ("rate limit: that event names the other destination",
+		 e->nev == 1 && !memcmp(e->ev[0].daddr, f.daddr, 16) &&
+			 e->ev[0].reason == TF_REASON_NO_RULE, 1);
+	CHECK_EQ("rate limit: over budget, the other destination again within a second: no event",
+		 events_of(e, &f), 0);
+}
+
 /*
  * The per-session event rate limit (GCRA, per CPU): a burst of denies gets
  * the configured burst of events, the rest are counted as suppressed, the
@@ -1054,6 +1248,7 @@ static void test_rate_limit(struct env *e)
 		CHECK_EQ("rate limit: it says how many were suppressed before it",
 			 e->nev == 1 ? e->ev[0].suppressed : 0, held);
 		CHECK_EQ("rate limit: held back on this CPU", held, n - events);
+		rate_limit_novel(e, ncpu, b, &f);
 	}
 	free(b);
 	session_del(e, &a);
@@ -1092,6 +1287,7 @@ int main(void)
 			run_pass(&e);
 		e.xdp = 0;
 		test_rate_limit(&e);
+		test_gso_cut(&e);
 	}
 	session_del(&e, &b);
 	ring_buffer__free(e.rb);

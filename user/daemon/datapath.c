@@ -1062,10 +1062,12 @@ out:
 	return ret;
 }
 
-static int xdp_attach(struct tf_dp *dp, __u32 ifindex)
+/* *adopted: our program was on the device already (kept or replaced in place). */
+static int xdp_attach(struct tf_dp *dp, __u32 ifindex, int *adopted)
 {
 	int err = xdp_keep_or_replace(dp, ifindex);
 
+	*adopted = err > 0;
 	if (err)
 		return err < 0 ? err : 0;
 	err = xdp_prepare(dp);
@@ -1113,9 +1115,15 @@ static void attach_undo(struct tf_dp *dp, const char *name, const char *dir, int
 	*fd = -1;
 }
 
+/*
+ * In XDP mode the tcx ingress link holds tc_gso_guard (bpf/tapfence.bpf.c):
+ * XDP cannot see that a guest's GSO write is cut into datagrams after it,
+ * TC can. The guard goes on after XDP, so that a device switched from TC
+ * mode has its pinned tc_from_guest link replaced only once XDP judges.
+ */
 int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
 {
-	int err, adopted, in_adopted;
+	int err, adopted, in_adopted, xdp_adopted = 0, xdp = dp->cfg->attach_mode == TF_ATTACH_XDP;
 
 	at->link_in = at->link_out = -1;
 	at->xdp = 0;
@@ -1124,19 +1132,23 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_at
 	if (err < 0)
 		return err;
 	at->link_out = err;
-	if (dp->cfg->attach_mode == TF_ATTACH_XDP) {
-		err = xdp_attach(dp, ifindex);
+	if (xdp) {
+		err = xdp_attach(dp, ifindex, &xdp_adopted);
 		if (err) {
 			pr_warn("cannot attach XDP to ifindex %u: %s\n", ifindex, strerror(-err));
 			attach_undo(dp, name, "out", &at->link_out, adopted);
 			return err;
 		}
 		at->xdp = 1;
-		return 0;
 	}
-	err = link_attach(dp, name, "in", bpf_program__fd(dp->skel->progs.tc_from_guest), ifindex,
-			  TF_BPF_TCX_INGRESS, &in_adopted);
+	err = link_attach(dp, name, "in",
+			  bpf_program__fd(xdp ? dp->skel->progs.tc_gso_guard : dp->skel->progs.tc_from_guest),
+			  ifindex, TF_BPF_TCX_INGRESS, &in_adopted);
 	if (err < 0) {
+		pr_warn("cannot attach tcx ingress to ifindex %u: %s\n", ifindex, strerror(-err));
+		if (at->xdp && !xdp_adopted)
+			tf_dp_xdp_detach(ifindex);
+		at->xdp = 0;
 		attach_undo(dp, name, "out", &at->link_out, adopted);
 		return err;
 	}

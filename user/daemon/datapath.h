@@ -42,9 +42,9 @@ struct tf_dp {
 
 /* One attachment of a session; fds are -1 when not attached. */
 struct tf_attach {
-	int link_in;		/* guest -> host: tcx ingress link */
+	int link_in;		/* guest -> host: tcx ingress link (tc_gso_guard in XDP mode) */
 	int link_out;		/* host -> guest: tcx egress link */
-	int xdp;		/* 1 if guest -> host uses XDP (libxdp) instead of link_in */
+	int xdp;		/* 1 if guest -> host is judged by XDP (libxdp), link_in guarding GSO */
 };
 
 /*
