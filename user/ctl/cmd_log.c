@@ -614,8 +614,8 @@ struct log_args {
 	const char *key, *trusted, *bundle, *session, *since, *until, *out;
 };
 
-static int log_args(const struct ctl_cmd *self, int argc, char *argv[], struct verify *v,
-		    struct log_args *a, int *nfiles)
+static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[],
+		    struct verify *v, struct log_args *a, int *nfiles)
 {
 	static const struct {
 		const char *name;
@@ -633,6 +633,8 @@ static int log_args(const struct ctl_cmd *self, int argc, char *argv[], struct v
 	size_t k;
 	int i, r;
 
+	memset(v, 0, sizeof(*v));
+	v->json = o->json;
 	*nfiles = 0;
 	for (i = 1; i < argc; i++) {
 		for (k = 0, r = 0; k < sizeof(opts) / sizeof(opts[0]) && !r; k++) {
@@ -757,9 +759,7 @@ static int cmd_log_verify(const struct ctl_opts *o, const struct ctl_cmd *self, 
 	struct log_args a = {};
 	int ret, nfiles;
 
-	memset(&v, 0, sizeof(v));
-	v.json = o->json;
-	ret = log_args(self, argc, argv, &v, &a, &nfiles);
+	ret = log_args(o, self, argc, argv, &v, &a, &nfiles);
 	if (ret)
 		return ret;
 	if (a.bundle) {
@@ -792,9 +792,7 @@ static int cmd_log_export(const struct ctl_opts *o, const struct ctl_cmd *self, 
 	json_t *bundle;
 	int ret, nfiles;
 
-	memset(&v, 0, sizeof(v));
-	v.json = o->json;
-	ret = log_args(self, argc, argv, &v, &a, &nfiles);
+	ret = log_args(o, self, argc, argv, &v, &a, &nfiles);
 	if (ret)
 		return ret;
 	if (!nfiles || !a.session)
