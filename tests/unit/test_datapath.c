@@ -97,7 +97,7 @@ static const char spec_a[] =
 /* The operator's floor additions and exceptions, as tapfenced --config reads them. */
 static const char operator_config[] =
 	"{'floor':{'extra_deny':['192.0.2.128/25','2001:db8:3:ff::/64'],"
-	"'exceptions':['10.99.0.0/16','fd00:99::/32']}}";
+	"'exceptions':['10.99.0.0/16','fd00:99::/32','" GW6_C "']}}";
 
 static const char rule_deleted[] = "{'cidr':'198.18.0.0/15','proto':'tcp','ports':[22]}";
 
@@ -658,6 +658,10 @@ static const struct fixture fx_v6only[] = {
 	  .p = { UDP(GW6LL_C, G6LL_C, 53, 43054) } },
 	{ "another link-local source to the link-local resolver", FROM, DENY, R(SPOOFED_SRC),
 	  .p = { UDP("fe80::1234", GW6LL_C, 43056, 53) } },
+	{ "TCP to the gateway's link-local address", FROM, DENY, R(FLOOR_GATEWAY),
+	  .p = { TCP(G6_C, GW6LL_C, 43060, 80, SYN) } },
+	{ "TCP to the gateway's global address, under an operator exception: judged by the rules", FROM,
+	  DENY, R(NO_RULE), .p = { TCP(G6_C, GW6_C, 43061, 80, SYN) } },
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -1084,7 +1088,7 @@ static int host_floor(struct env *e)
 		if (ret)
 			return ret;
 	}
-	ret = tf_dp_set_host_floor(&e->dp, c, 3);
+	ret = tf_dp_set_host_floor(&e->dp, c, 3, 1);
 	CHECK_EQ("host entries written (not the excepted one)", e->dp.floor_host, 2);
 	return ret;
 }

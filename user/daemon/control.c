@@ -410,7 +410,7 @@ static json_t *op_stats(struct tf_daemon *d, struct tf_request *req, char *err, 
 			 "lost", (json_int_t)st[TF_STAT_EVENTS_LOST],
 			 "written", (json_int_t)d->events_written,
 			 "floor", "host_entries", (json_int_t)d->dp.floor_host,
-			 "host_missing", (json_int_t)d->dp.floor_failed,
+			 "host_missing", (json_int_t)(d->dp.floor_failed + d->host.over),
 			 "host_errors", (json_int_t)d->dp.floor_errors,
 			 "complete", tf_host_floor_ok(d),
 			 "counters", counters);

@@ -423,7 +423,8 @@ static int floor_host_wanted(const struct tf_config *cfg, const struct tf_cidr *
  * Write the floor: built-in ranges, the operator's, then every host prefix
  * (floor.host and dp->host) as floor_host. New entries are written before
  * stale ones are removed, so a floor change never opens a window in which
- * a range is unprotected. A host entry that cannot be written does not
+ * a range is unprotected, and none is removed while the host list is
+ * incomplete. A host entry that cannot be written does not
  * stop the others; it is counted (floor_errors), dp->floor_failed says how
  * many are missing, and the write fails.
  */
@@ -483,17 +484,24 @@ static int floor_write(struct tf_dp *dp, unsigned int *swept)
 			continue;
 		ret = nkeep < cap ? floor_put(fd, h, TF_FLOOR_DENY, TF_REASON_FLOOR_HOST) : -E2BIG;
 		if (ret) {
-			pr_warn("cannot floor host address %s: %s (tf_floor holds %u entries, "
-				"limits.floor_entries)\n", tf_fmt_cidr(h, buf), strerror(-ret), cap);
-			failed++;
+			if (!failed++)
+				tf_fmt_cidr(h, buf);
 			err = ret;
 			continue;
 		}
 		keep[nkeep++] = k;
 		nhost++;
 	}
-	/* Sweep what an earlier run, config or address left. */
-	for (more = !bpf_map_get_next_key(fd, NULL, &next); more;) {
+	if (failed)
+		pr_warn("cannot floor %u host addresses (the first: %s): %s; tf_floor holds %u entries "
+			"(limits.floor_entries)\n", failed, buf, strerror(-err), cap);
+	/*
+	 * Sweep what an earlier run, config or address left, unless the host
+	 * list is cut short: an address still there but not in it would lose
+	 * its entry. (An entry that could not be written was not there: a
+	 * write over an existing key never runs out of room.)
+	 */
+	for (more = !dp->host_short && !bpf_map_get_next_key(fd, NULL, &next); more;) {
 		k = next;
 		more = !bpf_map_get_next_key(fd, &k, &next);
 		if (!floor_kept(keep, nkeep, &k) && !bpf_map_delete_elem(fd, &k))
@@ -520,7 +528,7 @@ int tf_dp_write_floor(struct tf_dp *dp)
 	return err;
 }
 
-int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned int n)
+int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned int n, int complete)
 {
 	struct tf_cidr *copy = NULL;
 
@@ -533,6 +541,7 @@ int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned 
 	free(dp->host);
 	dp->host = copy;
 	dp->nhost = n;
+	dp->host_short = !complete;
 	return tf_dp_write_floor(dp);
 }
 

@@ -41,6 +41,7 @@ struct tf_dp {
 	/* The host's own addresses (hostaddr.c), floored as floor_host beside cfg->floor_host. */
 	struct tf_cidr *host;
 	unsigned int nhost;
+	int host_short;			/* host is not all of the host's addresses */
 	unsigned int floor_host;	/* host entries in tf_floor */
 	unsigned int floor_failed;	/* host entries the last write could not store: 0 = complete */
 	unsigned long long floor_errors;	/* host entries that could not be written, since start */
@@ -68,8 +69,12 @@ void tf_dp_close(struct tf_dp *dp);
  * (dp->floor_failed counts the host entries missing).
  */
 int tf_dp_write_floor(struct tf_dp *dp) __attribute__((warn_unused_result));
-/* Replace the host addresses (a copy of the n in host) and write the floor. */
-int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned int n)
+/*
+ * Replace the host addresses (a copy of the n in host) and write the floor.
+ * complete = 0: host is not all of them (more than fit), so no entry is
+ * removed, lest one of an address still there go.
+ */
+int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned int n, int complete)
 	__attribute__((warn_unused_result));
 
 /* The tf_session value a spec stands for (addresses, MACs, flags). */

@@ -85,7 +85,7 @@ static int route_prefix(const struct nlmsghdr *nh, struct tf_cidr *c)
 }
 
 int tf_hostaddr_parse(const void *buf, size_t len, __u32 seq, struct tf_cidr *out, unsigned int max,
-		  unsigned int *n)
+		      unsigned int *n, unsigned int *over)
 {
 	const struct nlmsghdr *nh;
 	const struct nlmsgerr *e;
@@ -105,10 +105,10 @@ int tf_hostaddr_parse(const void *buf, size_t len, __u32 seq, struct tf_cidr *ou
 				return -EPROTO;
 			return e->error ? e->error : -EPROTO;
 		case RTM_NEWROUTE:
-			if (*n >= max && !route_prefix(nh, &(struct tf_cidr){}))
-				return -E2BIG;
 			if (*n < max && !route_prefix(nh, &out[*n]))
 				(*n)++;
+			else if (*n >= max && !route_prefix(nh, &(struct tf_cidr){}))
+				(*over)++;
 			break;
 		default:
 			break;
@@ -119,7 +119,7 @@ int tf_hostaddr_parse(const void *buf, size_t len, __u32 seq, struct tf_cidr *ou
 
 /* One dump of family's local table into out; 0, or -errno. */
 static int dump_family(int fd, __u8 family, __u32 seq, struct tf_cidr *out, unsigned int max,
-		       unsigned int *n, char *buf)
+		       unsigned int *n, unsigned int *over, char *buf)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -142,7 +142,7 @@ static int dump_family(int fd, __u8 family, __u32 seq, struct tf_cidr *out, unsi
 		len = recv(fd, buf, NL_BUF, 0);
 		if (len < 0)
 			return -errno;
-		ret = tf_hostaddr_parse(buf, len, seq, out, max, n);
+		ret = tf_hostaddr_parse(buf, len, seq, out, max, n, over);
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
@@ -157,7 +157,7 @@ static int host_dump(struct tf_hostaddr *h, unsigned int max)
 {
 	struct timeval tv = { .tv_sec = 2 };
 	struct tf_cidr *out = NULL;
-	unsigned int n = 0, try;
+	unsigned int n = 0, over = 0, try;
 	char *buf = NULL;
 	int fd, one = 1, err;
 
@@ -172,10 +172,10 @@ static int host_dump(struct tf_hostaddr *h, unsigned int max)
 	if (!err && (!buf || !out))
 		err = -ENOMEM;
 	for (try = 0; !err && try < DUMP_TRIES; try++) {
-		n = 0;
-		err = dump_family(fd, AF_INET, 2 * try + 1, out, max, &n, buf);
+		n = over = 0;
+		err = dump_family(fd, AF_INET, 2 * try + 1, out, max, &n, &over, buf);
 		if (!err)
-			err = dump_family(fd, AF_INET6, 2 * try + 2, out, max, &n, buf);
+			err = dump_family(fd, AF_INET6, 2 * try + 2, out, max, &n, &over, buf);
 		if (err != -EAGAIN)
 			break;
 		err = 0;
@@ -191,6 +191,7 @@ static int host_dump(struct tf_hostaddr *h, unsigned int max)
 	free(h->addrs);
 	h->addrs = out;
 	h->n = n;
+	h->over = over;
 	h->dumps++;
 	return 0;
 }
@@ -202,18 +203,28 @@ static int host_refresh(struct tf_daemon *d)
 	unsigned int before = d->dp.floor_host;
 	int err;
 
+	/* More local routes than tf_floor holds cannot be written anyway: they are only counted. */
 	err = host_dump(h, d->cfg.floor_entries);
 	if (err) {
-		pr_warn("cannot read the host's addresses from netlink: %s; "
-			"new sessions are refused until a dump succeeds\n", strerror(-err));
+		if (!h->stale)
+			pr_warn("cannot read the host's addresses from netlink: %s; new sessions are "
+				"refused until a dump succeeds (retried every turn)\n", strerror(-err));
 		h->stale = 1;
 		return err;
 	}
+	if (h->stale)
+		pr_info("the host's addresses are read again\n");
 	h->stale = 0;
-	err = tf_dp_set_host_floor(&d->dp, h->addrs, h->n);
+	err = tf_dp_set_host_floor(&d->dp, h->addrs, h->n, !h->over);
+	if (!err && h->over) {
+		pr_warn("cannot floor %u host addresses past limits.floor_entries (%u)\n", h->over,
+			d->cfg.floor_entries);
+		d->dp.floor_errors += h->over;
+		err = -E2BIG;
+	}
 	if (err)
 		pr_warn("the hard floor misses %u host addresses: new sessions are refused until "
-			"they are written\n", d->dp.floor_failed);
+			"they are written\n", d->dp.floor_failed + h->over);
 	else if (d->dp.floor_host != before || h->dumps == 1)
 		pr_info("hard floor: %u host address entries\n", d->dp.floor_host);
 	return err;
@@ -293,7 +304,7 @@ void tf_host_event(struct tf_daemon *d, int readable)
 
 int tf_host_floor_ok(const struct tf_daemon *d)
 {
-	return !d->host.stale && !d->dp.floor_failed;
+	return !d->host.stale && !d->host.over && !d->dp.floor_failed;
 }
 
 void tf_host_close(struct tf_hostaddr *h)

@@ -16,6 +16,7 @@ struct tf_hostaddr {
 	int fd;				/* subscribed to route and address changes; -1 if closed */
 	struct tf_cidr *addrs;		/* the last dump */
 	unsigned int n;
+	unsigned int over;		/* local routes past the n the floor can hold, not kept */
 	unsigned long long dumps;	/* dumps done since start */
 	int stale;			/* the last dump failed: retried at every turn of the loop */
 };
@@ -37,12 +38,12 @@ void tf_host_close(struct tf_hostaddr *h);
 
 /*
  * Pure: parse one buffer of RTM_NEWROUTE messages from a dump of the local
- * table into out (at most max, *n counts them). Returns 1 at NLMSG_DONE, 0
- * if more is to come, -EAGAIN if the dump was interrupted by a change
- * (NLM_F_DUMP_INTR), -E2BIG past max, or the negative error of an
- * NLMSG_ERROR.
+ * table into out (at most max, *n counts them; *over counts those past
+ * max). Returns 1 at NLMSG_DONE, 0 if more is to come, -EAGAIN if the dump
+ * was interrupted by a change (NLM_F_DUMP_INTR), or the negative error of
+ * an NLMSG_ERROR.
  */
 int tf_hostaddr_parse(const void *buf, size_t len, __u32 seq, struct tf_cidr *out, unsigned int max,
-		  unsigned int *n) __attribute__((warn_unused_result));
+		      unsigned int *n, unsigned int *over) __attribute__((warn_unused_result));
 
 #endif
