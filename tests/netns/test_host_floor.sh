@@ -17,13 +17,15 @@
 #  │ listeners tcp 203.0.113.1:8080 [2001:db8:99::1]:8080, udp 0.0.0.0:9999     │
 #  │ vx4: VXLAN 42 local 203.0.113.1 dstport 4789                               │
 #  │ vx6: VXLAN 43 local 2001:db8:99::1 dstport 4790                            │
-#  │ routes 198.51.100.254 2001:db8:fe::/48 169.254.169.254 192.0.2.0/24 -> inet│
+#  │ routes 198.51.100.254 2001:db8:fe::/48 169.254.169.254 192.0.2.0/24        │
+#  │        2001:db8:77::/48 -> inet; later 192.0.2.1, 2001:db8:77::1 on hi too │
 #  └─────────────────────────────────────┬──────────────────────────────────────┘
 #                                        │ veth
 #  ┌─────────────────────────────────────┴──────────────────────────────────────┐
 #  │ $inet  ii 10.99.0.2/30 fd00:99::2; on lo 198.51.100.254 2001:db8:fe::254   │
 #  │ (B's gateway: listeners :8080, dnsmasq :53 = B's resolver),                │
-#  │ 169.254.169.254 (udp :7, the metadata service), 192.0.2.1 (tcp :8080)      │
+#  │ 169.254.169.254 (udp :7, the metadata service), 192.0.2.1 2001:db8:77::1   │
+#  │ (tcp :8080)                                                                │
 #  └────────────────────────────────────────────────────────────────────────────┘
 #
 # dnsmasq: hostsvc.example.com A 203.0.113.1 AAAA 2001:db8:99::1 (the host's uplink),
@@ -68,8 +70,8 @@ VX4_MAC=02:00:00:00:42:01 VX6_MAC=02:00:00:00:43:01
 setup guest_link "$ga" ga $A_MAC 10.10.1.2/24 fd00:a:1::2/64 "$host" ha $A_GW_MAC 10.10.1.1/24 fd00:a:1::1/64
 setup guest_link "$gb" gb $B_MAC 10.10.2.2/24 fd00:a:2::2/64 "$host" hb $B_GW_MAC 10.10.2.1/24 fd00:a:2::1/64
 setup inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 \
-	$B_GW4/32 2001:db8:fe::/48 169.254.169.254/32 192.0.2.0/24 -- \
-	$B_GW4 $B_GW6 169.254.169.254 192.0.2.1
+	$B_GW4/32 2001:db8:fe::/48 169.254.169.254/32 192.0.2.0/24 2001:db8:77::/48 -- \
+	$B_GW4 $B_GW6 169.254.169.254 192.0.2.1 2001:db8:77::1
 setup ip -n "$host" addr add $UP4/24 dev hi
 setup ip -n "$host" addr add $UP6/64 dev hi nodad
 
@@ -108,7 +110,7 @@ wait_for 5 eval "n $inet ss -Hlun 'sport = :53' | grep -q $B_GW4:53" ||
 L_HOST=$T/host.log L_INET=$T/inet.log
 listener_start "$host" "$L_HOST" tcp:$UP4:8080 "tcp:[$UP6]:8080" udp:0.0.0.0:9999
 listener_start "$inet" "$L_INET" tcp:$B_GW4:8080 "tcp:[$B_GW6]:8080" udp:169.254.169.254:7 \
-	tcp:192.0.2.1:8080
+	tcp:192.0.2.1:8080 "tcp:[2001:db8:77::1]:8080"
 
 # --- probes -----------------------------------------------------------------------------------
 
@@ -272,6 +274,18 @@ tcp_probe "A to 192.0.2.1 now the host's" "$L_NEW" "$ga" 10.10.1.2 192.0.2.1 808
 setup ip -n "$host" addr del 192.0.2.1/32 dev hi
 check "192.0.2.1 removed from the host: the floor loses its entry within 2 s" wait_for 2 entries_are "$before"
 tcp_probe "A to 192.0.2.1, in the internet again" "$L_INET" "$ga" 10.10.1.2 192.0.2.1 8080 reached
+# The same for IPv6 (a local route, and perhaps an anycast one: more entries, not exactly one).
+entries_above() { [ "$(host_entries)" -gt "$1" ] 2>/dev/null; }
+tcp_probe "A to 2001:db8:77::1 before the host has it" "$L_INET" "$ga" fd00:a:1::2 2001:db8:77::1 8080 reached
+setup ip -n "$host" addr add 2001:db8:77::1/64 dev hi nodad
+check "2001:db8:77::1 added to the host: the floor gains entries within 2 s" wait_for 2 entries_above "$before"
+L_NEW6=$T/host-new6.log
+listener_start "$host" "$L_NEW6" "tcp:[2001:db8:77::1]:8080"
+tcp_probe "A to 2001:db8:77::1 now the host's" "$L_NEW6" "$ga" fd00:a:1::2 2001:db8:77::1 8080 blocked \
+	reason=floor_host dst=2001:db8:77::1
+setup ip -n "$host" addr del 2001:db8:77::1/64 dev hi
+check "2001:db8:77::1 removed from the host: the floor loses its entries within 2 s" wait_for 2 entries_are "$before"
+tcp_probe "A to 2001:db8:77::1, in the internet again" "$L_INET" "$ga" fd00:a:1::2 2001:db8:77::1 8080 reached
 
 stats_complete() { tfc --json stats | "$PY" -c 'import json,sys; sys.exit(not json.load(sys.stdin)["stats"]["floor"]["complete"])'; }
 check "stats: the floor is complete" stats_complete
