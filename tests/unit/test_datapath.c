@@ -94,10 +94,10 @@ static const char spec_a[] =
 	"{'cidr':'fe80::/10'},"
 	"{'cidr':'64:ff9b::/96'}]}";
 
-/* The operator's floor additions and exceptions, as tapfenced --config reads them. */
+/* The operator's floor additions, exceptions and host addresses, as tapfenced --config reads them. */
 static const char operator_config[] =
 	"{'floor':{'extra_deny':['192.0.2.128/25','2001:db8:3:ff::/64'],"
-	"'exceptions':['10.99.0.0/16','fd00:99::/32','" GW6_C "']}}";
+	"'exceptions':['10.99.0.0/16','fd00:99::/32','" GW6_C "'],'host':['192.0.2.99']}}";
 
 static const char rule_deleted[] = "{'cidr':'198.18.0.0/15','proto':'tcp','ports':[22]}";
 
@@ -275,6 +275,8 @@ static const struct fixture fx_main[] = {
 	{ "floor: ICMP echo to 10.1.2.3", FROM, DENY, R(FLOOR_PRIVATE), .p = { ECHO4(G4, "10.1.2.3", 9) } },
 	{ "host address 198.51.100.77 despite the 198.51.100/24 rule", FROM, DENY, R(FLOOR_HOST),
 	  .p = { TCP(G4, HOST4, 40700, 80, SYN) } },
+	{ "floor.host 192.0.2.99 despite the 'any' rule", FROM, DENY, R(FLOOR_HOST),
+	  .p = { TCP(G4, "192.0.2.99", 40700, 80, SYN) } },
 	{ "host address 10.99.7.7 inside the operator exception: judged by the 10/8 rule", FROM, ALLOW,
 	  R(ALLOW_RULE), .p = { TCP(G4, "10.99.7.7", 40700, 80, SYN) } },
 
@@ -1089,7 +1091,7 @@ static int host_floor(struct env *e)
 			return ret;
 	}
 	ret = tf_dp_set_host_floor(&e->dp, c, 3, 1);
-	CHECK_EQ("host entries written (not the excepted one)", e->dp.floor_host, 2);
+	CHECK_EQ("host entries written (floor.host's, not the excepted one)", e->dp.floor_host, 3);
 	return ret;
 }
 
