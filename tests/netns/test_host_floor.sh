@@ -265,8 +265,10 @@ entries_are() { [ "$(host_entries)" = "$1" ]; }
 tcp_probe "A to 192.0.2.1 before the host has it" "$L_INET" "$ga" 10.10.1.2 192.0.2.1 8080 reached
 before=$(host_entries)
 note "host address entries in the floor: ${before:-none}"
+t0=$(date +%s%N)
 setup ip -n "$host" addr add 192.0.2.1/32 dev hi
 check "192.0.2.1 added to the host: the floor gains an entry within 2 s" wait_for 2 entries_are $((before + 1))
+note "floored $((($(date +%s%N) - t0) / 1000000)) ms after \`ip addr add' (polled every 0.1 s through the CLI)"
 L_NEW=$T/host-new.log
 listener_start "$host" "$L_NEW" tcp:192.0.2.1:8080
 tcp_probe "A to 192.0.2.1 now the host's" "$L_NEW" "$ga" 10.10.1.2 192.0.2.1 8080 blocked \
