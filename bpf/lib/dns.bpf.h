@@ -170,12 +170,15 @@ static __always_inline void dns_note(const struct judge *j, __u16 reason, const 
 	event_send(e);
 }
 
-/* An address no answer may open: the hard floor (unless exempt) or any guest's address. */
-static __always_inline int dns_rebinds(const struct dns_rec *r)
+/*
+ * An address no answer may open: the hard floor (unless exempt), host
+ * addresses and the session's gateway included, or any guest's address.
+ */
+static __always_inline int dns_rebinds(const struct judge *j, const struct dns_rec *r)
 {
 	struct tf_addr_key k = { .family = r->family };
 
-	if (floor_addr_reason(r->family, r->addr))
+	if (floor_session_reason(j->s, r->family, r->addr))
 		return 1;
 	__builtin_memcpy(k.addr, r->addr, 16);
 	return bpf_map_lookup_elem(&tf_addrs, &k) != NULL;
@@ -197,7 +200,7 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	__u32 sid = j->sid;
 	void *lmap, *bmap;
 
-	if (dns_rebinds(r)) {
+	if (dns_rebinds(j, r)) {
 		dns_note(j, TF_REASON_DNS_REBIND, r);
 		return 0;
 	}

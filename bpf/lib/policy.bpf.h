@@ -56,11 +56,24 @@ static __always_inline int other_session(const struct judge *j)
 	return owner && *owner != j->sid;
 }
 
+/* 1 if addr is one of session s's gateway addresses (IPv4, IPv6 global or link-local). */
+static __always_inline int is_gateway(const struct tf_session *s, __u8 family, const __u8 *addr)
+{
+	if (family == TF_FAM_IPV4)
+		return (s->flags & TF_SF_IPV4) && s->gw_ip4 && *(const __be32 *)addr == s->gw_ip4;
+	if (!(s->flags & TF_SF_IPV6))
+		return 0;
+	return ip6_eq(addr, s->gw_ip6_ll) || (!ip6_is_unspec(s->gw_ip6) && ip6_eq(addr, s->gw_ip6));
+}
+
 /*
- * Returns 0 if the floor does not apply to the address (an operator
- * exception, TF_FLOOR_EXEMPT, counts as not in it), else the reason.
+ * The floor as session s sees it: its gateway is a host address even when
+ * it is not one of the daemon's namespace (floor_gateway), unless an
+ * operator exception covers it; then the tf_floor entry. One LPM lookup
+ * either way: the gateway is compared with the session value in hand.
  */
-static __always_inline __u16 floor_addr_reason(__u8 family, const __u8 *addr)
+static __always_inline __u16 floor_session_reason(const struct tf_session *s, __u8 family,
+						  const __u8 *addr)
 {
 	struct tf_floor_key k = {
 		.prefixlen = TF_FLOOR_KEY_FIXED_BITS + (family == TF_FAM_IPV4 ? 32 : 128),
@@ -70,6 +83,10 @@ static __always_inline __u16 floor_addr_reason(__u8 family, const __u8 *addr)
 
 	__builtin_memcpy(k.addr, addr, 16);
 	v = bpf_map_lookup_elem(&tf_floor, &k);
+	if (v && v->action == TF_FLOOR_EXEMPT)
+		return 0;
+	if (is_gateway(s, family, addr))
+		return TF_REASON_FLOOR_GATEWAY;
 	if (!v || v->action != TF_FLOOR_DENY)
 		return 0;
 	return v->reason ? v->reason : TF_REASON_UNKNOWN;
@@ -77,7 +94,7 @@ static __always_inline __u16 floor_addr_reason(__u8 family, const __u8 *addr)
 
 static __always_inline __u16 floor_reason(const struct judge *j)
 {
-	return floor_addr_reason(j->p.family, j->p.daddr);
+	return floor_session_reason(j->s, j->p.family, j->p.daddr);
 }
 
 /* Bit port of bitmap (sid, ver, cls, proto): port classes are per generation. */

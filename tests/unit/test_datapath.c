@@ -71,6 +71,8 @@
 #define WEB       "198.51.100.1"	/* tcp 80, 443, 8000-8100 */
 #define DEL_DST   "198.18.0.1"		/* tcp 22, the rule deleted mid-test */
 #define WEB6      "2001:db8::1"		/* tcp 443, 8000-8100 */
+#define HOST4     "198.51.100.77"	/* host addresses, as netlink would give them */
+#define HOST6     "2001:db8::77"
 
 static const char spec_a[] =
 	"{'id':'a','ifname':'tap-a',"
@@ -93,10 +95,10 @@ static const char spec_a[] =
 	"{'cidr':'fe80::/10'},"
 	"{'cidr':'64:ff9b::/96'}]}";
 
-/* The operator's floor additions and exceptions, as tapfenced --config reads them. */
+/* The operator's floor additions, exceptions and host addresses, as tapfenced --config reads them. */
 static const char operator_config[] =
 	"{'floor':{'extra_deny':['192.0.2.128/25','2001:db8:3:ff::/64'],"
-	"'exceptions':['10.99.0.0/16','fd00:99::/32']}}";
+	"'exceptions':['10.99.0.0/16','fd00:99::/32','" GW6_C "'],'host':['192.0.2.99']}}";
 
 static const char rule_deleted[] = "{'cidr':'198.18.0.0/15','proto':'tcp','ports':[22]}";
 
@@ -242,7 +244,7 @@ static const struct fixture fx_main[] = {
 	{ "floor: this network 0.1.2.3", FROM, DENY, R(FLOOR_THIS_NET), .p = { TCP(G4, "0.1.2.3", 40500, 80, SYN) } },
 	{ "floor: 10.1.2.3 despite the 10/8 rule", FROM, DENY, R(FLOOR_PRIVATE),
 	  .p = { TCP(G4, "10.1.2.3", 40500, 80, SYN) } },
-	{ "floor: the gateway's own address", FROM, DENY, R(FLOOR_PRIVATE), .p = { TCP(G4, GW4, 40500, 80, SYN) } },
+	{ "floor: the gateway's own address", FROM, DENY, R(FLOOR_GATEWAY), .p = { TCP(G4, GW4, 40500, 80, SYN) } },
 	{ "floor: 172.16.0.1", FROM, DENY, R(FLOOR_PRIVATE), .p = { TCP(G4, "172.16.0.1", 40500, 80, SYN) } },
 	{ "floor: 172.31.255.254", FROM, DENY, R(FLOOR_PRIVATE), .p = { TCP(G4, "172.31.255.254", 40500, 80, SYN) } },
 	{ "floor: 192.168.1.1", FROM, DENY, R(FLOOR_PRIVATE), .p = { UDP(G4, "192.168.1.1", 40500, 123) } },
@@ -272,6 +274,12 @@ static const struct fixture fx_main[] = {
 	{ "next to the operator exception, 10.98.0.1 stays floored", FROM, DENY, R(FLOOR_PRIVATE),
 	  .p = { TCP(G4, "10.98.0.1", 40600, 80, SYN) } },
 	{ "floor: ICMP echo to 10.1.2.3", FROM, DENY, R(FLOOR_PRIVATE), .p = { ECHO4(G4, "10.1.2.3", 9) } },
+	{ "host address 198.51.100.77 despite the 198.51.100/24 rule", FROM, DENY, R(FLOOR_HOST),
+	  .p = { TCP(G4, HOST4, 40700, 80, SYN) } },
+	{ "floor.host 192.0.2.99 despite the 'any' rule", FROM, DENY, R(FLOOR_HOST),
+	  .p = { TCP(G4, "192.0.2.99", 40700, 80, SYN) } },
+	{ "host address 10.99.7.7 inside the operator exception: judged by the 10/8 rule", FROM, ALLOW,
+	  R(ALLOW_RULE), .p = { TCP(G4, "10.99.7.7", 40700, 80, SYN) } },
 
 	/* Sessions, rules and ports, IPv4 */
 	{ "another session's guest 10.20.0.2", FROM, DENY, R(OTHER_SESSION),
@@ -339,7 +347,7 @@ static const struct fixture fx_main[] = {
 	{ "DNS over UDP to 198.51.100.1", FROM, DENY, R(DNS_NOT_RESOLVER), .p = { UDP(G4, WEB, 33335, 53) } },
 	{ "DNS over TCP to 198.51.100.1", FROM, DENY, R(DNS_NOT_RESOLVER),
 	  .p = { TCP(G4, WEB, 33336, 53, SYN) } },
-	{ "the resolver's address on port 54", FROM, DENY, R(FLOOR_PRIVATE), .p = { UDP(G4, GW4, 33337, 54) } },
+	{ "the resolver's address on port 54", FROM, DENY, R(FLOOR_GATEWAY), .p = { UDP(G4, GW4, 33337, 54) } },
 
 	/* NDP, guest -> host */
 	{ "NS for the gateway's address from the guest's link-local", FROM, ALLOW, R(ALLOW_NDP),
@@ -417,7 +425,7 @@ static const struct fixture fx_main[] = {
 	{ "floor: ULA fd00::1 despite the fc00::/7 rule", FROM, DENY, R(FLOOR_ULA),
 	  .p = { TCP(G6, "fd00::1", 41500, 80, SYN) } },
 	{ "floor: ULA fc00::1", FROM, DENY, R(FLOOR_ULA), .p = { UDP(G6, "fc00::1", 41500, 123) } },
-	{ "floor: the gateway's ULA address", FROM, DENY, R(FLOOR_ULA), .p = { TCP(G6, GW6, 41500, 80, SYN) } },
+	{ "floor: the gateway's ULA address", FROM, DENY, R(FLOOR_GATEWAY), .p = { TCP(G6, GW6, 41500, 80, SYN) } },
 	{ "floor: link-local fe80::1 despite its rule", FROM, DENY, R(FLOOR_LINK_LOCAL),
 	  .p = { TCP(G6, "fe80::1", 41500, 80, SYN) } },
 	{ "floor: multicast ff02::1", FROM, DENY, R(FLOOR_MULTICAST), .p = { TCP(G6, "ff02::1", 41500, 80, SYN) } },
@@ -435,6 +443,8 @@ static const struct fixture fx_main[] = {
 	  .p = { TCP(G6, "fd00:ec2::254", 41500, 80, SYN) } },
 	{ "operator floor: 2001:db8:3:ff::1 despite the 'any' rule", FROM, DENY, R(FLOOR_OPERATOR),
 	  .p = { UDP(G6, "2001:db8:3:ff::1", 41500, 9) } },
+	{ "host address 2001:db8::77 despite the 2001:db8::/32 rule", FROM, DENY, R(FLOOR_HOST),
+	  .p = { TCP(G6, HOST6, 41700, 443, SYN) } },
 	{ "operator exception: fd00:99::1 is judged by the fc00::/7 rule", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G6, "fd00:99::1", 41600, 80, SYN) } },
 
@@ -654,6 +664,10 @@ static const struct fixture fx_v6only[] = {
 	  .p = { UDP(GW6LL_C, G6LL_C, 53, 43054) } },
 	{ "another link-local source to the link-local resolver", FROM, DENY, R(SPOOFED_SRC),
 	  .p = { UDP("fe80::1234", GW6LL_C, 43056, 53) } },
+	{ "TCP to the gateway's link-local address", FROM, DENY, R(FLOOR_GATEWAY),
+	  .p = { TCP(G6_C, GW6LL_C, 43060, 80, SYN) } },
+	{ "TCP to the gateway's global address, under an operator exception: judged by the rules", FROM,
+	  DENY, R(NO_RULE), .p = { TCP(G6_C, GW6_C, 43061, 80, SYN) } },
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -1258,6 +1272,24 @@ static void test_rate_limit(struct env *e)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
+/* Host addresses as hostaddr.c would set them; 10.99.7.7 lies inside an operator exception. */
+static int host_floor(struct env *e)
+{
+	static const char *const host[] = { HOST4, HOST6, "10.99.7.7" };
+	struct tf_cidr c[3];
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < 3; i++) {
+		ret = tf_parse_cidr(host[i], &c[i]);
+		if (ret)
+			return ret;
+	}
+	ret = tf_dp_set_host_floor(&e->dp, c, 3, 1);
+	CHECK_EQ("host entries written (floor.host's, not the excepted one)", e->dp.floor_host, 3);
+	return ret;
+}
+
 int main(void)
 {
 	static struct env e;
@@ -1278,6 +1310,8 @@ int main(void)
 		return CHECK_EXIT();
 	ret = tf_dp_write_floor(&e.dp);
 	CHECK_EQ("write the hard floor", ret, 0);
+	ret = host_floor(&e);
+	CHECK_EQ("add host addresses to the floor", ret, 0);
 	e.rb = ring_buffer__new(tf_dp_ringbuf_fd(&e.dp), on_event, &e, NULL);
 	CHECK_EQ("open the event ring buffer", e.rb != NULL, 1);
 	ret = session_add(&e, &b, spec_b, SID_B, IFINDEX_B);

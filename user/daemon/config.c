@@ -30,6 +30,7 @@ void tf_config_defaults(struct tf_config *c)
 	c->rule_entries = 262144;
 	c->port_entries = 65536;
 	c->name_entries = 65536;
+	c->floor_entries = 4096;
 	c->dns_queries = 128;
 	c->learned_entries = 1024;
 	c->dns_ttl_min_s = 5;
@@ -138,6 +139,8 @@ static int parse_floor(const json_t *o, struct tf_config *c, char *err, size_t e
 		else if (!strcmp(key, "exceptions"))
 			ret = set_cidrs(v, "floor.exceptions", c->floor_exceptions,
 					&c->nfloor_exceptions, err, errlen);
+		else if (!strcmp(key, "host"))
+			ret = set_cidrs(v, "floor.host", c->floor_host, &c->nfloor_host, err, errlen);
 		else if (!strcmp(key, "nat64")) {
 			if (!json_is_boolean(v)) {
 				snprintf(err, errlen, "floor.nat64: expected true or false");
@@ -244,6 +247,7 @@ static const struct limit_field limit_fields[] = {
 	LIMIT(rule_entries, 1024, 1u << 26),
 	LIMIT(port_entries, 1024, 1u << 24),
 	LIMIT(name_entries, 1024, 1u << 24),
+	LIMIT(floor_entries, 1024, 1u << 20),
 	LIMIT(dns_queries, 16, 1u << 16),
 	LIMIT(learned_entries, 16, 1u << 20),
 	LIMIT(dns_ttl_min_s, 0, 86400),

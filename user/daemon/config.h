@@ -49,6 +49,8 @@ struct tf_config {
 	struct tf_cidr floor_extra[TF_CONFIG_MAX_CIDRS];
 	unsigned int nfloor_exceptions;	/* operator's exceptions to the floor */
 	struct tf_cidr floor_exceptions[TF_CONFIG_MAX_CIDRS];
+	unsigned int nfloor_host;	/* host addresses netlink cannot see (floor_host) */
+	struct tf_cidr floor_host[TF_CONFIG_MAX_CIDRS];
 	/* limits */
 	unsigned int max_sessions;	/* < TF_MAX_SESSIONS */
 	unsigned int max_rules;		/* per session */
@@ -56,6 +58,7 @@ struct tf_config {
 	unsigned int rule_entries;	/* tf_rules capacity, all sessions, two generations */
 	unsigned int port_entries;	/* tf_ports capacity */
 	unsigned int name_entries;	/* tf_names capacity */
+	unsigned int floor_entries;	/* tf_floor capacity: built-in, operator and host entries */
 	unsigned int dns_queries;	/* outstanding queries, per session (LRU) */
 	unsigned int learned_entries;	/* learnt addresses, per session (LRU) */
 	unsigned int dns_ttl_min_s;	/* learnt TTLs are clamped to [min, max] */

@@ -275,6 +275,11 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_request *r, char *e
 {
 	struct tf_sess *s;
 
+	if (!tf_host_floor_ok(d)) {
+		snprintf(err, errlen, "the hard floor lacks host addresses (see the daemon's log): "
+			 "no new session until it is complete");
+		return NULL;
+	}
 	if (tf_sess_add(d, &r->spec, 0, err, errlen))
 		return NULL;
 	s = tf_sess_find(d, r->spec.id);
@@ -398,12 +403,17 @@ static json_t *op_stats(struct tf_daemon *d, struct tf_request *req, char *err, 
 	for (r = 0; r < TF_REASON_MAX; r++)
 		if (tot[r])
 			json_object_set_new(counters, tf_reason_name(r), json_integer(tot[r]));
-	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:o, s:o}}", "ok", 1, "stats",
+	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:{s:i, s:i, s:I, s:b}, s:o, s:o}}",
+			 "ok", 1, "stats",
 			 "sessions", (json_int_t)d->nsessions,
 			 "uptime_s", (json_int_t)(time(NULL) - d->started),
 			 "events", "emitted", (json_int_t)st[TF_STAT_EVENTS],
 			 "lost", (json_int_t)st[TF_STAT_EVENTS_LOST],
 			 "written", (json_int_t)d->events_written,
+			 "floor", "host_entries", (json_int_t)d->dp.floor_host,
+			 "host_missing", (json_int_t)(d->dp.floor_failed + d->host.over),
+			 "host_errors", (json_int_t)d->dp.floor_errors,
+			 "complete", tf_host_floor_ok(d),
 			 "counters", counters, "attestation", tf_attest_stats(d));
 }
 

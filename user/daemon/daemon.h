@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include "config.h"
 #include "datapath.h"
+#include "hostaddr.h"
 #include "policy.h"
 #include "spec.h"
 
@@ -27,6 +28,7 @@ struct ring_buffer;
 struct tf_daemon {
 	struct tf_config cfg;
 	struct tf_dp dp;
+	struct tf_hostaddr host;	/* the host's own addresses, floored (hostaddr.c) */
 	struct tf_sess *sessions;
 	unsigned int nsessions;
 	struct tf_sess *by_sid[TF_MAX_SESSIONS];

@@ -288,6 +288,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 	bpf_map__set_max_entries(skel->maps.tf_rules, cfg->rule_entries);
 	bpf_map__set_max_entries(skel->maps.tf_ports, cfg->port_entries);
 	bpf_map__set_max_entries(skel->maps.tf_names, cfg->name_entries);
+	bpf_map__set_max_entries(skel->maps.tf_floor, cfg->floor_entries);
 	bpf_map__set_max_entries(skel->maps.tf_events, cfg->ringbuf_bytes);
 	/* Inner-map templates for the per-slot tables (sizes from the config). */
 	for (i = 0; i < TF_SLOT_MAPS; i++) {
@@ -355,6 +356,9 @@ void tf_dp_close(struct tf_dp *dp)
 			if (dp->slot_fd[m][sid] > 0)
 				close(dp->slot_fd[m][sid]);
 	memset(dp->slot_fd, 0xff, sizeof(dp->slot_fd));
+	free(dp->host);
+	dp->host = NULL;
+	dp->nhost = 0;
 	xdp_program__close(dp->xdp);
 	dp->xdp = NULL;
 	tapfence_bpf__destroy(dp->xdp_skel);
@@ -380,21 +384,65 @@ static int floor_put(int fd, const struct tf_cidr *c, __u8 action, __u16 reason)
 	return bpf_map_update_elem(fd, &k, &v, BPF_ANY) ? -errno : 0;
 }
 
+/* 1 if key k is one of the n in keep. */
+static int floor_kept(const struct tf_floor_key *keep, unsigned int n, const struct tf_floor_key *k)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!memcmp(&keep[i], k, sizeof(*k)))
+			return 1;
+	return 0;
+}
+
 /*
- * New entries are written before stale ones are removed, so a floor change
- * never opens a window in which a range is unprotected.
+ * Whether host prefix c gets an entry of its own. Not when an operator
+ * exception covers it: tf_floor is an LPM, so a host /32 would beat a
+ * broader exception, and an exception is the operator's explicit say.
+ * Not inside fe80::/10: every IPv6 device has a link-local address (and
+ * its anycast), the built-in fe80::/10 entry denies them all, and an entry
+ * per tap would fill the map.
  */
-int tf_dp_write_floor(struct tf_dp *dp)
+static int floor_host_wanted(const struct tf_config *cfg, const struct tf_cidr *c)
+{
+	static const struct tf_cidr ll = { { TF_FAM_IPV6, { 0xfe, 0x80 } }, 10 };
+	struct tf_cidr e;
+	unsigned int i;
+
+	if (tf_cidr_contains(&ll, &c->ip) && c->prefixlen >= ll.prefixlen)
+		return 0;
+	for (i = 0; i < cfg->nfloor_exceptions; i++) {
+		e = cfg->floor_exceptions[i];
+		if (e.prefixlen <= c->prefixlen && tf_cidr_contains(&e, &c->ip))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Write the floor: built-in ranges, the operator's, then every host prefix
+ * (floor.host and dp->host) as floor_host. New entries are written before
+ * stale ones are removed, so a floor change never opens a window in which
+ * a range is unprotected, and none is removed while the host list is
+ * incomplete. A host entry that cannot be written does not
+ * stop the others; it is counted (floor_errors), dp->floor_failed says how
+ * many are missing, and the write fails.
+ */
+static int floor_write(struct tf_dp *dp, unsigned int *swept)
 {
 	const struct tf_config *cfg = dp->cfg;
 	int fd = bpf_map__fd(dp->skel->maps.tf_floor);
+	unsigned int cap = bpf_map__max_entries(dp->skel->maps.tf_floor);
 	struct tf_floor_key *keep = NULL, k, next;
-	unsigned int nkeep = 0, i, n;
+	unsigned int nkeep = 0, nhost = 0, failed = 0, i, n;
+	const struct tf_cidr *h;
+	char buf[TF_ADDRSTRLEN];
 	struct tf_cidr c;
-	int err = 0, more;
+	int err = 0, more, ret;
 
+	*swept = 0;
 	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) + sizeof(floor_nat64) / sizeof(floor_nat64[0]) +
-	    cfg->nfloor_extra + cfg->nfloor_exceptions;
+	    cfg->nfloor_extra + cfg->nfloor_exceptions + cfg->nfloor_host + dp->nhost;
 	keep = calloc(n, sizeof(*keep));
 	if (!keep)
 		return -ENOMEM;
@@ -428,21 +476,73 @@ int tf_dp_write_floor(struct tf_dp *dp)
 			goto cleanup;
 		floor_key(&cfg->floor_exceptions[i], &keep[nkeep++]);
 	}
-	/* Sweep what an earlier run (or config) left. */
-	for (more = !bpf_map_get_next_key(fd, NULL, &next); more;) {
+	for (i = 0; i < cfg->nfloor_host + dp->nhost; i++) {
+		h = i < cfg->nfloor_host ? &cfg->floor_host[i] : &dp->host[i - cfg->nfloor_host];
+		floor_key(h, &k);
+		/* A prefix the table above already has (127.0.0.0/8, ::1) keeps its reason. */
+		if (!floor_host_wanted(cfg, h) || floor_kept(keep, nkeep, &k))
+			continue;
+		ret = nkeep < cap ? floor_put(fd, h, TF_FLOOR_DENY, TF_REASON_FLOOR_HOST) : -E2BIG;
+		if (ret) {
+			if (!failed++)
+				tf_fmt_cidr(h, buf);
+			err = ret;
+			continue;
+		}
+		keep[nkeep++] = k;
+		nhost++;
+	}
+	if (failed)
+		pr_warn("cannot floor %u host addresses (the first: %s): %s; tf_floor holds %u entries "
+			"(limits.floor_entries)\n", failed, buf, strerror(-err), cap);
+	/*
+	 * Sweep what an earlier run, config or address left, unless the host
+	 * list is cut short: an address still there but not in it would lose
+	 * its entry. (An entry that could not be written was not there: a
+	 * write over an existing key never runs out of room.)
+	 */
+	for (more = !dp->host_short && !bpf_map_get_next_key(fd, NULL, &next); more;) {
 		k = next;
 		more = !bpf_map_get_next_key(fd, &k, &next);
-		for (i = 0; i < nkeep; i++)
-			if (!memcmp(&keep[i], &k, sizeof(k)))
-				break;
-		if (i == nkeep)
-			bpf_map_delete_elem(fd, &k);
+		if (!floor_kept(keep, nkeep, &k) && !bpf_map_delete_elem(fd, &k))
+			(*swept)++;
 	}
+	dp->floor_host = nhost;
 cleanup:
-	if (err)
-		pr_warn("cannot write the hard floor: %s\n", strerror(-err));
+	dp->floor_failed = failed;
+	dp->floor_errors += failed;
 	free(keep);
 	return err;
+}
+
+int tf_dp_write_floor(struct tf_dp *dp)
+{
+	unsigned int swept;
+	int err = floor_write(dp, &swept);
+
+	/* A full map may have had room only once the stale entries were swept. */
+	if (err == -ENOSPC && swept)
+		err = floor_write(dp, &swept);
+	if (err)
+		pr_warn("cannot write the hard floor: %s\n", strerror(-err));
+	return err;
+}
+
+int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned int n, int complete)
+{
+	struct tf_cidr *copy = NULL;
+
+	if (n) {
+		copy = malloc(n * sizeof(*copy));
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, host, n * sizeof(*copy));
+	}
+	free(dp->host);
+	dp->host = copy;
+	dp->nhost = n;
+	dp->host_short = !complete;
+	return tf_dp_write_floor(dp);
 }
 
 void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *v)

@@ -38,6 +38,13 @@ struct tf_dp {
 	 * CAP_SYS_ADMIN that BPF_MAP_GET_FD_BY_ID needs to find them again.
 	 */
 	int slot_fd[TF_SLOT_MAPS][TF_MAX_SESSIONS];
+	/* The host's own addresses (hostaddr.c), floored as floor_host beside cfg->floor_host. */
+	struct tf_cidr *host;
+	unsigned int nhost;
+	int host_short;			/* host is not all of the host's addresses */
+	unsigned int floor_host;	/* host entries in tf_floor */
+	unsigned int floor_failed;	/* host entries the last write could not store: 0 = complete */
+	unsigned long long floor_errors;	/* host entries that could not be written, since start */
 };
 
 /* One attachment of a session; fds are -1 when not attached. */
@@ -56,8 +63,19 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 	__attribute__((warn_unused_result));
 void tf_dp_close(struct tf_dp *dp);
 
-/* Write the hard floor from the built-in ranges and the operator's config. */
+/*
+ * Write the hard floor from the built-in ranges, the operator's config and
+ * the host addresses last set. Fails if any entry could not be written
+ * (dp->floor_failed counts the host entries missing).
+ */
 int tf_dp_write_floor(struct tf_dp *dp) __attribute__((warn_unused_result));
+/*
+ * Replace the host addresses (a copy of the n in host) and write the floor.
+ * complete = 0: host is not all of them (more than fit), so no entry is
+ * removed, lest one of an address still there go.
+ */
+int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned int n, int complete)
+	__attribute__((warn_unused_result));
 
 /* The tf_session value a spec stands for (addresses, MACs, flags). */
 void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *out);

@@ -318,9 +318,9 @@ static int on_signal(struct tf_daemon *d, int sfd)
 
 static int run(struct tf_daemon *d)
 {
-	static char sig_tag, rb_tag;
+	static char sig_tag, rb_tag, host_tag;
 	struct epoll_event ev, evs[32];
-	int sfd, n, i, stop = 0;
+	int sfd, n, i, stop = 0, host;
 
 	sfd = signal_fd();
 	if (sfd < 0)
@@ -330,18 +330,24 @@ static int run(struct tf_daemon *d)
 	epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, sfd, &ev);
 	ev.data.ptr = &rb_tag;
 	epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(d->rb), &ev);
+	ev.data.ptr = &host_tag;
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, d->host.fd, &ev);
 
 	pr_info("ready: %u sessions, control socket %s\n", d->nsessions, d->cfg.control_socket);
 	while (!stop) {
 		n = epoll_wait(d->epoll_fd, evs, 32, 250);
 		if (n < 0 && errno != EINTR)
 			break;
+		host = 0;
 		for (i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &sig_tag)
 				stop = on_signal(d, sfd);
+			else if (evs[i].data.ptr == &host_tag)
+				host = 1;
 			else if (evs[i].data.ptr != &rb_tag)
 				tf_ctl_event(d, 0, evs[i].data.ptr, evs[i].events);
 		}
+		tf_host_event(d, host);
 		tf_events_drain(d);
 		tf_attest_tick(d);
 		tf_ctl_tick(d);
@@ -414,6 +420,7 @@ int main(int argc, char **argv)
 
 	d.listen_fd = d.spare_fd = -1;
 	d.epoll_fd = -1;
+	d.host.fd = -1;
 	d.started = time(NULL);
 	if (check_accounts(&d.cfg))
 		return 1;
@@ -438,7 +445,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (tf_dp_open(&d.dp, &d.cfg, 1))
 		goto cleanup;
-	if (tf_dp_write_floor(&d.dp))
+	if (tf_host_start(&d))
 		goto cleanup;
 	if (tf_events_open(&d))
 		goto cleanup;
@@ -457,6 +464,7 @@ cleanup:
 	tf_attest_close(&d);
 	tf_events_close(&d);
 	tf_sess_forget_all(&d);
+	tf_host_close(&d.host);
 	tf_dp_close(&d.dp);
 	if (d.epoll_fd >= 0)
 		close(d.epoll_fd);
