@@ -296,6 +296,8 @@ deny_burst 2000
 probe "allowed while the log's disk is full" 198.51.100.10 reached
 probe "denied while the log's disk is full" 203.0.113.10 blocked
 check "the daemon says it cannot write its log" grep -q "cannot write: No space left" "$T/tapfenced.log"
+check "tapfence stats counts the unwritten lines" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' --json stats |
+	/usr/bin/python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)[\"stats\"][\"log\"][\"unwritten\"] == 0)'"
 rm -f "$T/logfs/fill"
 sleep 1.5
 stop_daemon

@@ -384,6 +384,7 @@ static json_t *op_rule(struct tf_daemon *d, struct tf_request *r, char *err, siz
 static json_t *op_stats(struct tf_daemon *d, struct tf_request *req, char *err, size_t errlen)
 {
 	__u64 st[TF_STAT_MAX] = {}, cnt[TF_CNT_SLOTS], tot[TF_REASON_MAX] = {};
+	__u64 log_size, log_cps, log_unwritten;
 	json_t *counters = json_object();
 	struct tf_sess *s;
 	unsigned int r;
@@ -403,7 +404,9 @@ static json_t *op_stats(struct tf_daemon *d, struct tf_request *req, char *err, 
 	for (r = 0; r < TF_REASON_MAX; r++)
 		if (tot[r])
 			json_object_set_new(counters, tf_reason_name(r), json_integer(tot[r]));
-	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:{s:i, s:i, s:I, s:b}, s:o, s:o}}",
+	tf_audit_stats(d, &log_size, &log_cps, &log_unwritten);
+	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:{s:i, s:i, s:I, s:b}, "
+			 "s:{s:I, s:I, s:I}, s:o, s:o}}",
 			 "ok", 1, "stats",
 			 "sessions", (json_int_t)d->nsessions,
 			 "uptime_s", (json_int_t)(time(NULL) - d->started),
@@ -414,6 +417,8 @@ static json_t *op_stats(struct tf_daemon *d, struct tf_request *req, char *err, 
 			 "host_missing", (json_int_t)(d->dp.floor_failed + d->host.over),
 			 "host_errors", (json_int_t)d->dp.floor_errors,
 			 "complete", tf_host_floor_ok(d),
+			 "log", "size", (json_int_t)log_size, "checkpoints", (json_int_t)log_cps,
+			 "unwritten", (json_int_t)log_unwritten,
 			 "counters", counters, "attestation", tf_attest_stats(d));
 }
 
