@@ -144,7 +144,8 @@ note "phase 2: tapfenced enforces sessions a and b"
 tfd_start "$host"
 tfc session add "$T/a.json" >/dev/null || die "cannot add session a"
 tfc session add "$T/b.json" >/dev/null || die "cannot add session b"
-check "the allowed probe still reaches its listener" p_allowed
+if p_allowed; then allowed=1; else allowed=0; fi
+check "the allowed probe still reaches its listener" test "$allowed" -eq 1
 results=$T/results.jsonl
 : >"$results"
 for p in "${PROBES[@]}"; do
@@ -166,9 +167,10 @@ print(json.dumps(dict(zip(("probe", "vector", "severity", "what", "verdict", "ev
 		"$id" "$vector" "$sev" "$desc" "$verdict" "$evidence" >>"$results"
 done
 
-"$PY" - "$results" "$OUT" "$TF_BUILD/tapfenced" <<-'EOF'
+"$PY" - "$results" "$OUT" "$TF_BUILD/tapfenced" "$allowed" <<-'EOF'
 	import hashlib, json, os, sys, time
 	probes = [json.loads(l) for l in open(sys.argv[1])]
+	allowed = sys.argv[4] == "1"
 	crit = sum(p["verdict"] == "escaped" and p["severity"] == "critical" for p in probes)
 	esc = sum(p["verdict"] == "escaped" for p in probes)
 	broken = sum(p["verdict"] == "broken_probe" for p in probes)
@@ -177,8 +179,9 @@ done
 	    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
 	    "kernel": os.uname().release,
 	    "tapfenced_sha256": hashlib.sha256(open(sys.argv[3], "rb").read()).hexdigest(),
+	    "allowed_reached": allowed,
 	    "probes": probes, "escapes": esc, "critical_escapes": crit, "broken_probes": broken,
-	    "result": "held" if crit or broken else ("escapes" if esc else "no_escape"),
+	    "result": "held" if crit or broken or not allowed else ("escapes" if esc else "no_escape"),
 	}
 	tmp = sys.argv[2] + ".tmp"
 	with open(tmp, "w") as f:

@@ -127,6 +127,25 @@ rm -f "$T/bpffs/ahead"
 check "the no-op detached" tfc attest --out "$T/att4.json"
 averify "once it is gone, a new attestation verifies" 0 "tapfence first on every device" --key "$KEY" --allow-no-battery "$T/att4.json"
 
+note "an XDP program on session a's device runs before tapfence's tcx programs"
+check "a fresh attestation" tfc attest --out "$T/att8.json"
+check "an XDP no-op on ha" n "$host" "$TF_BUILD/tests/tools/tcx_ahead" ha --xdp
+defer ip -n "$host" link set dev ha xdpgeneric off
+check "stats says the attestation is stale" wait_for 3 stale
+check "a new attestation" tfc attest --out "$T/att9.json"
+averify "it fails verification, naming the device" 1 "device ha (session a): tapfence is not the first program" \
+	--key "$KEY" --allow-no-battery "$T/att9.json"
+ip -n "$host" link set dev ha xdpgeneric off
+
+note "a session deleted and added again with another spec"
+check "a fresh attestation" tfc attest --out "$T/att10.json"
+check_not "... not stale" stale
+check "session a deleted" tfc session del a
+check "session a added again, with its first allowlist (without the added rule)" tfc session add "$T/a.json"
+check "stats says the attestation is stale" wait_for 3 stale
+averify "the old one does not show the re-added session's policy" 1 "enforces another policy than the spec" \
+	--key "$KEY" --allow-no-battery --spec "$T/a.json" "$T/att10.json"
+
 note "the battery's report, bound: any critical escape holds the claim"
 bat() { # CRITICAL BROKEN BUILD_SHA
 	"$PY" -c 'import json, sys
@@ -134,7 +153,7 @@ crit, broken, sha = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 probes = [{"probe": "metadata", "vector": "cloud metadata", "severity": "critical",
            "verdict": "escaped" if crit else "blocked", "evidence": "test report"}]
 json.dump({"kind": "tapfence-battery", "version": 1, "time": "2026-12-01T00:00:00Z",
-           "tapfenced_sha256": sha, "probes": probes, "escapes": crit, "critical_escapes": crit,
+           "tapfenced_sha256": sha, "allowed_reached": True, "probes": probes, "escapes": crit, "critical_escapes": crit,
            "broken_probes": broken, "result": "held" if crit or broken else "no_escape"},
           open(sys.argv[1], "w"))' "$T/state/battery.json" "$@"
 }

@@ -51,11 +51,14 @@ struct verify {
 	char midstart[TF_ORIGIN_MAX];
 	/* totals */
 	unsigned int epochs, checkpoints, gaps, resumed;
+	json_t *origins;		/* every epoch seen */
+	struct tf_checkpoint *cps;	/* the epoch's verified checkpoints */
+	size_t ncps, cpcap;
 	__u64 sealed_lines, unsealed_lines;
 	json_t *unsealed;	/* [{origin, file, line, lines}] */
 	json_t *heartbeat_gaps;
 	/* --trusted-checkpoint */
-	int have_trusted, trusted_ok;
+	int have_trusted, trusted_ok, trusted_unreachable;
 	struct tf_checkpoint trusted;
 	__u64 trusted_epoch_size;	/* leaves seen of the trusted checkpoint's epoch */
 	int trusted_epoch_seen;
@@ -90,7 +93,7 @@ static int read_vkey(const char *arg, struct tf_verifier *key)
 	char err[256], buf[TF_VKEY_MAX + 2], *nl;
 	FILE *f;
 
-	if (strchr(arg, '+') && !strchr(arg, '/') && !tf_verifier_parse(arg, key, err, sizeof(err)))
+	if (strchr(arg, '+') && !tf_verifier_parse(arg, key, err, sizeof(err)))
 		return 0;
 	f = fopen(arg, "re");
 	if (!f) {
@@ -273,6 +276,43 @@ static double rfc3339_seconds(const char *s)
 	return (double)timegm(&tm) + frac;
 }
 
+static void add_checkpoint(struct verify *v, const struct tf_checkpoint *c)
+{
+	void *p;
+
+	if (v->ncps == v->cpcap) {
+		p = realloc(v->cps, (v->cpcap ? 2 * v->cpcap : 64) * sizeof(*v->cps));
+		if (!p) {
+			found(v, V_CANNOT, "out of memory");
+			return;
+		}
+		v->cps = p;
+		v->cpcap = v->cpcap ? 2 * v->cpcap : 64;
+	}
+	v->cps[v->ncps++] = *c;
+}
+
+static int seen_origin(struct verify *v, const char *origin)
+{
+	if (!v->origins)
+		v->origins = json_object();
+	if (json_object_get(v->origins, origin))
+		return 1;
+	json_object_set_new(v->origins, origin, json_true());
+	return 0;
+}
+
+/* Whether c is one of the verified checkpoints of the epoch just read. */
+static int was_checkpoint(const struct verify *v, const struct tf_checkpoint *c)
+{
+	size_t i;
+
+	for (i = 0; i < v->ncps; i++)
+		if (v->cps[i].size == c->size && !memcmp(v->cps[i].root, c->root, TF_HASH_LEN))
+			return 1;
+	return 0;
+}
+
 static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 		     const struct where *w)
 {
@@ -292,19 +332,30 @@ static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 	if (v->midstart[0] && !strcmp(v->midstart, origin))
 		found(v, V_TAMPERED, "%s:%lu: epoch %s starts here, after a later segment of it: "
 		      "segments are out of order", w->file, w->line, origin);
-	/* The epoch names the last checkpoint before it: nothing of the one before may be missing. */
-	if (prev && had) {
-		if (tf_note_verify(&v->key, prev, strlen(prev), &pc) != TF_NOTE_OK)
-			found(v, V_TAMPERED, "%s:%lu: the checkpoint this epoch names is not signed "
-			      "by the key", w->file, w->line);
-		else if (!strcmp(pc.origin, before) && pc.size > before_sealed)
-			found(v, V_TAMPERED, "%s:%lu: epoch %s names checkpoint %llu of %s, but the "
-			      "log's last checkpoint of it is %llu: its end was cut off", w->file,
-			      w->line, origin, (unsigned long long)pc.size, before,
-			      (unsigned long long)before_sealed);
+	if (seen_origin(v, origin)) {
+		found(v, V_TAMPERED, "%s:%lu: epoch %s appears twice (a file given twice, or an "
+		      "epoch replayed)", w->file, w->line, origin);
+		return;
 	}
+	/*
+	 * After an epoch, the next one must name that epoch's last checkpoint:
+	 * an epoch removed, moved or cut short breaks the link. The checkpoint
+	 * file may lag one checkpoint behind the log (a kill between the two
+	 * writes), so any verified checkpoint of the epoch before will do.
+	 */
+	if (had && (!prev || tf_note_verify(&v->key, prev, strlen(prev), &pc) != TF_NOTE_OK))
+		found(v, V_TAMPERED, "%s:%lu: epoch %s does not name a signed checkpoint of the "
+		      "epoch before it, %s (an epoch removed, the files out of order, or the node's "
+		      "state lost)", w->file,
+		      w->line, origin, before);
+	else if (had && (strcmp(pc.origin, before) || !was_checkpoint(v, &pc)))
+		found(v, V_TAMPERED, "%s:%lu: epoch %s names checkpoint %llu of %s, which the files "
+		      "do not hold before it (epochs removed or out of order, or the end of %s cut "
+		      "off)", w->file, w->line, origin, (unsigned long long)pc.size, pc.origin, before);
+	(void)before_sealed;
 	v->in_epoch = 1;
 	v->epochs++;
+	v->ncps = 0;
 	snprintf(v->origin, sizeof(v->origin), "%s", origin);
 	tf_merkle_init(&v->tree);
 	v->sealed = 0;
@@ -379,6 +430,7 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 	v->broken = 0;
 	v->checkpoints++;
 	snprintf(v->last_note, sizeof(v->last_note), "%s", note);
+	add_checkpoint(v, &cp);
 	export_seal(v, note, cp.size);
 }
 
@@ -417,24 +469,44 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 		      "its checkpoint seals", w->file, w->line);
 		return 0;
 	}
+	if (seen_origin(v, cp.origin)) {
+		found(v, V_TAMPERED, "%s:%lu: epoch %s goes on here a second time", w->file, w->line,
+		      cp.origin);
+		return 0;
+	}
 	v->in_epoch = 1;
 	v->resumed++;
+	v->ncps = 0;
+	add_checkpoint(v, &cp);
 	export_begin(v, &v->tree);
 	snprintf(v->origin, sizeof(v->origin), "%s", cp.origin);
 	v->sealed = cp.size;
 	v->broken = 0;
 	v->last_seal_time = 0;
-	v->checkpoint_s = 0;
+	v->checkpoint_s = (unsigned int)json_integer_value(json_object_get(o, "checkpoint_s"));
 	snprintf(v->last_note, sizeof(v->last_note), "%s", note);
-	if (v->have_trusted && !strcmp(cp.origin, v->trusted.origin))
+	if (v->have_trusted && !strcmp(cp.origin, v->trusted.origin)) {
 		v->trusted_epoch_seen = 1;
+		v->trusted_epoch_size = cp.size;
+		if (cp.size > v->trusted.size) {
+			v->trusted_unreachable = 1;
+			found(v, V_CANNOT, "%s:%lu: the trusted checkpoint (size %llu) lies before this "
+			      "file, which goes on from size %llu: give the earlier files too", w->file,
+			      w->line, (unsigned long long)v->trusted.size, (unsigned long long)cp.size);
+		} else if (cp.size == v->trusted.size && memcmp(cp.root, v->trusted.root, TF_HASH_LEN)) {
+			found(v, V_TAMPERED, "%s:%lu: this file goes on from a tree that is not the "
+			      "trusted checkpoint's", w->file, w->line);
+		} else if (cp.size == v->trusted.size) {
+			v->trusted_ok = 1;
+		}
+	}
 	return 1;
 }
 
 static void on_line(struct verify *v, const char *line, size_t len, const struct where *wpos)
 {
 	struct where w = *wpos;
-	json_t *o = json_loadb(line, len, 0, NULL);
+	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
 	const char *kind = json_string_value(json_object_get(o, "kind"));
 	double t;
 
@@ -482,13 +554,18 @@ static void on_line(struct verify *v, const char *line, size_t len, const struct
 	json_decref(o);
 }
 
+/*
+ * Lines by their real bytes (gzread and memchr, not gzgets and strlen: a
+ * NUL would end a line early and glue the rest to the next one). No line
+ * the daemon writes holds a NUL: one is tampering.
+ */
 static int verify_file(struct verify *v, const char *path)
 {
 	struct where w = { .file = path };
-	size_t cap = 8192, len;
-	char *buf = malloc(cap);
+	size_t cap = 1 << 16, len = 0, off = 0;
+	char *buf = malloc(cap), *nl, *nb;
 	gzFile f = gzopen(path, "rb");
-	int err = 0;
+	int n = 1, err = 0;
 
 	if (!buf || !f) {
 		found(v, V_CANNOT, "%s: cannot read", path);
@@ -498,36 +575,50 @@ static int verify_file(struct verify *v, const char *path)
 		return -EIO;
 	}
 	for (;;) {
-		len = 0;
-		buf[0] = 0;
-		while (gzgets(f, buf + len, (int)(cap - len))) {
-			len += strlen(buf + len);
-			if (len && buf[len - 1] == '\n')
-				break;
-			if (cap - len < 2) {
-				char *nb = realloc(buf, cap * 2);
-
-				if (!nb) {
-					err = -ENOMEM;
-					goto out;
+		nl = memchr(buf + off, '\n', len - off);
+		if (!nl && n > 0) {
+			memmove(buf, buf + off, len - off);
+			len -= off;
+			off = 0;
+			if (len == cap) {
+				if (cap >= (64u << 20) || !(nb = realloc(buf, cap * 2))) {
+					found(v, V_TAMPERED, "%s:%lu: a line of more than %zu bytes",
+					      path, w.line + 1, cap);
+					break;
 				}
 				buf = nb;
 				cap *= 2;
 			}
+			n = gzread(f, buf + len, (unsigned int)(cap - len));
+			if (n < 0) {
+				found(v, V_CANNOT, "%s: cannot read (%s)", path, gzerror(f, &n));
+				err = -EIO;
+				break;
+			}
+			len += n;
+			continue;
 		}
-		if (!len)
+		if (!nl) {
+			if (len > off) {
+				/* A last line without its newline: cut off mid-write, never sealed. */
+				w.line++;
+				if (v->in_epoch && v->tree.size == v->sealed)
+					v->first_unsealed = w;
+				v->unsealed_lines++;
+			}
 			break;
+		}
 		w.line++;
-		if (buf[len - 1] != '\n') {
-			/* A last line without its newline: cut off mid-write, never sealed. */
-			if (v->in_epoch && v->tree.size == v->sealed)
-				v->first_unsealed = w;
-			v->unsealed_lines++;
+		if (memchr(buf + off, '\0', nl - (buf + off))) {
+			found(v, V_TAMPERED, "%s:%lu: a line with a NUL byte (no line of the log has one)",
+			      path, w.line);
 			break;
 		}
-		on_line(v, buf, len - 1, &w);
+		on_line(v, buf + off, nl - (buf + off), &w);
+		off = nl - buf + 1;
+		if (v->result == V_TAMPERED)
+			break;
 	}
-out:
 	gzclose(f);
 	free(buf);
 	return err;
@@ -537,7 +628,7 @@ static int verify_report(struct verify *v)
 {
 	json_t *out;
 
-	if (v->have_trusted && !v->trusted_ok) {
+	if (v->have_trusted && !v->trusted_ok && !v->trusted_unreachable) {
 		if (!v->trusted_epoch_seen)
 			found(v, V_TAMPERED, "the trusted checkpoint's epoch %s is not in these files "
 			      "(a segment deleted?)", v->trusted.origin);
@@ -676,6 +767,8 @@ static void walk(struct verify *v, int nfiles, char *argv[])
 
 static void walk_free(struct verify *v)
 {
+	json_decref(v->origins);
+	free(v->cps);
 	json_decref(v->unsealed);
 	json_decref(v->heartbeat_gaps);
 	json_decref(v->pending);
@@ -693,7 +786,10 @@ static int bundle_verify(struct verify *v, const char *path)
 	__u8 proof[TF_PROOF_MAX][TF_HASH_LEN], leaf[TF_HASH_LEN];
 	json_t *b = json_load_file(path, JSON_REJECT_DUPLICATES, NULL), *notes, *entries, *e, *p, *lo;
 	const char *session = json_string_value(json_object_get(b, "session")), *line;
+	double since = rfc3339_seconds(json_string_value(json_object_get(b, "since")));
+	double until = rfc3339_seconds(json_string_value(json_object_get(b, "until")));
 	struct tf_checkpoint *cps = NULL;
+	json_t *seen = NULL;
 	size_t i, k, n;
 	int ret = V_OK;
 
@@ -716,8 +812,36 @@ static int bundle_verify(struct verify *v, const char *path)
 			goto out;
 		}
 	}
+	seen = json_object();
 	json_array_foreach(entries, i, e) {
+		char key[64];
+		double t;
+
 		line = json_string_value(json_object_get(e, "line"));
+		k = (size_t)json_integer_value(json_object_get(e, "checkpoint"));
+		/* One entry per line: an index once per checkpoint's epoch. */
+		snprintf(key, sizeof(key), "%zu/%lld", k < json_array_size(notes) ? k : 0,
+			 (long long)json_integer_value(json_object_get(e, "index")));
+		if (k < json_array_size(notes)) {
+			const char *dot = strrchr(cps[k].origin, '/');
+
+			snprintf(key, sizeof(key), "%.40s/%lld", dot ? dot : cps[k].origin,
+				 (long long)json_integer_value(json_object_get(e, "index")));
+		}
+		if (json_object_get(seen, key)) {
+			printf("tampered: entry %zu of the bundle is a line it already holds\n", i);
+			ret = V_TAMPERED;
+			goto out;
+		}
+		json_object_set_new(seen, key, json_true());
+		lo = line ? json_loads(line, JSON_REJECT_DUPLICATES, NULL) : NULL;
+		t = rfc3339_seconds(json_string_value(json_object_get(lo, "time")));
+		json_decref(lo);
+		if ((since && t < since) || (until && t > until)) {
+			printf("tampered: entry %zu of the bundle lies outside its --since/--until\n", i);
+			ret = V_TAMPERED;
+			goto out;
+		}
 		k = (size_t)json_integer_value(json_object_get(e, "checkpoint"));
 		p = json_object_get(e, "proof");
 		lo = line ? json_loads(line, 0, NULL) : NULL;
@@ -746,7 +870,11 @@ static int bundle_verify(struct verify *v, const char *path)
 	}
 	printf("verified: %zu line(s) of session %s, each proven in a checkpoint signed by the key\n",
 	       json_array_size(entries), session);
+	if (json_integer_value(json_object_get(b, "unsealed")))
+		printf("not in the bundle: %lld line(s) of the session that no checkpoint sealed yet\n",
+		       (long long)json_integer_value(json_object_get(b, "unsealed")));
 out:
+	json_decref(seen);
 	free(cps);
 	json_decref(b);
 	return ret;

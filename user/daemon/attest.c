@@ -211,12 +211,26 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 		goto out;
 	if (!stat("/proc/self/ns/net", &st))
 		snprintf(netns, sizeof(netns), "net:[%lu]", (unsigned long)st.st_ino);
+	/* Every session add, delete and rule change counts (a deleted and re-added session too). */
+	EVP_DigestUpdate(ss, &d->policy_changes, sizeof(d->policy_changes));
 	for (s = d->sessions; s; s = s->next) {
 		EVP_DigestUpdate(ss, s->spec.id, strlen(s->spec.id) + 1);
+		EVP_DigestUpdate(ss, &s->sid, sizeof(s->sid));
 		EVP_DigestUpdate(ss, &s->ver, sizeof(s->ver));
 		EVP_DigestUpdate(ss, &s->ifindex, sizeof(s->ifindex));
 		in = xdp ? xdp_hook(d, s->ifindex, &fin)
 			 : chain(s->ifindex, TCX_INGRESS, d->dp.skel->progs.tc_from_guest, &fin);
+		if (!xdp) {
+			/* XDP runs before tcx ingress: any program there is ahead of tapfence. */
+			__u32 xid = 0;
+
+			bpf_xdp_query_id((int)s->ifindex, 0, &xid);
+			if (xid) {
+				fin = 0;
+				json_array_insert_new(in, 0, json_pack("{s:s, s:I, s:b}", "hook", "xdp",
+								       "id", (json_int_t)xid, "tapfence", 0));
+			}
+		}
 		out = chain(s->ifindex, TCX_EGRESS, d->dp.skel->progs.tc_to_guest, &fout);
 		sj = json_pack("{s:o, s:o}", "in", in, "out", out);
 		if (sj) {
@@ -378,9 +392,10 @@ static json_t *battery(struct tf_daemon *d, const char **claim, char *why, size_
 	struct tf_attest *a = d->attest;
 	char path[PATH_MAX], hex[2 * TF_HASH_LEN + 1], exe[2 * TF_HASH_LEN + 1];
 	__u8 h[TF_HASH_LEN];
-	json_t *r, *out;
+	json_t *r, *out, *p;
 	json_int_t crit, broken;
 	const char *build;
+	size_t i, nprobes = 0;
 
 	*claim = "held";
 	snprintf(path, sizeof(path), "%s/battery.json", d->cfg.state_dir);
@@ -392,14 +407,24 @@ static json_t *battery(struct tf_daemon *d, const char **claim, char *why, size_
 	}
 	hexstr(h, hex);
 	hexstr(a->exe, exe);
-	crit = json_integer_value(json_object_get(r, "critical_escapes"));
-	broken = json_integer_value(json_object_get(r, "broken_probes"));
+	/* Counted again from the probes, not taken from the report's totals. */
+	crit = broken = 0;
+	json_array_foreach(json_object_get(r, "probes"), i, p) {
+		const char *verdict = json_string_value(json_object_get(p, "verdict")) ?: "";
+
+		crit += !strcmp(verdict, "escaped") &&
+			!strcmp(json_string_value(json_object_get(p, "severity")) ?: "", "critical");
+		broken += strcmp(verdict, "escaped") && strcmp(verdict, "blocked");
+		nprobes++;
+	}
 	build = json_string_value(json_object_get(r, "tapfenced_sha256")) ?: "";
 	if (strcmp(build, exe))
 		snprintf(why, whylen, "the battery ran against another build");
-	else if (crit || broken || !json_is_array(json_object_get(r, "probes")))
+	else if (crit || broken || !nprobes)
 		snprintf(why, whylen, "the battery found %lld critical escape(s) and %lld broken probe(s)",
 			 (long long)crit, (long long)broken);
+	else if (!json_is_true(json_object_get(r, "allowed_reached")))
+		snprintf(why, whylen, "the battery's allowed probe did not get through");
 	else
 		*claim = "verified";
 	out = json_pack("{s:s, s:O?, s:O?, s:I, s:I, s:b}", "sha256", hex, "time",

@@ -60,12 +60,14 @@ struct tf_audit {
 	char note[TF_NOTE_MAX];		/* the last checkpoint, signed (a continue line carries it) */
 	time_t opened;			/* CLOCK_MONOTONIC seconds the current file was opened */
 	/* A closed segment being compressed, a chunk per tick (zip_in < 0: none). */
-	int zip_in;
+	int zip_in, zip_fd;		/* zip_fd: a dup of zip_out's fd, to fsync it */
 	gzFile zip_out;
 	char zip_src[PATH_MAX];
+	time_t rotate_retry;		/* CLOCK_MONOTONIC seconds: no rotation before */
 };
 
 #define ZIP_CHUNK (1u << 20)
+#define ROTATE_RETRY_S 60	/* after a rotation failed */
 
 static void now_rfc3339(char *buf, size_t len)
 {
@@ -79,7 +81,12 @@ static void now_rfc3339(char *buf, size_t len)
 	snprintf(buf + n, len - n, ".%09ldZ", ts.tv_nsec);
 }
 
-/* A JSON string literal of s (quotes, backslashes, newlines and control bytes escaped). */
+/*
+ * A JSON string literal of s (quotes, backslashes, newlines and control
+ * bytes escaped). Bytes from 0x80 are passed as they are: it quotes the
+ * daemon's own signed notes (ASCII and one U+2014), and only those;
+ * anything else goes through json_quote_ascii().
+ */
 static size_t json_quote(const char *s, char *out, size_t cap)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -100,6 +107,34 @@ static size_t json_quote(const char *s, char *out, size_t cap)
 			out[o++] = '\\';
 			out[o++] = 'n';
 		} else if (c < 0x20) {
+			o += snprintf(out + o, cap - o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+		} else {
+			out[o++] = c;
+		}
+	}
+	out[o++] = '"';
+	out[o] = 0;
+	return o;
+}
+
+/* A JSON string literal of any bytes, every one outside printable ASCII escaped. */
+static size_t json_quote_ascii(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (cap < 3)
+		return 0;
+	out[o++] = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (o + 7 >= cap)
+			return 0;
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = c;
+		} else if (c < 0x20 || c >= 0x7f) {
 			o += snprintf(out + o, cap - o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
 		} else {
 			out[o++] = c;
@@ -294,7 +329,7 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 	return 0;
 }
 
-static void rotate(struct tf_daemon *d);
+static int rotate(struct tf_daemon *d);
 static void zip_step(struct tf_daemon *d);
 
 void tf_audit_tick(struct tf_daemon *d)
@@ -306,11 +341,11 @@ void tf_audit_tick(struct tf_daemon *d)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	zip_step(d);
-	if ((d->cfg.log_segment_bytes && (unsigned long long)a->committed >= d->cfg.log_segment_bytes) ||
-	    (d->cfg.log_segment_age_s && now.tv_sec - a->opened >= (time_t)d->cfg.log_segment_age_s)) {
-		rotate(d);
-		return;
-	}
+	if (now.tv_sec >= a->rotate_retry &&
+	    ((d->cfg.log_segment_bytes && (unsigned long long)a->committed >= d->cfg.log_segment_bytes) ||
+	     (d->cfg.log_segment_age_s && now.tv_sec - a->opened >= (time_t)d->cfg.log_segment_age_s)) &&
+	    rotate(d))
+		a->rotate_retry = now.tv_sec + ROTATE_RETRY_S;	/* and go on sealing this file */
 	if (a->lines_since >= d->cfg.log_checkpoint_lines ||
 	    (now.tv_sec - a->last_cp.tv_sec) * 1000 + (now.tv_nsec - a->last_cp.tv_nsec) / 1000000 >=
 		    (long long)d->cfg.log_checkpoint_s * 1000)
@@ -346,6 +381,17 @@ static int log_open(struct tf_daemon *d, int *torn)
 	return 0;
 }
 
+/* Whether note is a checkpoint this node's key signed (else it is not quoted into the log). */
+static int own_note(struct tf_daemon *d, const char *note, size_t n)
+{
+	struct tf_verifier v;
+	struct tf_checkpoint c;
+	char err[128];
+
+	return !tf_verifier_parse(d->audit->vkey, &v, err, sizeof(err)) &&
+	       tf_note_verify(&v, note, n, &c) == TF_NOTE_OK;
+}
+
 /* The previous epoch's last checkpoint (the checkpoint file), quoted for the epoch line. */
 static void prev_checkpoint(struct tf_daemon *d, char *q, size_t qlen, char *why, size_t whylen)
 {
@@ -368,6 +414,11 @@ static void prev_checkpoint(struct tf_daemon *d, char *q, size_t qlen, char *why
 		return;
 	}
 	note[n] = 0;
+	if (!own_note(d, note, n)) {
+		snprintf(q, qlen, "null");
+		snprintf(why, whylen, "the checkpoint file holds no checkpoint signed by this key");
+		return;
+	}
 	if (!json_quote(note, q, qlen)) {
 		snprintf(q, qlen, "null");
 		snprintf(why, whylen, "the checkpoint file is too large");
@@ -383,16 +434,16 @@ static void prev_checkpoint(struct tf_daemon *d, char *q, size_t qlen, char *why
  * of its complete subtrees, smallest first), so the file can be verified
  * without the files before it (docs/audit.md).
  */
-static size_t continue_line(const struct tf_audit *a, const char *tbuf, int torn, char *line,
-			    size_t cap)
+static size_t continue_line(const struct tf_audit *a, unsigned int checkpoint_s, const char *tbuf,
+			    int torn, char *line, size_t cap)
 {
 	char q[2 * TF_NOTE_MAX], b64[64];
 	size_t n;
 	int i;
 
 	n = snprintf(line, cap, "{\"time\":\"%s\",\"kind\":\"continue\",\"origin\":\"%s\","
-		     "\"size\":%llu,\"torn_tail\":%s", tbuf, a->origin,
-		     (unsigned long long)a->tree.size, torn ? "true" : "false");
+		     "\"size\":%llu,\"checkpoint_s\":%u,\"torn_tail\":%s", tbuf, a->origin,
+		     (unsigned long long)a->tree.size, checkpoint_s, torn ? "true" : "false");
 	if (n >= cap || a->sealed_size != a->tree.size || !json_quote(a->note, q, sizeof(q)))
 		return n < cap ? n + snprintf(line + n, cap - n, "}") : cap;
 	n += snprintf(line + n, cap - n, ",\"checkpoint\":%s,\"frontier\":[", q);
@@ -421,7 +472,7 @@ static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 			     tbuf, a->origin, a->vkey, d->cfg.log_checkpoint_lines,
 			     d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
 	} else {
-		n = continue_line(a, tbuf, torn, line, sizeof(line));
+		n = continue_line(a, d->cfg.log_checkpoint_s, tbuf, torn, line, sizeof(line));
 	}
 	if (n >= sizeof(line) || !audit_leaf(d, line, n, sizeof(line), strcmp(kind, "epoch")))
 		return -ENOSPC;
@@ -473,7 +524,7 @@ int tf_audit_open(struct tf_daemon *d)
 	if (!a)
 		return -ENOMEM;
 	a->fd = -1;
-	a->zip_in = -1;
+	a->zip_in = a->zip_fd = -1;
 	d->audit = a;
 	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
 	slash = strrchr(dir, '/');
@@ -589,6 +640,18 @@ struct segment {
 	time_t mtime;
 };
 
+/* What rotate() names a closed segment after the base name: 20261201T220531.123456789Z[.gz]. */
+static int segment_name(const char *s)
+{
+	static const char pat[] = "ddddddddTdddddd.dddddddddZ";
+	size_t i;
+
+	for (i = 0; pat[i]; i++)
+		if (pat[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != pat[i])
+			return 0;
+	return !s[i] || !strcmp(s + i, ".gz");
+}
+
 static int seg_cmp(const void *x, const void *y)
 {
 	return strcmp(((const struct segment *)x)->name, ((const struct segment *)y)->name);
@@ -602,7 +665,7 @@ static int seg_cmp(const void *x, const void *y)
 static void retention(struct tf_daemon *d)
 {
 	struct tf_audit *a = d->audit;
-	char dir[PATH_MAX], base[PATH_MAX], path[PATH_MAX * 2];
+	char dir[PATH_MAX], base[PATH_MAX], path[PATH_MAX * 2], qname[6 * NAME_MAX + 3];
 	struct segment *seg = NULL, *tmp;
 	size_t n = 0, cap = 0, blen, i;
 	unsigned long long total = 0;
@@ -622,9 +685,7 @@ static void retention(struct tf_daemon *d)
 	if (!dp)
 		return;
 	while ((de = readdir(dp))) {
-		size_t l = strlen(de->d_name);
-
-		if (strncmp(de->d_name, base, blen) || (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")))
+		if (strncmp(de->d_name, base, blen) || !segment_name(de->d_name + blen))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (lstat(path, &st) || !S_ISREG(st.st_mode))
@@ -657,8 +718,9 @@ static void retention(struct tf_daemon *d)
 		total -= seg[i].size;
 		pr_info("event log: removed segment `%s' (%lld bytes, retention)\n", path,
 			(long long)seg[i].size);
-		tf_audit_note(d, "retention", "\"removed\":\"%s\",\"bytes\":%lld,\"why\":\"%s\"",
-			 seg[i].name, (long long)seg[i].size, old ? "retain_days" : "retain_bytes");
+		json_quote_ascii(seg[i].name, qname, sizeof(qname));
+		tf_audit_note(d, "retention", "\"removed\":%s,\"bytes\":%lld,\"why\":\"%s\"",
+			      qname, (long long)seg[i].size, old ? "retain_days" : "retain_bytes");
 	}
 	free(seg);
 }
@@ -669,6 +731,10 @@ static void zip_end(struct tf_audit *a, int ok)
 
 	snprintf(tmp, sizeof(tmp), "%s.gz.tmp", a->zip_src);
 	snprintf(dst, sizeof(dst), "%s.gz", a->zip_src);
+	/* The .gz reaches the disk before the plain segment goes (gzflush, then fsync of a dup). */
+	if (gzflush(a->zip_out, Z_FINISH) != Z_OK || fsync(a->zip_fd))
+		ok = 0;
+	close(a->zip_fd);
 	if (gzclose(a->zip_out) != Z_OK)
 		ok = 0;
 	close(a->zip_in);
@@ -711,7 +777,8 @@ static void zip_start(struct tf_daemon *d, const char *src)
 	snprintf(tmp, sizeof(tmp), "%s.gz.tmp", src);
 	a->zip_in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
-	a->zip_out = out >= 0 ? gzdopen(out, "wb6") : NULL;
+	a->zip_fd = out >= 0 ? dup(out) : -1;
+	a->zip_out = out >= 0 && a->zip_fd >= 0 ? gzdopen(out, "wb6") : NULL;
 	if (a->zip_in < 0 || !a->zip_out) {
 		pr_warn("event log: cannot compress `%s': %s\n", src, strerror(errno));
 		if (a->zip_in >= 0)
@@ -720,6 +787,8 @@ static void zip_start(struct tf_daemon *d, const char *src)
 			close(out);
 		if (a->zip_out)
 			gzclose(a->zip_out);
+		if (a->zip_fd >= 0)
+			close(a->zip_fd);
 		a->zip_in = -1;
 		a->zip_out = NULL;
 		unlink(tmp);
@@ -727,7 +796,7 @@ static void zip_start(struct tf_daemon *d, const char *src)
 }
 
 /* Size or age reached: the daemon rotates the file itself, then compresses the closed one. */
-static void rotate(struct tf_daemon *d)
+static int rotate(struct tf_daemon *d)
 {
 	char seg[PATH_MAX], ts[32];
 	struct timespec t;
@@ -739,24 +808,24 @@ static void rotate(struct tf_daemon *d)
 	n = strftime(ts, sizeof(ts), "%Y%m%dT%H%M%S", &tm);
 	snprintf(ts + n, sizeof(ts) - n, ".%09ldZ", t.tv_nsec);
 	if (snprintf(seg, sizeof(seg), "%s.%s", d->cfg.event_log, ts) >= (int)sizeof(seg))
-		return;
+		return -ENAMETOOLONG;
 	/* link + unlink, not rename: never over an existing segment. */
-	if (link(d->cfg.event_log, seg) || unlink(d->cfg.event_log)) {
-		pr_warn("event log: cannot rotate to `%s': %s (going on in this file)\n", seg,
-			strerror(errno));
-		d->audit->opened = d->audit->opened + (time_t)d->cfg.log_segment_age_s / 2 + 1;
-		return;
+	if (link(d->cfg.event_log, seg)) {
+		pr_warn("event log: cannot rotate to `%s': %s (going on in this file, again in %d s)\n",
+			seg, strerror(errno), ROTATE_RETRY_S);
+		return -errno;
 	}
-	if (switch_file(d)) {
-		pr_warn("event log: cannot open a new `%s' after rotating: %s\n", d->cfg.event_log,
-			strerror(errno));
-		return;
+	if (unlink(d->cfg.event_log) || switch_file(d)) {
+		pr_warn("event log: cannot start a new `%s' after rotating: %s (going on in `%s')\n",
+			d->cfg.event_log, strerror(errno), seg);
+		return -EIO;
 	}
 	pr_info("event log: rotated to `%s'\n", seg);
 	if (d->cfg.log_compress)
 		zip_start(d, seg);
 	else
 		retention(d);
+	return 0;
 }
 
 void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, __u64 *unwritten)

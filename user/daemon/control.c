@@ -282,6 +282,7 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_request *r, char *e
 	}
 	if (tf_sess_add(d, &r->spec, 0, err, errlen))
 		return NULL;
+	d->policy_changes++;
 	s = tf_sess_find(d, r->spec.id);
 	return json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id,
 			 "ifindex", (json_int_t)s->ifindex, "slot", (json_int_t)s->sid,
@@ -292,6 +293,7 @@ static json_t *op_session_del(struct tf_daemon *d, struct tf_request *r, char *e
 {
 	if (tf_sess_del(d, r->id, err, errlen))
 		return NULL;
+	d->policy_changes++;
 	return json_pack("{s:b, s:s}", "ok", 1, "id", r->id);
 }
 
@@ -377,6 +379,7 @@ static json_t *op_rule(struct tf_daemon *d, struct tf_request *r, char *err, siz
 {
 	if (tf_sess_rule(d, r->id, &r->rule, r->op == TF_OP_RULE_ADD, err, errlen))
 		return NULL;
+	d->policy_changes++;
 	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }

@@ -47,6 +47,7 @@ struct tf_daemon {
 	struct ring_buffer *rb;
 	struct tf_audit *audit;		/* the sealed event log (auditlog.c) */
 	struct tf_attest *attest;	/* measurements and the last attestation (attest.c) */
+	__u64 policy_changes;		/* session adds, deletes and rule changes (attest.c) */
 	__u64 lost_reported;		/* tf_stats lost count already accounted */
 	__u64 lost_pending;		/* lost since the last line, for the next line */
 	__u64 events_written;
