@@ -100,11 +100,12 @@ static __always_inline int tls_flow_new(struct judge *j, void *flows, const stru
 					__u8 bind, __u16 reason)
 {
 	struct tf_flow f = {
-		.created_ns = bpf_ktime_get_ns(),
+		.seen_ns = bpf_ktime_get_coarse_ns(),
 		.policy_ver = j->ver,
 		.state = TF_FLOW_TLS_WAIT,
 		.bind = bind,
 		.isn = j->p.tcp_seq + 1,
+		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
 	};
 
 	tls_buf_drop(j->sid, k);	/* an earlier connection's, on the same tuple */
