@@ -302,7 +302,7 @@ static __always_inline int open_flow(struct judge *j, void *flows, const struct 
 				     __u16 reason)
 {
 	struct tf_flow f = {
-		.seen_ns = bpf_ktime_get_coarse_ns(),
+		.seen = flow_clock(),
 		.policy_ver = j->ver,
 		.state = TF_FLOW_OPEN,
 		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
@@ -410,7 +410,7 @@ static __always_inline int decide_out(struct judge *j)
 	if (!syn) {
 		f = bpf_map_lookup_elem(flows, &k);
 		if (f) {
-			now = bpf_ktime_get_coarse_ns();
+			now = flow_clock();
 			if (flow_expired(f, k.proto, now)) {
 				f = NULL;
 			} else if (f->policy_ver == j->ver) {

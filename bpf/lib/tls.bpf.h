@@ -14,6 +14,7 @@
 #define TF_TLS_BPF_H
 
 #include "verdict.bpf.h"
+#include "flow.bpf.h"
 
 static __always_inline __u32 tcp_payload_len(const struct judge *j)
 {
@@ -100,7 +101,7 @@ static __always_inline int tls_flow_new(struct judge *j, void *flows, const stru
 					__u8 bind, __u16 reason)
 {
 	struct tf_flow f = {
-		.seen_ns = bpf_ktime_get_coarse_ns(),
+		.seen = flow_clock(),
 		.policy_ver = j->ver,
 		.state = TF_FLOW_TLS_WAIT,
 		.bind = bind,

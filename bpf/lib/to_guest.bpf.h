@@ -45,7 +45,7 @@ static __always_inline int flow_known(const struct judge *j, const __u8 *raddr, 
 		return 0;
 	__builtin_memcpy(k.raddr, raddr, 16);
 	f = bpf_map_lookup_elem(flows, &k);
-	return f && f->policy_ver == j->ver && !flow_expired(f, proto, bpf_ktime_get_coarse_ns());
+	return f && f->policy_ver == j->ver && !flow_expired(f, proto, flow_clock());
 }
 
 /* The inner L4 of an ICMP error: the guest's packet, so guest = source. */
@@ -139,7 +139,7 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 
 	if (!cur)
 		return TF_REASON_UNSOLICITED;
-	now = bpf_ktime_get_coarse_ns();
+	now = flow_clock();
 	if (flow_expired(cur, k->proto, now))
 		return TF_REASON_UNSOLICITED;
 	if (cur->policy_ver == j->ver) {

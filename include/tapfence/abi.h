@@ -185,18 +185,20 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 #define TF_FF_LEARNED       0x08	/* allowed (last judged) as a learnt address, not by a CIDR rule */
 
 /*
- * A flow's last-seen time moves only when it is this much behind the
- * packet's (bpf_ktime_get_coarse_ns()), so a busy flow's value is written
- * a few times a second, not on every packet; timeouts are given this much
- * slack, so a flow never expires before its timeout.
+ * A flow's last-seen time moves only when it is 1/TF_FLOW_SEEN_GRAIN s
+ * behind the packet's, so a busy flow's value is written a few times a
+ * second, not on every packet; timeouts are given that much slack, so a
+ * flow never expires before its timeout.
  */
-#define TF_FLOW_SEEN_GRAIN_NS (1ULL << 27)	/* 134 ms */
+#define TF_FLOW_SEEN_GRAIN  8
 
 /**
  * struct tf_flow - a tracked flow.
- * @seen_ns: bpf_ktime_get_coarse_ns() of its last packet, either way,
- *           within TF_FLOW_SEEN_GRAIN_NS: idle longer than the timeout of
- *           its protocol and @flags, it is expired and judged as new
+ * @seen:   the datapath's flow clock at its last packet, either way, to
+ *          1/TF_FLOW_SEEN_GRAIN s: jiffies (ns of CLOCK_MONOTONIC_COARSE
+ *          on a kernel whose HZ libbpf cannot read, bpf/lib/flow.bpf.h).
+ *          Idle longer than the timeout of its protocol and @flags, the
+ *          flow is expired and judged as new
  * @policy_ver: the session's policy generation that last allowed it: a
  *           packet under another generation re-judges it (policy.bpf.h)
  * @bind:   TLS: the SNI must be a name @raddr was learnt for (the flow was
@@ -209,7 +211,7 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
  * @srv_isn: TLS, once @armed: the server's initial sequence number
  */
 struct tf_flow {
-	__u64 seen_ns;
+	__u64 seen;
 	__u32 policy_ver;
 	__u8 state;
 	__u8 bind;

@@ -1012,7 +1012,8 @@ static void run_pass(struct env *e)
 
 /*
  * Make the flow (guest port gport to raddr:rport) look idle for secs
- * seconds more, as the datapath's clock would after that long.
+ * seconds more, as the datapath's flow clock (bpf/lib/flow.bpf.h: jiffies,
+ * or ns where libbpf found no HZ) would after that long.
  */
 static int age_flow(struct env *e, const char *raddr, __u8 proto, __u16 gport, __u16 rport,
 		    unsigned int secs)
@@ -1020,12 +1021,14 @@ static int age_flow(struct env *e, const char *raddr, __u8 proto, __u16 gport, _
 	struct tf_flow_key k = { .proto = proto, .gport = htons(gport), .rport = htons(rport) };
 	int fd = tf_dp_slot_map(&e->dp, TF_SLOT_FLOWS, e->sid);
 	struct tf_flow v;
+	__u64 hz;
 
 	k.family = strchr(raddr, ':') ? TF_FAM_IPV6 : TF_FAM_IPV4;
 	pk_addr(raddr, k.raddr);
 	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &v))
 		return -ENOENT;
-	v.seen_ns -= (__u64)secs * 1000000000ULL;
+	hz = e->dp.skel->kconfig->CONFIG_HZ ? e->dp.skel->kconfig->CONFIG_HZ : 1000000000ULL;
+	v.seen -= (__u64)secs * hz;
 	return bpf_map_update_elem(fd, &k, &v, BPF_EXIST) ? -errno : 0;
 }
 
@@ -1174,6 +1177,34 @@ static void test_rate_limit(struct env *e)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
+/* The "timeouts" config object: defaults, values, ranges, names (what set_knobs() loads). */
+static void test_config(void)
+{
+	static const char ok[] = "{\"timeouts\":{\"udp_s\":2,\"tcp_established_s\":86400}}";
+	static const char zero[] = "{\"timeouts\":{\"udp_s\":0}}";
+	static const char unknown[] = "{\"timeouts\":{\"udp\":30}}";
+	struct tf_config c;
+	char err[256] = "";
+
+	tf_config_defaults(&c);
+	CHECK_EQ("config: timeouts default to conntrack's",
+		 c.to_tcp_syn_sent_s == 120 && c.to_tcp_established_s == 432000 &&
+		 c.to_tcp_fin_s == 120 && c.to_tcp_rst_s == 10 && c.to_udp_s == 30 &&
+		 c.to_udp_replied_s == 120 && c.to_icmp_s == 30 && c.to_other_s == 600, 1);
+	CHECK_EQ("config: timeouts parse", tf_config_parse(ok, strlen(ok), &c, err, sizeof(err)), 0);
+	CHECK_EQ("config: timeouts.udp_s and tcp_established_s set, the others kept",
+		 c.to_udp_s == 2 && c.to_tcp_established_s == 86400 && c.to_udp_replied_s == 120, 1);
+	err[0] = 0;
+	CHECK_EQ("config: a timeout of 0 fails", tf_config_parse(zero, strlen(zero), &c, err, sizeof(err)),
+		 -EINVAL);
+	CHECK_STR("config: a timeout of 0 is refused, naming the field", err,
+		  "timeouts.udp_s: `0' out of range 1-2592000");
+	err[0] = 0;
+	CHECK_EQ("config: an unknown timeout fails",
+		 tf_config_parse(unknown, strlen(unknown), &c, err, sizeof(err)), -EINVAL);
+	CHECK_STR("config: an unknown timeout is refused", err, "timeouts: unknown field `udp'");
+}
+
 int main(void)
 {
 	static struct env e;
@@ -1181,6 +1212,7 @@ int main(void)
 	int ret;
 
 	libbpf_set_print(quiet_libbpf);
+	test_config();
 	ret = private_netns();
 	CHECK_EQ("a private network namespace with lo up", ret, 0);
 	if (ret)

@@ -249,12 +249,6 @@ static int slot_map_create(const struct tf_config *cfg, enum tf_slot_map which, 
 	return fd < 0 ? -errno : fd;
 }
 
-/* A flow timeout as the datapath compares it: ns, with the slack of its last-seen time's grain. */
-static __u64 flow_timeout_ns(unsigned int s)
-{
-	return (__u64)s * 1000000000ULL + TF_FLOW_SEEN_GRAIN_NS;
-}
-
 /* Load-time knobs (rodata), set between open and load of every instance. */
 static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 {
@@ -265,14 +259,14 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_tls_ech_outer = cfg->tls_ech_outer;
 	skel->rodata->cfg_events_per_s = cfg->events_per_s;
 	skel->rodata->cfg_events_burst = cfg->events_burst;
-	skel->rodata->cfg_to_tcp_syn_ns = flow_timeout_ns(cfg->to_tcp_syn_sent_s);
-	skel->rodata->cfg_to_tcp_est_ns = flow_timeout_ns(cfg->to_tcp_established_s);
-	skel->rodata->cfg_to_tcp_fin_ns = flow_timeout_ns(cfg->to_tcp_fin_s);
-	skel->rodata->cfg_to_tcp_rst_ns = flow_timeout_ns(cfg->to_tcp_rst_s);
-	skel->rodata->cfg_to_udp_ns = flow_timeout_ns(cfg->to_udp_s);
-	skel->rodata->cfg_to_udp_replied_ns = flow_timeout_ns(cfg->to_udp_replied_s);
-	skel->rodata->cfg_to_icmp_ns = flow_timeout_ns(cfg->to_icmp_s);
-	skel->rodata->cfg_to_other_ns = flow_timeout_ns(cfg->to_other_s);
+	skel->rodata->cfg_to_tcp_syn_s = cfg->to_tcp_syn_sent_s;
+	skel->rodata->cfg_to_tcp_est_s = cfg->to_tcp_established_s;
+	skel->rodata->cfg_to_tcp_fin_s = cfg->to_tcp_fin_s;
+	skel->rodata->cfg_to_tcp_rst_s = cfg->to_tcp_rst_s;
+	skel->rodata->cfg_to_udp_s = cfg->to_udp_s;
+	skel->rodata->cfg_to_udp_replied_s = cfg->to_udp_replied_s;
+	skel->rodata->cfg_to_icmp_s = cfg->to_icmp_s;
+	skel->rodata->cfg_to_other_s = cfg->to_other_s;
 	if (cfg->events_per_s) {
 		skel->rodata->cfg_event_interval_ns = 1000000000ULL / cfg->events_per_s;
 		skel->rodata->cfg_event_tau_ns =
