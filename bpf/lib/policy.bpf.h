@@ -5,7 +5,9 @@
  * content, dns.bpf.h), flow fast path, other name resolution, other
  * sessions, the hard floor, addresses learnt from DNS answers and the
  * session's rules. Each step is one map lookup, whatever the number of
- * sessions, rules and names.
+ * sessions, rules and names. The decision from other name resolution on
+ * (policy_judge()) also re-judges established flows after a rule change,
+ * here and in to_guest.bpf.h.
  */
 #ifndef TF_POLICY_BPF_H
 #define TF_POLICY_BPF_H
