@@ -148,7 +148,7 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 		return 0;
 	}
 	__builtin_memcpy(f, cur, sizeof(*f));
-	reason = policy_judge(j, k, f->flags & TF_FF_LEARNED, &a);
+	reason = judge_flow(j, k, f->flags & TF_FF_LEARNED, &a);
 	flow_touch(f, flow_pkt_flags(j), now);
 	return flow_rejudged(j, flows, k, f, reason, &a);
 }
