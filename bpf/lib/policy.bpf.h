@@ -5,7 +5,9 @@
  * content, dns.bpf.h), flow fast path, other name resolution, other
  * sessions, the hard floor, addresses learnt from DNS answers and the
  * session's rules. Each step is one map lookup, whatever the number of
- * sessions, rules and names.
+ * sessions, rules and names. The decision from other name resolution on
+ * (policy_judge()) also re-judges established flows after a rule change,
+ * here and in to_guest.bpf.h.
  */
 #ifndef TF_POLICY_BPF_H
 #define TF_POLICY_BPF_H
@@ -13,6 +15,7 @@
 #include "verdict.bpf.h"
 #include "parse.bpf.h"
 #include "tls.bpf.h"
+#include "flow.bpf.h"
 
 #define DNS_PORT    53
 #define DOT_PORT    853		/* RFC 7858 (TCP), RFC 9250 (QUIC) */
@@ -46,14 +49,19 @@ static __always_inline int is_resolver(const struct judge *j)
 	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.daddr, s->resolver_ip6);
 }
 
-static __always_inline int other_session(const struct judge *j)
+/*
+ * The decisions below judge a flow by its key, seen from the guest (remote
+ * end k->raddr:k->rport), so that a packet in either direction can be
+ * judged by the one decision (policy_judge()).
+ */
+static __always_inline int other_session(__u32 sid, const struct tf_flow_key *k)
 {
-	struct tf_addr_key k = { .family = j->p.family };
+	struct tf_addr_key ak = { .family = k->family };
 	__u32 *owner;
 
-	__builtin_memcpy(k.addr, j->p.daddr, 16);
-	owner = bpf_map_lookup_elem(&tf_addrs, &k);
-	return owner && *owner != j->sid;
+	__builtin_memcpy(ak.addr, k->raddr, 16);
+	owner = bpf_map_lookup_elem(&tf_addrs, &ak);
+	return owner && *owner != sid;
 }
 
 /* 1 if addr is one of session s's gateway addresses (IPv4, IPv6 global or link-local). */
@@ -92,17 +100,12 @@ static __always_inline __u16 floor_session_reason(const struct tf_session *s, __
 	return v->reason ? v->reason : TF_REASON_UNKNOWN;
 }
 
-static __always_inline __u16 floor_reason(const struct judge *j)
-{
-	return floor_session_reason(j->s, j->p.family, j->p.daddr);
-}
-
 /* Bit port of bitmap (sid, ver, cls, proto): port classes are per generation. */
-static __always_inline int port_bit(const struct judge *j, __u32 ver, __u16 cls, __u8 proto,
+static __always_inline int port_bit(__u32 sid, __u32 ver, __u16 cls, __u8 proto,
 				    __u16 port)
 {
 	struct tf_port_key k = {
-		.sid = j->sid,
+		.sid = sid,
 		.ver = ver,
 		.cls = cls,
 		.proto = proto,
@@ -116,39 +119,43 @@ static __always_inline int port_bit(const struct judge *j, __u32 ver, __u16 cls,
 	return (b->w[(port >> 6) & 3] >> (port & 63)) & 1;
 }
 
-static __always_inline int port_allowed(const struct judge *j, __u32 ver,
+static __always_inline int port_allowed(__u32 sid, __u8 proto, __be16 port, __u32 ver,
 					const struct tf_rule_val *v, __u8 bit)
 {
 	if (v->all_ports & bit)
 		return 1;
 	if (!(v->protos & bit) || !v->cls)
 		return 0;
-	return port_bit(j, ver, v->cls, j->p.proto, bpf_ntohs(j->p.dport));
+	return port_bit(sid, ver, v->cls, proto, bpf_ntohs(port));
 }
 
 /*
- * 1 if permission v (of generation ver) makes the packet's port a TLS port:
+ * 1 if permission v (of generation ver) makes the flow's port a TLS port:
  * a TCP connection there must show an allowed SNI, and UDP there (QUIC)
  * gets no SNI check, so it is refused unless a CIDR rule allows it.
  */
-static __always_inline int tls_port(const struct judge *j, __u32 ver, const struct tf_rule_val *v)
+static __always_inline int tls_port(__u32 sid, const struct tf_flow_key *k, __u32 ver,
+				    const struct tf_rule_val *v)
 {
-	if (j->p.proto != IPPROTO_TCP && j->p.proto != IPPROTO_UDP)
+	if (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP)
 		return 0;
 	if (v->all_ports & TF_PB_TLS)
 		return 1;
 	if (!(v->protos & TF_PB_TLS) || !v->cls)
 		return 0;
-	return port_bit(j, ver, v->cls, TF_PORTS_TLS, bpf_ntohs(j->p.dport));
+	return port_bit(sid, ver, v->cls, TF_PORTS_TLS, bpf_ntohs(k->rport));
 }
 
-/* Returns TF_REASON_PORT_NOT_ALLOWED, or 0 if permission v (of generation ver) allows the packet. */
-static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
-					 const struct tf_rule_val *v)
+/*
+ * Returns TF_REASON_PORT_NOT_ALLOWED, or 0 if permission v (of generation
+ * ver) allows protocol proto of family to port (network order).
+ */
+static __always_inline __u16 perm_check(__u32 sid, __u8 proto, __u8 family,
+					__be16 port, __u32 ver, const struct tf_rule_val *v)
 {
 	__u8 bit;
 
-	switch (j->p.proto) {
+	switch (proto) {
 	case IPPROTO_TCP:
 		bit = TF_PB_TCP;
 		break;
@@ -158,50 +165,69 @@ static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
 		/* Only the family's own ICMP is "icmp"; ICMPv6 inside IPv4 is just another protocol. */
-		if ((j->p.proto == IPPROTO_ICMP) == (j->p.family == TF_FAM_IPV4))
+		if ((proto == IPPROTO_ICMP) == (family == TF_FAM_IPV4))
 			return (v->protos & TF_PB_ICMP) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 		return (v->protos & TF_PB_OTHER) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 	default:
 		return (v->protos & TF_PB_OTHER) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 	}
-	return port_allowed(j, ver, v, bit) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
+	return port_allowed(sid, proto, port, ver, v, bit) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 }
 
-/* Returns the deny reason, or 0 if a rule of the session allows the packet (*perm: its permission). */
-static __always_inline __u16 rule_reason(const struct judge *j, struct tf_rule_val *perm)
+/* The same for the guest -> host packet being judged. */
+static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
+					 const struct tf_rule_val *v)
 {
-	struct tf_rule_key k = {
-		.prefixlen = TF_RULE_KEY_FIXED_BITS + (j->p.family == TF_FAM_IPV4 ? 32 : 128),
-		.sid = j->sid,
-		.ver = j->ver,
-		.family = j->p.family,
+	return perm_check(j->sid, j->p.proto, j->p.family, j->p.dport, ver, v);
+}
+
+/* The same for flow k. */
+static __always_inline __u16 flow_perm_reason(__u32 sid, const struct tf_flow_key *k,
+					      __u32 ver, const struct tf_rule_val *v)
+{
+	return perm_check(sid, k->proto, k->family, k->rport, ver, v);
+}
+
+/* Returns the deny reason, or 0 if a rule of the session allows the flow (*perm: its permission). */
+static __always_inline __u16 rule_reason(__u32 sid, __u32 jver, const struct tf_flow_key *k,
+					 struct tf_rule_val *perm)
+{
+	struct tf_rule_key rk = {
+		.prefixlen = TF_RULE_KEY_FIXED_BITS + (k->family == TF_FAM_IPV4 ? 32 : 128),
+		.sid = sid,
+		.ver = jver,
+		.family = k->family,
 	};
 	struct tf_rule_val *v;
 
-	__builtin_memcpy(k.addr, j->p.daddr, 16);
-	v = bpf_map_lookup_elem(&tf_rules, &k);
+	__builtin_memcpy(rk.addr, k->raddr, 16);
+	v = bpf_map_lookup_elem(&tf_rules, &rk);
 	if (!v)
 		return TF_REASON_NO_RULE;
 	*perm = *v;
-	return perm_reason(j, j->ver, perm);
+	return flow_perm_reason(sid, k, jver, perm);
 }
 
 /*
  * An address learnt from a DNS answer (dns.bpf.h): TF_REASON_NO_RULE if
  * there is none (or its TTL ended), else what its permission (*perm, of
- * generation *ver) says.
+ * generation *ver) says. keep: the flow being re-judged was allowed by its
+ * learnt address, which then counts past its TTL: the TTL bounds when
+ * flows to it may open, not how long they last (as a connection outlives
+ * the DNS answer that named its address), while the permission, which the
+ * daemon re-derives for every generation, still has the last word.
  */
-static __always_inline __u16 learned_reason(const struct judge *j, struct tf_rule_val *perm,
-					    __u32 *ver)
+static __always_inline __u16 learned_reason(__u32 sid, __u32 jver, const struct tf_flow_key *k,
+					    __u8 keep, struct tf_rule_val *perm, __u32 *ver)
 {
-	struct tf_learn_key k = { .sid = j->sid, .family = j->p.family };
+	struct tf_learn_key lk = { .sid = sid, .family = k->family };
 	struct tf_learned *l;
 	void *lmap;
 	__u64 expires;
 
-	__builtin_memcpy(k.addr, j->p.daddr, 16);
-	lmap = bpf_map_lookup_elem(&tf_learned, &j->sid);
-	l = lmap ? bpf_map_lookup_elem(lmap, &k) : NULL;
+	__builtin_memcpy(lk.addr, k->raddr, 16);
+	lmap = bpf_map_lookup_elem(&tf_learned, &sid);
+	l = lmap ? bpf_map_lookup_elem(lmap, &lk) : NULL;
 	if (!l)
 		return TF_REASON_NO_RULE;
 	/* Copies: an LRU element can be recycled under a reader. */
@@ -213,20 +239,121 @@ static __always_inline __u16 learned_reason(const struct judge *j, struct tf_rul
 	 * the daemon's rebase may already have passed: it counts for nothing
 	 * (the daemon moves current entries to the new generation).
 	 */
-	if (bpf_ktime_get_ns() >= expires || *ver != j->ver)
+	if ((!keep && bpf_ktime_get_ns() >= expires) || *ver != jver)
 		return TF_REASON_NO_RULE;
-	return perm_reason(j, *ver, perm);
+	return flow_perm_reason(sid, k, *ver, perm);
 }
 
 /* Ports that carry name resolution past the session's resolver: refused everywhere. */
-static __always_inline int dns_elsewhere(const struct judge *j)
+static __always_inline int dns_elsewhere(const struct tf_flow_key *k)
 {
-	__be16 port = j->p.dport;
+	__be16 port = k->rport;
 
 	if (port == bpf_htons(DNS_PORT) || port == bpf_htons(DOT_PORT))
 		return 1;	/* DNS, DNS over TLS (TCP) and over QUIC (UDP) */
-	return j->p.proto == IPPROTO_UDP &&
+	return k->proto == IPPROTO_UDP &&
 	       (port == bpf_htons(MDNS_PORT) || port == bpf_htons(LLMNR_PORT));
+}
+
+/* How the policy in force allows a flow (policy_judge()). */
+struct allowance {
+	__u16 reason;	/* TF_REASON_ALLOW_RULE or TF_REASON_ALLOW_LEARNED */
+	__u8 tls;	/* a TLS port: the connection needs an allowed ClientHello */
+	__u8 bind;	/* ... whose SNI is a name the address was learnt for */
+};
+
+/*
+ * What policy_judge() needs of the judge (struct judge holds a pointer,
+ * which a global function's argument memory cannot pass on).
+ */
+struct judge_ref {
+	__u32 sid;
+	__u32 ver;
+	__u16 sflags;
+	__u8 keep;
+	__u8 pad;
+	__u32 ifindex;	/* the device: policy_judge() finds the session's gateway by it */
+};
+
+/*
+ * What the session's policy in force says of flow k, as for a new flow:
+ * name resolution elsewhere, other sessions, the hard floor, learnt
+ * addresses, rules. Returns the deny reason, or 0 with *a saying how it is
+ * allowed. r->keep: see learned_reason(). Nothing here depends on the
+ * packet, only on the flow, so both directions re-judge an established
+ * flow with it (policy.bpf.h, to_guest.bpf.h).
+ *
+ * A global function, verified once per program rather than inlined into
+ * every path that reaches it: with it inlined in the new-flow and the
+ * re-judge paths, tc_from_guest verified in 103k instructions, with it
+ * global in 77k (before re-judging existed: 87k), tc_to_guest in 96k, now
+ * 82k. Its arguments are checked for NULL, as the verifier asks of a
+ * global function's pointers.
+ *
+ * A flow may be allowed by a learnt address and by a CIDR rule. An
+ * allowance without a TLS check wins; else a CIDR rule's TLS port asks
+ * for an allowed SNI, and a learnt address's TLS port for an allowed SNI
+ * that the address was learnt for (bind).
+ */
+__noinline __u16 policy_judge(const struct judge_ref *r, const struct tf_flow_key *k,
+			      struct allowance *a)
+{
+	struct tf_rule_val lperm = {}, rperm = {};
+	const struct tf_session *sess;
+	__u16 reason, learned;
+	__u32 lver = 0, sid, ver;
+
+	if (!r || !k || !a)
+		return TF_REASON_UNKNOWN;
+	sid = r->sid;
+	ver = r->ver;
+	if ((k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP) && dns_elsewhere(k))
+		return TF_REASON_DNS_NOT_RESOLVER;
+	if (other_session(sid, k))
+		return TF_REASON_OTHER_SESSION;
+	/*
+	 * The session's value again, for its gateway (a pointer cannot be an
+	 * argument here, and a copy would pass the 512-byte stack of
+	 * tc_to_guest and this call): one lookup, for new and re-judged flows
+	 * only. Gone or another session's by now: denied.
+	 */
+	sess = bpf_map_lookup_elem(&tf_sessions, &r->ifindex);
+	if (!sess || sess->sid != sid)
+		return TF_REASON_NO_SESSION;
+	reason = floor_session_reason(sess, k->family, k->raddr);
+	if (reason)
+		return reason;
+	learned = (r->sflags & TF_SF_HOSTS) ? learned_reason(sid, ver, k, r->keep, &lperm, &lver)
+					    : TF_REASON_NO_RULE;
+	a->tls = 0;
+	a->bind = 0;
+	a->reason = TF_REASON_ALLOW_LEARNED;
+	if (!learned && !tls_port(sid, k, lver, &lperm))
+		return 0;
+	reason = rule_reason(sid, ver, k, &rperm);
+	a->reason = TF_REASON_ALLOW_RULE;
+	if (!reason && !tls_port(sid, k, ver, &rperm))
+		return 0;
+	if (reason && learned)
+		return reason == TF_REASON_NO_RULE ? learned : reason;	/* a learnt address, but not this port */
+	/* A TLS port, allowed by the CIDR rule (no bind) or else by the learnt address. */
+	if (k->proto != IPPROTO_TCP)
+		return TF_REASON_TLS_UDP;	/* QUIC carries no SNI we read */
+	a->tls = 1;
+	a->bind = reason != 0;
+	a->reason = a->bind ? TF_REASON_ALLOW_LEARNED : TF_REASON_ALLOW_RULE;
+	return 0;
+}
+
+/* policy_judge() for the session j is judged under; keep: see learned_reason(). */
+static __always_inline __u16 judge_flow(const struct judge *j, const struct tf_flow_key *k,
+					__u8 keep, struct allowance *a)
+{
+	struct judge_ref r = {
+		.sid = j->sid, .ver = j->ver, .sflags = j->s->flags, .keep = keep, .ifindex = j->ifindex,
+	};
+
+	return policy_judge(&r, k, a);
 }
 
 /* Insert or refresh the flow; a failed insert denies (fail closed). */
@@ -234,9 +361,10 @@ static __always_inline int open_flow(struct judge *j, void *flows, const struct 
 				     __u16 reason)
 {
 	struct tf_flow f = {
-		.created_ns = bpf_ktime_get_ns(),
+		.seen = flow_clock(),
 		.policy_ver = j->ver,
 		.state = TF_FLOW_OPEN,
+		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
 	};
 
 	if (bpf_map_update_elem(flows, k, &f, BPF_ANY))
@@ -245,18 +373,78 @@ static __always_inline int open_flow(struct judge *j, void *flows, const struct 
 }
 
 /*
- * A TCP SYN (without ACK) always goes through the full decision, even on
- * a known tuple: it starts a new connection, and rule changes apply to new
- * connections. Every other packet of an open flow takes the fast path;
- * a flow in a TLS state goes to tls_flow_out(). DNS to the session's
- * resolver is the exception: every UDP query is judged by its content
- * (TF_JUDGE_DNS), and TCP is refused (dns_tcp: a TCP stream would need
- * reassembly to be read, so it is not read at all).
+ * Flow f (key k, a copy in nf) was allowed under another policy generation
+ * than the packet is judged by, and policy_judge() said reason (0: allowed
+ * as *a). Returns 0 if the flow goes on, stamped with the session's
+ * generation (nf: its new value), else the deny reason: refused, the flow
+ * ends, revoked, from this packet on, whichever direction it travels.
  *
- * A new flow may be allowed by a learnt address and by a CIDR rule. An
- * allowance without a TLS check wins; else a CIDR rule's TLS port asks
- * for an allowed SNI, and a learnt address's TLS port for an allowed SNI
- * that the address was learnt for (bind).
+ * A TLS flow keeps its state's meaning; a re-judge never relaxes a flow:
+ * - a flow allowed again but not on a TLS port keeps its state (a waiting
+ *   or refused TLS flow stays so);
+ * - a flow opened plainly (no hello read) whose port is now a TLS port is
+ *   revoked: its bytes were never checked;
+ * - a flow waiting for its hello takes the new allowance's binding (the
+ *   stricter of the two); one whose hello was judged without the binding
+ *   the new allowance asks for is revoked, since the hello is not kept to
+ *   be judged again. The SNI itself is not re-checked (docs/tls.md).
+ */
+static __always_inline __u16 flow_rejudged(struct judge *j, void *flows,
+					   const struct tf_flow_key *k, struct tf_flow *nf,
+					   __u16 reason, const struct allowance *a)
+{
+	if (!reason && a->tls) {
+		if (nf->state == TF_FLOW_OPEN && !nf->ch_end)
+			reason = TF_REASON_REVOKED;
+		else if (a->bind && !nf->bind &&
+			 (nf->state == TF_FLOW_TLS_VERIFY || nf->state == TF_FLOW_OPEN))
+			reason = TF_REASON_REVOKED;
+		nf->bind |= a->bind;
+	}
+	if (reason) {
+		bpf_map_delete_elem(flows, k);
+		tls_buf_drop(j->sid, k);
+		return TF_REASON_REVOKED;
+	}
+	nf->policy_ver = j->ver;
+	nf->flags = (nf->flags & ~TF_FF_LEARNED) |
+		    (a->reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0);
+	/* A copy, written whole: a store through the lookup's pointer could land in a recycled element. */
+	if (bpf_map_update_elem(flows, k, nf, BPF_EXIST))
+		return TF_REASON_FLOW_TABLE_FULL;
+	return 0;
+}
+
+/* Guest -> host on a live flow f of the generation in force (the map's element or a copy). */
+static __always_inline int flow_out(struct judge *j, const struct tf_flow_key *k,
+				    const struct tf_flow *f)
+{
+	if (f->state == TF_FLOW_OPEN) {
+		/*
+		 * A flow opened by an allowed hello never carries the hello's
+		 * bytes again: the server acknowledged them, and no bytes
+		 * other than the judged ones may reach it there.
+		 */
+		if (f->ch_end && j->p.proto == IPPROTO_TCP && tcp_payload_len(j) &&
+		    (__s32)(j->p.tcp_seq - (f->isn + f->ch_end)) < 0)
+			return deny(j, TF_REASON_TLS_REASSEMBLY);
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	}
+	return tls_flow_out(j, k, f);
+}
+
+/*
+ * A TCP SYN (without ACK) always goes through the full decision, even on
+ * a known tuple: it starts a new connection. Every other packet of a live
+ * flow allowed under the generation in force takes the fast path; a flow
+ * in a TLS state goes to tls_flow_out(). A flow allowed under another
+ * generation (a rule changed since) is re-judged by the same decision as a
+ * new flow, without a SYN, and goes on or is revoked (flow_rejudged()); an
+ * expired flow counts as absent: judged as new, so TCP that is not a SYN
+ * is tcp_no_flow. DNS to the session's resolver is the exception: every
+ * UDP query is judged by its content (TF_JUDGE_DNS), and TCP is refused
+ * (dns_tcp: a TCP stream would need reassembly to be read, so it is not
+ * read at all).
  */
 static __always_inline int decide_out(struct judge *j)
 {
@@ -264,11 +452,10 @@ static __always_inline int decide_out(struct judge *j)
 	void *flows = session_flows(j->sid);
 	int syn = j->p.proto == IPPROTO_TCP &&
 		  (j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
-	struct tf_rule_val lperm = {}, rperm = {};
-	struct tf_flow *f;
-	__u16 reason, learned, allowed;
-	__u32 lver = 0;
-	__u8 bind;
+	struct allowance a = {};
+	struct tf_flow *f = NULL, nf;
+	__u64 now = 0;
+	__u16 reason;
 
 	if (!flows)
 		return deny(j, TF_REASON_NO_SESSION);
@@ -281,52 +468,34 @@ static __always_inline int decide_out(struct judge *j)
 	}
 	if (!syn) {
 		f = bpf_map_lookup_elem(flows, &k);
-		if (f && f->state == TF_FLOW_OPEN) {
-			/*
-			 * A flow opened by an allowed hello never carries the hello's
-			 * bytes again: the server acknowledged them, and no bytes
-			 * other than the judged ones may reach it there.
-			 */
-			if (f->ch_end && j->p.proto == IPPROTO_TCP && tcp_payload_len(j) &&
-			    (__s32)(j->p.tcp_seq - (f->isn + f->ch_end)) < 0)
-				return deny(j, TF_REASON_TLS_REASSEMBLY);
-			return allow(j, TF_REASON_ALLOW_FLOW, 0);
+		if (f) {
+			now = flow_clock();
+			if (flow_expired(f, k.proto, now)) {
+				f = NULL;
+			} else if (f->policy_ver == j->ver) {
+				flow_touch(f, flow_pkt_flags(j), now);
+				return flow_out(j, &k, f);
+			}
 		}
-		if (f)
-			return tls_flow_out(j, &k, f);
+		if (!f && j->p.proto == IPPROTO_TCP)
+			return deny(j, TF_REASON_TCP_NO_FLOW);
 	}
-	if (j->p.proto == IPPROTO_TCP && !syn)
-		return deny(j, TF_REASON_TCP_NO_FLOW);
 
-	if ((j->p.proto == IPPROTO_TCP || j->p.proto == IPPROTO_UDP) && dns_elsewhere(j)) {
-		reason = TF_REASON_DNS_NOT_RESOLVER;
-		goto refuse;
+	if (f) {
+		/* A copy first: an LRU element can be recycled under a reader. */
+		__builtin_memcpy(&nf, f, sizeof(nf));
+		reason = judge_flow(j, &k, nf.flags & TF_FF_LEARNED, &a);
+		flow_touch(&nf, flow_pkt_flags(j), now);
+		reason = flow_rejudged(j, flows, &k, &nf, reason, &a);
+		if (reason)
+			return deny(j, reason);
+		return flow_out(j, &k, &nf);
 	}
-	if (other_session(j)) {
-		reason = TF_REASON_OTHER_SESSION;
-		goto refuse;
-	}
-	reason = floor_reason(j);
+	reason = judge_flow(j, &k, 0, &a);
 	if (reason)
 		goto refuse;
-	learned = (j->s->flags & TF_SF_HOSTS) ? learned_reason(j, &lperm, &lver) : TF_REASON_NO_RULE;
-	if (!learned && !tls_port(j, lver, &lperm))
-		return open_flow(j, flows, &k, TF_REASON_ALLOW_LEARNED);
-	reason = rule_reason(j, &rperm);
-	if (!reason && !tls_port(j, j->ver, &rperm))
-		return open_flow(j, flows, &k, TF_REASON_ALLOW_RULE);
-	if (reason && learned) {
-		if (reason == TF_REASON_NO_RULE)
-			reason = learned;	/* a learnt address, but not this port */
-		goto refuse;
-	}
-	/* A TLS port, allowed by the CIDR rule (no bind) or else by the learnt address. */
-	bind = reason != 0;
-	allowed = bind ? TF_REASON_ALLOW_LEARNED : TF_REASON_ALLOW_RULE;
-	if (j->p.proto != IPPROTO_TCP) {
-		reason = TF_REASON_TLS_UDP;	/* QUIC carries no SNI we read */
-		goto refuse;
-	}
+	if (!a.tls)
+		return open_flow(j, flows, &k, a.reason);
 	if (tcp_payload_len(j)) {
 		reason = TF_REASON_TLS_FASTOPEN;
 		goto refuse;
@@ -335,7 +504,7 @@ static __always_inline int decide_out(struct judge *j)
 		reason = TF_REASON_TLS_MPTCP;
 		goto refuse;
 	}
-	return tls_flow_new(j, flows, &k, bind, allowed);
+	return tls_flow_new(j, flows, &k, a.bind, a.reason);
 
 refuse:
 	/* A refused SYN on a tuple we still track ends that stale flow. */

@@ -14,6 +14,7 @@
 #define TF_TLS_BPF_H
 
 #include "verdict.bpf.h"
+#include "flow.bpf.h"
 
 static __always_inline __u32 tcp_payload_len(const struct judge *j)
 {
@@ -100,11 +101,12 @@ static __always_inline int tls_flow_new(struct judge *j, void *flows, const stru
 					__u8 bind, __u16 reason)
 {
 	struct tf_flow f = {
-		.created_ns = bpf_ktime_get_ns(),
+		.seen = flow_clock(),
 		.policy_ver = j->ver,
 		.state = TF_FLOW_TLS_WAIT,
 		.bind = bind,
 		.isn = j->p.tcp_seq + 1,
+		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
 	};
 
 	tls_buf_drop(j->sid, k);	/* an earlier connection's, on the same tuple */

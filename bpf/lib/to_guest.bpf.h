@@ -30,17 +30,24 @@ static __always_inline int arp_to_guest(struct judge *j, struct cursor *c, const
 	return allow(j, TF_REASON_ALLOW_ARP, 0);
 }
 
-/* Tracked flow lookup for a host->guest packet: remote = source. */
+/*
+ * Tracked flow lookup for what an ICMP error quotes (remote = the quoted
+ * destination): a live flow allowed under the generation in force. An
+ * error about a flow not re-judged since a rule change is refused; the
+ * flow's own next packet re-judges it.
+ */
 static __always_inline int flow_known(const struct judge *j, const __u8 *raddr, __u8 family,
 				      __u8 proto, __be16 gport, __be16 rport)
 {
 	struct tf_flow_key k = { .family = family, .proto = proto, .gport = gport, .rport = rport };
 	void *flows = session_flows(j->sid);
+	struct tf_flow *f;
 
 	if (!flows)
 		return 0;
 	__builtin_memcpy(k.raddr, raddr, 16);
-	return bpf_map_lookup_elem(flows, &k) != NULL;
+	f = bpf_map_lookup_elem(flows, &k);
+	return f && f->policy_ver == j->ver && !flow_expired(f, proto, flow_clock());
 }
 
 /* The inner L4 of an ICMP error: the guest's packet, so guest = source. */
@@ -119,50 +126,71 @@ static __always_inline int from_resolver(const struct judge *j)
 	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.saddr, s->resolver_ip6);
 }
 
-/* TCP from the far end of a flow the guest opened; TLS states decide in tls_flow_reply(). */
-static __always_inline int tcp_reply(struct judge *j)
+/*
+ * The flow of a host->guest packet (key k: remote = source), copied to *f:
+ * 0 if it is live and allowed under the generation in force, re-judged
+ * first if a rule changed since it was (as decide_out() does), else the
+ * deny reason: unsolicited if there is none or it expired, revoked if the
+ * policy in force no longer allows it.
+ */
+static __always_inline __u16 reply_flow(struct judge *j, void *flows, const struct tf_flow_key *k,
+					struct tf_flow *f)
 {
-	struct tf_flow_key k = {
-		.family = j->p.family,
-		.proto = IPPROTO_TCP,
-		.gport = j->p.dport,
-		.rport = j->p.sport,
-	};
-	void *flows = session_flows(j->sid);
-	struct tf_flow *f;
+	struct tf_flow *cur = bpf_map_lookup_elem(flows, k);
+	struct allowance a = {};
+	__u64 now;
+	__u16 reason;
 
-	if (!flows)
-		return deny(j, TF_REASON_UNSOLICITED);
-	__builtin_memcpy(k.raddr, j->p.saddr, 16);
-	f = bpf_map_lookup_elem(flows, &k);
-	if (!f)
-		return deny(j, TF_REASON_UNSOLICITED);
-	if (f->state == TF_FLOW_OPEN)
-		return allow(j, TF_REASON_ALLOW_FLOW, 0);
-	return tls_flow_reply(j, flows, &k, f);
+	if (!cur)
+		return TF_REASON_UNSOLICITED;
+	now = flow_clock();
+	if (flow_expired(cur, k->proto, now))
+		return TF_REASON_UNSOLICITED;
+	if (cur->policy_ver == j->ver) {
+		flow_touch(cur, flow_pkt_flags(j), now);
+		__builtin_memcpy(f, cur, sizeof(*f));
+		return 0;
+	}
+	__builtin_memcpy(f, cur, sizeof(*f));
+	reason = judge_flow(j, k, f->flags & TF_FF_LEARNED, &a);
+	flow_touch(f, flow_pkt_flags(j), now);
+	return flow_rejudged(j, flows, k, f, reason, &a);
 }
 
 /*
  * TCP, UDP and ICMP echo replies: the flow the guest opened, seen from its
- * far end. DNS answers are judged by content instead (TF_JUDGE_DNS): the
- * outstanding query they must match is more than the flow says.
+ * far end (TCP in a TLS state decides in tls_flow_reply()). DNS answers
+ * are judged by content instead (TF_JUDGE_DNS): the outstanding query they
+ * must match is more than the flow says.
  */
 static __always_inline int reply_to_guest(struct judge *j)
 {
-	__be16 gport = j->p.dport, rport = j->p.sport;
+	struct tf_flow_key k = {
+		.family = j->p.family,
+		.proto = j->p.proto,
+		.gport = j->p.dport,
+		.rport = j->p.sport,
+	};
+	void *flows;
+	struct tf_flow f;
+	__u16 reason;
 
 	if (from_resolver(j))
 		return TF_JUDGE_DNS;
-	if (j->p.proto == IPPROTO_TCP)
-		return tcp_reply(j);
-
 	if (j->p.proto == IPPROTO_ICMP || j->p.proto == IPPROTO_ICMPV6) {
-		gport = j->p.sport;	/* echo id */
-		rport = 0;
+		k.gport = j->p.sport;	/* echo id */
+		k.rport = 0;
 	}
-	if (!flow_known(j, j->p.saddr, j->p.family, j->p.proto, gport, rport))
+	flows = session_flows(j->sid);
+	if (!flows)
 		return deny(j, TF_REASON_UNSOLICITED);
-	return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	__builtin_memcpy(k.raddr, j->p.saddr, 16);
+	reason = reply_flow(j, flows, &k, &f);
+	if (reason)
+		return deny(j, reason);
+	if (j->p.proto != IPPROTO_TCP || f.state == TF_FLOW_OPEN)
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	return tls_flow_reply(j, flows, &k, &f);
 }
 
 static __always_inline int ip4_to_guest(struct judge *j, struct cursor *c)

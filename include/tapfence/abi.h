@@ -178,18 +178,40 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 #define TF_FLOW_TLS_VERIFY  3	/* allowed: the hello's bytes must be resent unchanged until acked */
 #define TF_FLOW_TLS_DENIED  4	/* refused (@reason): no payload passes */
 
+/* Flow flags (struct tf_flow.flags). */
+#define TF_FF_REPLIED       0x01	/* a packet came back from the remote end (TCP: its SYN-ACK first) */
+#define TF_FF_FIN           0x02	/* TCP: a FIN, either way */
+#define TF_FF_RST           0x04	/* TCP: an RST, either way */
+#define TF_FF_LEARNED       0x08	/* allowed (last judged) as a learnt address, not by a CIDR rule */
+
+/*
+ * A flow's last-seen time moves only when it is 1/TF_FLOW_SEEN_GRAIN s
+ * behind the packet's, so a busy flow's value is written a few times a
+ * second, not on every packet; timeouts are given that much slack, so a
+ * flow never expires before its timeout.
+ */
+#define TF_FLOW_SEEN_GRAIN  8
+
 /**
  * struct tf_flow - a tracked flow.
+ * @seen:   the datapath's flow clock at its last packet, either way, to
+ *          1/TF_FLOW_SEEN_GRAIN s: jiffies (ns of CLOCK_MONOTONIC_COARSE
+ *          on a kernel whose HZ libbpf cannot read, bpf/lib/flow.bpf.h).
+ *          Idle longer than the timeout of its protocol and @flags, the
+ *          flow is expired and judged as new
+ * @policy_ver: the session's policy generation that last allowed it: a
+ *           packet under another generation re-judges it (policy.bpf.h)
  * @bind:   TLS: the SNI must be a name @raddr was learnt for (the flow was
  *          allowed by a learnt address, not by a CIDR rule)
  * @reason: TF_FLOW_TLS_DENIED: why (enum tf_reason)
  * @isn:    TLS: sequence number of the guest's first payload byte
  * @ch_end: TF_FLOW_TLS_VERIFY and after: wire bytes of the ClientHello's records
  * @armed:  TLS: the server's SYN-ACK to this connection's SYN was seen
+ * @flags:  TF_FF_*
  * @srv_isn: TLS, once @armed: the server's initial sequence number
  */
 struct tf_flow {
-	__u64 created_ns;
+	__u64 seen;
 	__u32 policy_ver;
 	__u8 state;
 	__u8 bind;
@@ -197,7 +219,8 @@ struct tf_flow {
 	__u32 isn;
 	__u32 ch_end;
 	__u8 armed;
-	__u8 pad[3];
+	__u8 flags;
+	__u8 pad[2];
 	__u32 srv_isn;
 };
 _Static_assert(sizeof(struct tf_flow) == 32, "tf_flow layout");

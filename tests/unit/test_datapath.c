@@ -332,6 +332,9 @@ static const struct fixture fx_main[] = {
 	  .p = { TCP(G4, DEL_DST, 42000, 22, SYN) } },
 	{ "TCP ACK under the rule deleted later", FROM, ALLOW, R(ALLOW_FLOW),
 	  .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
+	{ "a second connection under the rule deleted later", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { TCP(G4, DEL_DST, 42002, 22, SYN) } },
+	{ "its server's SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(DEL_DST, G4, 22, 42002, SYN | ACK) } },
 
 	/*
 	 * DNS, IPv4. What reaches the resolver is judged by content (test_dns.c
@@ -627,20 +630,31 @@ static const struct fixture fx_main[] = {
 	  .p = { ICMP6("2001:db8::fe", G6, 3, 0), QUOTE(TCP("fd00:a::9", WEB6, 41000, 443, ACK)) } },
 };
 
-/* Session A after the 198.18.0.0/15 rule was deleted (a new generation). */
+/*
+ * Session A after the 198.18.0.0/15 rule was deleted (a new generation):
+ * every flow is re-judged at its next packet, in either direction.
+ */
 static const struct fixture fx_after_del[] = {
-	{ "an established flow outlives its rule", FROM, ALLOW, R(ALLOW_FLOW),
+	{ "a flow its deleted rule opened is revoked at its next packet", FROM, DENY, R(REVOKED),
 	  .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
-	{ "replies of that flow still come in", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(DEL_DST, G4, 22, 42000, ACK) } },
-	{ "a SYN on that flow is judged by the new rules", FROM, DENY, R(NO_RULE),
+	{ "replies of the revoked flow", TO, DENY, R(UNSOLICITED), .p = { TCP(DEL_DST, G4, 22, 42000, ACK) } },
+	{ "the revoked flow is gone", FROM, DENY, R(TCP_NO_FLOW), .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
+	{ "a SYN on that tuple is judged by the new rules", FROM, DENY, R(NO_RULE),
 	  .p = { TCP(G4, DEL_DST, 42000, 22, SYN) } },
-	{ "the refused SYN ended the flow", FROM, DENY, R(TCP_NO_FLOW),
-	  .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
-	{ "replies of the ended flow", TO, DENY, R(UNSOLICITED), .p = { TCP(DEL_DST, G4, 22, 42000, ACK) } },
+	{ "a reply first: the server's side is revoked too", TO, DENY, R(REVOKED),
+	  .p = { TCP(DEL_DST, G4, 22, 42002, ACK) } },
+	{ "then the guest's side has no flow", FROM, DENY, R(TCP_NO_FLOW),
+	  .p = { TCP(G4, DEL_DST, 42002, 22, ACK) } },
 	{ "a new tuple to the deleted rule", FROM, DENY, R(NO_RULE), .p = { TCP(G4, DEL_DST, 42001, 22, SYN) } },
 	{ "the new generation keeps the other rules", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G4, WEB, 40002, 443, SYN) } },
-	{ "flows of the other rules go on", FROM, ALLOW, R(ALLOW_FLOW), .p = { TCP(G4, WEB, 40000, 80, ACK) } },
+	{ "flows of the other rules are re-judged and go on", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { TCP(G4, WEB, 40000, 80, ACK) } },
+	{ "a UDP flow of another rule, re-judged by its reply", TO, ALLOW, R(ALLOW_FLOW),
+	  .p = { UDP("203.0.113.5", G4, 5000, 40100) } },
+	{ "and its next datagram out", FROM, ALLOW, R(ALLOW_FLOW), .p = { UDP(G4, "203.0.113.5", 40100, 5000) } },
+	{ "an ICMP echo flow, re-judged by its reply", TO, ALLOW, R(ALLOW_FLOW),
+	  .p = { REPLY4("203.0.113.1", G4, 0x1234) } },
 };
 
 /* Session C: IPv6 only, its resolver at the gateway's link-local address. */
@@ -1205,6 +1219,106 @@ static void rate_limit_novel(struct env *e, int ncpu, struct tf_evbucket *b,
 }
 
 /*
+ * Make the flow (guest port gport to raddr:rport) look idle for secs
+ * seconds more, as the datapath's flow clock (bpf/lib/flow.bpf.h: jiffies,
+ * or ns where libbpf found no HZ) would after that long.
+ */
+static int age_flow(struct env *e, const char *raddr, __u8 proto, __u16 gport, __u16 rport,
+		    unsigned int secs)
+{
+	struct tf_flow_key k = { .proto = proto, .gport = htons(gport), .rport = htons(rport) };
+	int fd = tf_dp_slot_map(&e->dp, TF_SLOT_FLOWS, e->sid);
+	struct tf_flow v;
+	__u64 hz;
+
+	k.family = strchr(raddr, ':') ? TF_FAM_IPV6 : TF_FAM_IPV4;
+	pk_addr(raddr, k.raddr);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &v))
+		return -ENOENT;
+	hz = e->dp.skel->kconfig->CONFIG_HZ ? e->dp.skel->kconfig->CONFIG_HZ : 1000000000ULL;
+	v.seen -= (__u64)secs * hz;
+	return bpf_map_update_elem(fd, &k, &v, BPF_EXIST) ? -errno : 0;
+}
+
+#define UDP_DST "203.0.113.5"
+
+/* Each step: age the flow of the fixture by secs (0: not), then run it. */
+struct aged {
+	unsigned int secs;
+	struct fixture fx;
+};
+
+static const struct aged fx_expiry[] = {
+	{ 0, { "UDP opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 29, { "UDP idle 29 s (timeout 30 s) goes on", FROM, ALLOW, R(ALLOW_FLOW),
+		.p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 31, { "UDP idle 31 s, unreplied: judged as new", FROM, ALLOW, R(ALLOW_RULE),
+		.p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 31, { "a reply to an expired UDP flow", TO, DENY, R(UNSOLICITED),
+		.p = { UDP(UDP_DST, G4, 5000, 44000) } } },
+	{ 0, { "UDP again", FROM, ALLOW, R(ALLOW_RULE), .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 0, { "its reply", TO, ALLOW, R(ALLOW_FLOW), .p = { UDP(UDP_DST, G4, 5000, 44000) } } },
+	{ 100, { "UDP replied, idle 100 s (timeout 120 s) goes on", FROM, ALLOW, R(ALLOW_FLOW),
+		 .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 121, { "UDP replied, idle 121 s: judged as new", FROM, ALLOW, R(ALLOW_RULE),
+		 .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 0, { "ICMP echo opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { ECHO4(G4, "203.0.113.1", 0x4400) } } },
+	{ 31, { "its reply after 31 s", TO, DENY, R(UNSOLICITED), .p = { REPLY4("203.0.113.1", G4, 0x4400) } } },
+	{ 0, { "TCP SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 44001, 80, SYN) } } },
+	{ 121, { "a SYN-ACK 121 s after an unanswered SYN", TO, DENY, R(UNSOLICITED),
+		 .p = { TCP(WEB, G4, 80, 44001, SYN | ACK) } } },
+	{ 0, { "TCP SYN again", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 44001, 80, SYN) } } },
+	{ 0, { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(WEB, G4, 80, 44001, SYN | ACK) } } },
+	{ 86400, { "established, idle a day (timeout 5 days) goes on", FROM, ALLOW, R(ALLOW_FLOW),
+		   .p = { TCP(G4, WEB, 44001, 80, ACK) } } },
+	{ 0, { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW), .p = { TCP(G4, WEB, 44001, 80, PK_FIN | ACK) } } },
+	{ 100, { "after a FIN, idle 100 s (timeout 120 s): the server's FIN", TO, ALLOW, R(ALLOW_FLOW),
+		 .p = { TCP(WEB, G4, 80, 44001, PK_FIN | ACK) } } },
+	{ 121, { "after FINs, idle 121 s: a segment is tcp_no_flow", FROM, DENY, R(TCP_NO_FLOW),
+		 .p = { TCP(G4, WEB, 44001, 80, ACK) } } },
+	{ 0, { "TCP SYN on another tuple", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 44002, 80, SYN) } } },
+	{ 0, { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(WEB, G4, 80, 44002, SYN | ACK) } } },
+	{ 0, { "the server's RST", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(WEB, G4, 80, 44002, PK_RST | ACK) } } },
+	{ 11, { "after an RST, idle 11 s (timeout 10 s)", FROM, DENY, R(TCP_NO_FLOW),
+		.p = { TCP(G4, WEB, 44002, 80, ACK) } } },
+	{ 0, { "a SYN on the expired tuple opens it again", FROM, ALLOW, R(ALLOW_RULE),
+	       .p = { TCP(G4, WEB, 44002, 80, SYN) } } },
+};
+
+/*
+ * Flows expire by idle time, by protocol and TCP state (the defaults):
+ * the flow's last-seen time is moved back instead of waiting.
+ */
+static void test_expiry(struct env *e)
+{
+	const char *p = e->xdp ? "xdp pass" : "tc pass";
+	const struct aged *a;
+	char what[256];
+	struct sess s;
+	size_t i;
+
+	snprintf(what, sizeof(what), "%s: expiry: set up session A", p);
+	CHECK_EQ(what, session_add(e, &s, spec_a, SID_A, IFINDEX_LO), 0);
+	judge_as(e, &s, GMAC, HMAC);
+	for (i = 0; i < N(fx_expiry); i++) {
+		a = &fx_expiry[i];
+		if (a->secs) {
+			const struct pk *k = &a->fx.p;
+			int out = a->fx.dir == FROM;
+			__u16 gport = k->proto == IPPROTO_ICMP ? k->id : out ? k->sport : k->dport;
+			__u16 rport = k->proto == IPPROTO_ICMP ? 0 : out ? k->dport : k->sport;
+
+			snprintf(what, sizeof(what), "%s: expiry: age the flow %u s for `%s'", p,
+				 a->secs, a->fx.desc);
+			CHECK_EQ(what, age_flow(e, out ? k->dst : k->src, k->proto, gport, rport,
+						a->secs), 0);
+		}
+		run_fixture(e, &a->fx);
+	}
+	session_del(e, &s);
+}
+
+/*
  * The per-session event rate limit (GCRA, per CPU): a burst of denies gets
  * the configured burst of events, the rest are counted as suppressed, the
  * verdict never changes, and the next event that gets out says how many
@@ -1290,6 +1404,34 @@ static int host_floor(struct env *e)
 	return ret;
 }
 
+/* The "timeouts" config object: defaults, values, ranges, names (what set_knobs() loads). */
+static void test_config(void)
+{
+	static const char ok[] = "{\"timeouts\":{\"udp_s\":2,\"tcp_established_s\":86400}}";
+	static const char zero[] = "{\"timeouts\":{\"udp_s\":0}}";
+	static const char unknown[] = "{\"timeouts\":{\"udp\":30}}";
+	struct tf_config c;
+	char err[256] = "";
+
+	tf_config_defaults(&c);
+	CHECK_EQ("config: timeouts default to conntrack's",
+		 c.to_tcp_syn_sent_s == 120 && c.to_tcp_established_s == 432000 &&
+		 c.to_tcp_fin_s == 120 && c.to_tcp_rst_s == 10 && c.to_udp_s == 30 &&
+		 c.to_udp_replied_s == 120 && c.to_icmp_s == 30 && c.to_other_s == 600, 1);
+	CHECK_EQ("config: timeouts parse", tf_config_parse(ok, strlen(ok), &c, err, sizeof(err)), 0);
+	CHECK_EQ("config: timeouts.udp_s and tcp_established_s set, the others kept",
+		 c.to_udp_s == 2 && c.to_tcp_established_s == 86400 && c.to_udp_replied_s == 120, 1);
+	err[0] = 0;
+	CHECK_EQ("config: a timeout of 0 fails", tf_config_parse(zero, strlen(zero), &c, err, sizeof(err)),
+		 -EINVAL);
+	CHECK_STR("config: a timeout of 0 is refused, naming the field", err,
+		  "timeouts.udp_s: `0' out of range 1-2592000");
+	err[0] = 0;
+	CHECK_EQ("config: an unknown timeout fails",
+		 tf_config_parse(unknown, strlen(unknown), &c, err, sizeof(err)), -EINVAL);
+	CHECK_STR("config: an unknown timeout is refused", err, "timeouts: unknown field `udp'");
+}
+
 int main(void)
 {
 	static struct env e;
@@ -1297,6 +1439,7 @@ int main(void)
 	int ret;
 
 	libbpf_set_print(quiet_libbpf);
+	test_config();
 	ret = private_netns();
 	CHECK_EQ("a private network namespace with lo up", ret, 0);
 	if (ret)
@@ -1317,8 +1460,10 @@ int main(void)
 	ret = session_add(&e, &b, spec_b, SID_B, IFINDEX_B);
 	CHECK_EQ("set up session B on ifindex 2", ret, 0);
 	if (e.rb && !ret) {
-		for (e.xdp = 0; e.xdp < 2; e.xdp++)
+		for (e.xdp = 0; e.xdp < 2; e.xdp++) {
 			run_pass(&e);
+			test_expiry(&e);
+		}
 		e.xdp = 0;
 		test_rate_limit(&e);
 		test_gso_cut(&e);

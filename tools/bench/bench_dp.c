@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -381,9 +382,40 @@ static int sessions_add(struct bench *b, unsigned int nsessions, unsigned int nr
 	return err;
 }
 
+static int prime_flow(struct bench *b);
+
 /*
- * Fill session sid's flow table with n flows to hosts of 198.18.0.0/15
- * (guest ports from 1024 up), in batches of 4096.
+ * The datapath's flow clock now (bpf/lib/flow.bpf.h: jiffies, or ns): the
+ * last-seen time of the measured flow, primed by its SYN just before.
+ */
+static int flow_clock_now(struct bench *b, __u64 *now)
+{
+	struct tf_flow_key k = { .family = TF_FAM_IPV4, .proto = IPPROTO_TCP };
+	int outer = bpf_map__fd(b->dp.skel->maps.tf_flows), fd, err;
+	__u32 sid = MAIN_SID, id;
+	struct tf_flow v;
+
+	err = prime_flow(b);
+	if (err)
+		return err;
+	if (bpf_map_lookup_elem(outer, &sid, &id))
+		return -errno;
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
+		return -errno;
+	inet_pton(AF_INET, WEB, k.raddr);
+	k.gport = htons(40000);
+	k.rport = htons(443);
+	err = bpf_map_lookup_elem(fd, &k, &v) ? -errno : 0;
+	*now = v.seen;
+	close(fd);
+	return err;
+}
+
+/*
+ * Fill session sid's flow table with n established flows to hosts of
+ * 198.18.0.0/15 (guest ports from 1024 up), in batches of 4096, seen "now"
+ * as the measured flow was (the datapath's flow clock, read from it).
  */
 static int flows_fill(struct bench *b, __u32 sid, unsigned int n)
 {
@@ -392,9 +424,13 @@ static int flows_fill(struct bench *b, __u32 sid, unsigned int n)
 	static struct tf_flow vals[BATCH];
 	int outer = bpf_map__fd(b->dp.skel->maps.tf_flows), fd, err = 0;
 	__u32 id, cnt, i, k, v;
+	__u64 now = 0;
 
 	if (!n)
 		return 0;
+	err = flow_clock_now(b, &now);
+	if (err)
+		return err;
 	if (bpf_map_lookup_elem(outer, &sid, &id))
 		return -errno;
 	fd = bpf_map_get_fd_by_id(id);
@@ -413,7 +449,12 @@ static int flows_fill(struct bench *b, __u32 sid, unsigned int n)
 			keys[i].rport = htons(443);
 			keys[i].family = TF_FAM_IPV4;
 			keys[i].proto = IPPROTO_TCP;
-			vals[i] = (struct tf_flow){ .policy_ver = 1, .state = TF_FLOW_OPEN };
+			vals[i] = (struct tf_flow){
+				.seen = now,
+				.policy_ver = 1,
+				.state = TF_FLOW_OPEN,
+				.flags = TF_FF_REPLIED,
+			};
 		}
 		if (bpf_map_update_batch(fd, keys, vals, &cnt, NULL))
 			err = -errno;

@@ -45,6 +45,15 @@ void tf_config_defaults(struct tf_config *c)
 	c->max_subscribers = 16;
 	c->client_timeout_ms = 5000;
 	c->max_request_bytes = 1u << 20;
+	/* conntrack's defaults (nf_conntrack_proto_*.c) */
+	c->to_tcp_syn_sent_s = 120;
+	c->to_tcp_established_s = 432000;
+	c->to_tcp_fin_s = 120;
+	c->to_tcp_rst_s = 10;
+	c->to_udp_s = 30;
+	c->to_udp_replied_s = 120;
+	c->to_icmp_s = 30;
+	c->to_other_s = 600;
 }
 
 static int set_path(const json_t *v, const char *field, char *dst, size_t len, char *err,
@@ -264,7 +273,22 @@ static const struct limit_field limit_fields[] = {
 	LIMIT(max_request_bytes, 4096, 64u << 20),
 };
 
-static int parse_limits(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+#define TIMEOUT_MAX (30 * 86400)
+#define TIMEOUT(name, f) { name, offsetof(struct tf_config, f), 1, TIMEOUT_MAX }
+static const struct limit_field timeout_fields[] = {
+	TIMEOUT("tcp_syn_sent_s", to_tcp_syn_sent_s),
+	TIMEOUT("tcp_established_s", to_tcp_established_s),
+	TIMEOUT("tcp_fin_s", to_tcp_fin_s),
+	TIMEOUT("tcp_rst_s", to_tcp_rst_s),
+	TIMEOUT("udp_s", to_udp_s),
+	TIMEOUT("udp_replied_s", to_udp_replied_s),
+	TIMEOUT("icmp_s", to_icmp_s),
+	TIMEOUT("other_s", to_other_s),
+};
+
+/* An object of unsigned fields (limits, timeouts), each in its range. */
+static int parse_fields(const json_t *o, const char *what, const struct limit_field *fields,
+			size_t n, struct tf_config *c, char *err, size_t errlen)
 {
 	char field[96];
 	const char *key;
@@ -273,23 +297,33 @@ static int parse_limits(const json_t *o, struct tf_config *c, char *err, size_t 
 	int ret;
 
 	if (!json_is_object(o)) {
-		snprintf(err, errlen, "limits: expected an object");
+		snprintf(err, errlen, "%s: expected an object", what);
 		return -EINVAL;
 	}
 	json_object_foreach((json_t *)o, key, v) {
-		for (i = 0; i < sizeof(limit_fields) / sizeof(limit_fields[0]); i++)
-			if (!strcmp(key, limit_fields[i].name))
+		for (i = 0; i < n; i++)
+			if (!strcmp(key, fields[i].name))
 				break;
-		if (i == sizeof(limit_fields) / sizeof(limit_fields[0])) {
-			snprintf(err, errlen, "limits: unknown field `%s'", key);
+		if (i == n) {
+			snprintf(err, errlen, "%s: unknown field `%s'", what, key);
 			return -EINVAL;
 		}
-		snprintf(field, sizeof(field), "limits.%s", key);
-		ret = set_uint(v, field, limit_fields[i].lo, limit_fields[i].hi,
-			       (unsigned int *)((char *)c + limit_fields[i].off), err, errlen);
+		snprintf(field, sizeof(field), "%s.%s", what, key);
+		ret = set_uint(v, field, fields[i].lo, fields[i].hi,
+			       (unsigned int *)((char *)c + fields[i].off), err, errlen);
 		if (ret)
 			return ret;
 	}
+	return 0;
+}
+
+static int parse_limits(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+{
+	int ret = parse_fields(o, "limits", limit_fields,
+			       sizeof(limit_fields) / sizeof(limit_fields[0]), c, err, errlen);
+
+	if (ret)
+		return ret;
 	if (c->dns_ttl_min_s > c->dns_ttl_max_s) {
 		snprintf(err, errlen, "limits.dns_ttl_min_s: `%u' is above dns_ttl_max_s `%u'",
 			 c->dns_ttl_min_s, c->dns_ttl_max_s);
@@ -375,6 +409,10 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			ret = parse_log(v, c, err, errlen);
 		} else if (!strcmp(key, "limits")) {
 			ret = parse_limits(v, c, err, errlen);
+		} else if (!strcmp(key, "timeouts")) {
+			ret = parse_fields(v, "timeouts", timeout_fields,
+					   sizeof(timeout_fields) / sizeof(timeout_fields[0]), c, err,
+					   errlen);
 		} else {
 			snprintf(err, errlen, "unknown field `%s'", key);
 			ret = -EINVAL;

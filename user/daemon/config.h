@@ -73,6 +73,15 @@ struct tf_config {
 	unsigned int max_subscribers;
 	unsigned int client_timeout_ms;	/* a half-sent request is dropped after this */
 	unsigned int max_request_bytes;
+	/* timeouts: a flow idle this long (s) is expired, judged as new (docs/operations.md) */
+	unsigned int to_tcp_syn_sent_s;		/* TCP, the remote's SYN-ACK not seen yet */
+	unsigned int to_tcp_established_s;
+	unsigned int to_tcp_fin_s;		/* after a FIN, either way */
+	unsigned int to_tcp_rst_s;		/* after an RST, either way */
+	unsigned int to_udp_s;			/* UDP, nothing came back yet */
+	unsigned int to_udp_replied_s;
+	unsigned int to_icmp_s;			/* ICMP echo */
+	unsigned int to_other_s;		/* other protocols ("any" rules) */
 };
 
 void tf_config_defaults(struct tf_config *c);

@@ -259,6 +259,14 @@ static void set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_tls_ech_outer = cfg->tls_ech_outer;
 	skel->rodata->cfg_events_per_s = cfg->events_per_s;
 	skel->rodata->cfg_events_burst = cfg->events_burst;
+	skel->rodata->cfg_to_tcp_syn_s = cfg->to_tcp_syn_sent_s;
+	skel->rodata->cfg_to_tcp_est_s = cfg->to_tcp_established_s;
+	skel->rodata->cfg_to_tcp_fin_s = cfg->to_tcp_fin_s;
+	skel->rodata->cfg_to_tcp_rst_s = cfg->to_tcp_rst_s;
+	skel->rodata->cfg_to_udp_s = cfg->to_udp_s;
+	skel->rodata->cfg_to_udp_replied_s = cfg->to_udp_replied_s;
+	skel->rodata->cfg_to_icmp_s = cfg->to_icmp_s;
+	skel->rodata->cfg_to_other_s = cfg->to_other_s;
 	if (cfg->events_per_s) {
 		skel->rodata->cfg_event_interval_ns = 1000000000ULL / cfg->events_per_s;
 		skel->rodata->cfg_event_tau_ns =
@@ -899,6 +907,14 @@ int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const st
 		err = tf_dp_policy_write(dp, sid, ver, p);
 	if (!err)
 		err = tf_dp_addrs_set(dp, spec, sid);
+	/*
+	 * A re-adopted slot's learnt addresses move to the new generation
+	 * before the switch, so that its flows through them survive their
+	 * re-judging (a restart compiles the same saved spec to the same name
+	 * entries, so they carry over).
+	 */
+	if (!err && keep)
+		tf_dp_names_rebase(dp, sid, ver, p, p);
 	if (!err) {
 		tf_dp_session_value(spec, sid, ver, &v);
 		err = tf_dp_session_set(dp, ifindex, &v);

@@ -210,16 +210,14 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		snprintf(err, errlen, "cannot write session maps: %s", strerror(-ret));
 		goto undo;
 	}
-	if (readopt) {
-		/*
-		 * What the previous run left of this slot goes; a restart compiles
-		 * the same saved spec to the same name entries, so learnt addresses
-		 * carry over. A fresh slot is clean already (tf_sess_reconcile()
-		 * at start, tf_sess_del() since), so an add walks no map.
-		 */
+	/*
+	 * What the previous run left of this slot goes (its learnt addresses
+	 * moved to the new generation in the install). A fresh slot is clean
+	 * already (tf_sess_reconcile() at start, tf_sess_del() since), so an
+	 * add walks no map.
+	 */
+	if (readopt)
 		tf_dp_policy_sweep(&d->dp, s->sid, s->ver);
-		tf_dp_names_rebase(&d->dp, s->sid, s->ver, &s->policy, &s->policy);
-	}
 	/*
 	 * A re-adopted session was read from its state file, which stays as it
 	 * is if this write fails. A new one that cannot be saved would enforce
@@ -322,8 +320,19 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	ver = s->ver + 1;
 	ret = tf_dp_policy_write(&d->dp, s->sid, ver, &pol);
 	if (!ret) {
+		/*
+		 * Learnt addresses and outstanding queries move to the new
+		 * generation before the switch: from the switch on, every flow
+		 * is re-judged by it at its next packet, and one through a
+		 * learnt address must find the address there. Until the switch,
+		 * flows are judged by the old generation and need no address
+		 * (only new flows to learnt addresses wait, as they would after).
+		 */
+		tf_dp_names_rebase(&d->dp, s->sid, ver, &s->policy, &pol);
 		tf_dp_session_value(&next, s->sid, ver, &val);
 		ret = tf_dp_session_set(&d->dp, s->ifindex, &val);
+		if (ret)
+			tf_dp_names_rebase(&d->dp, s->sid, s->ver, &pol, &s->policy);
 	}
 	if (ret) {
 		/* The old generation is still in force: nothing changed for packets. */
@@ -341,13 +350,15 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		if (tf_dp_session_set(&d->dp, s->ifindex, &val))
 			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
 				id, s->ver);
-		else
+		else {
+			/* The learnt addresses went to the new generation before the switch: back. */
+			tf_dp_names_rebase(&d->dp, s->sid, s->ver, &pol, &s->policy);
 			tf_dp_policy_erase(&d->dp, s->sid, ver, &pol);
+		}
 		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
 			 d->cfg.state_dir, strerror(-ret));
 		goto cleanup;
 	}
-	tf_dp_names_rebase(&d->dp, s->sid, ver, &s->policy, &pol);
 	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
 	tf_policy_free(&s->policy);
 	s->policy = pol;

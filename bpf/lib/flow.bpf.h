@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Flow lifetime: idle timeouts by protocol and TCP state, and the
+ * last-seen time and TCP flags each packet leaves on its flow, in both
+ * directions. An expired flow is not deleted here: it counts as absent
+ * (a packet of it is judged as new), and the next insert on its tuple,
+ * or LRU pressure, replaces it.
+ */
+#ifndef TF_FLOW_BPF_H
+#define TF_FLOW_BPF_H
+
+#include "verdict.bpf.h"
+#include "parse.bpf.h"
+
+/*
+ * Idle timeouts, s: set by the daemon at load from its "timeouts" config
+ * (docs/operations.md). Defaults: conntrack's.
+ */
+const volatile __u32 cfg_to_tcp_syn_s = 120;
+const volatile __u32 cfg_to_tcp_est_s = 432000;
+const volatile __u32 cfg_to_tcp_fin_s = 120;
+const volatile __u32 cfg_to_tcp_rst_s = 10;
+const volatile __u32 cfg_to_udp_s = 30;
+const volatile __u32 cfg_to_udp_replied_s = 120;
+const volatile __u32 cfg_to_icmp_s = 30;
+const volatile __u32 cfg_to_other_s = 600;
+
+/* Read by libbpf from the kernel's config at load; 0 where it has none. */
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
+/*
+ * The flows' clock (struct tf_flow.seen): jiffies where the kernel's HZ is
+ * known, one load (the verifier inlines bpf_jiffies64()), else the coarse
+ * monotonic clock in ns, a helper call that made a fast-path packet a
+ * fifth dearer in make bench. CONFIG_HZ is a constant to the verifier, so
+ * each program keeps one of the two.
+ */
+static __always_inline __u64 flow_clock(void)
+{
+	return CONFIG_HZ ? bpf_jiffies64() : bpf_ktime_get_coarse_ns();
+}
+
+/* Ticks of flow_clock() per second. */
+static __always_inline __u64 flow_hz(void)
+{
+	return CONFIG_HZ ? CONFIG_HZ : 1000000000ULL;
+}
+
+static __always_inline __u32 flow_timeout_s(__u8 proto, __u8 flags)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		if (flags & TF_FF_RST)
+			return cfg_to_tcp_rst_s;
+		if (flags & TF_FF_FIN)
+			return cfg_to_tcp_fin_s;
+		return (flags & TF_FF_REPLIED) ? cfg_to_tcp_est_s : cfg_to_tcp_syn_s;
+	case IPPROTO_UDP:
+		return (flags & TF_FF_REPLIED) ? cfg_to_udp_replied_s : cfg_to_udp_s;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		return cfg_to_icmp_s;
+	}
+	return cfg_to_other_s;
+}
+
+/*
+ * 1 if flow f (of protocol proto) was idle past its timeout at now, plus
+ * the grain its last-seen time may lag by (flow_touch()), so that it never
+ * expires early. Signed: another CPU may have stamped a tick later than ours.
+ */
+static __always_inline int flow_expired(const struct tf_flow *f, __u8 proto, __u64 now)
+{
+	__u64 hz = flow_hz();
+
+	return (__s64)(now - f->seen) >
+	       (__s64)((__u64)flow_timeout_s(proto, f->flags) * hz + hz / TF_FLOW_SEEN_GRAIN);
+}
+
+/* The TF_FF_* a packet adds to its flow: its FIN and RST, and from the remote end, REPLIED. */
+static __always_inline __u8 flow_pkt_flags(const struct judge *j)
+{
+	__u8 fl = j->dir == TF_DIR_TO_GUEST ? TF_FF_REPLIED : 0;
+
+	if (j->p.proto == IPPROTO_TCP) {
+		if (j->p.tcp_flags & TCP_FLAG_FIN)
+			fl |= TF_FF_FIN;
+		if (j->p.tcp_flags & TCP_FLAG_RST)
+			fl |= TF_FF_RST;
+	}
+	return fl;
+}
+
+/*
+ * A packet of flow f at now: its flags, and its time once it is a grain
+ * (1/TF_FLOW_SEEN_GRAIN s) behind, so a busy flow's cache line is not dirtied on every packet.
+ * Plain stores, not atomics: two CPUs setting different bits at once may
+ * lose one (a FIN or RST shortens the timeout again on its retransmission,
+ * a lost REPLIED only shortens it), and f may be an LRU element recycled
+ * under us, whose new flow then only looks a little younger.
+ */
+static __always_inline void flow_touch(struct tf_flow *f, __u8 fl, __u64 now)
+{
+	if (fl & ~f->flags)
+		f->flags |= fl;
+	if ((__s64)(now - f->seen) > (__s64)(flow_hz() / TF_FLOW_SEEN_GRAIN))
+		f->seen = now;
+}
+
+#endif /* TF_FLOW_BPF_H */

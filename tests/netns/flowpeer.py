@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Test that long-lived flows keep (or stop) reaching a real socket: a line echo server, a client
+that keeps one TCP connection or one UDP socket busy, and a link sniffer.
+
+serve:  echo every line received on each --tcp / --udp ADDR:PORT back to its sender, and append
+        one line per received line to --log, e.g.
+            tcp 198.51.100.10:7001 from 10.20.1.2:40000 msg doomed-tcp 17
+            udp 198.51.100.10:7000 from 10.20.1.2:40001 msg doomed-udp 17
+stream: from --sport (0: any), send "TAG N" to --tcp or --udp HOST:PORT every --interval seconds
+        through one connected socket, until --stop FILE exists or --duration passes; log to --log
+        "sent N", "echo N" and "error TEXT" (the stream goes on after an error: a revoked TCP
+        connection keeps retransmitting). --ready FILE is written once the socket is connected.
+once:   one TCP connection from --sport: send a line, read its echo, close (FIN both ways);
+        exit 0 iff the echo came back.
+sniff:  log every IPv4 TCP segment to --port seen on --dev (AF_PACKET), as
+            tcp 10.20.1.2:40000 > 198.51.100.10:7001 flags 0x18 len 5
+
+Standard library only; run it as /usr/bin/python3.
+"""
+import argparse
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+
+
+def parse_addr(spec):
+    host, _, port = spec.rpartition(":")
+    return host, int(port)
+
+
+def log_line(path, line):
+    # One write per line, in append mode, so concurrent readers never see half a line.
+    with open(path, "a", encoding="ascii") as f:
+        f.write(line + "\n")
+
+
+def ready(path):
+    if path:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(str(os.getpid()))
+        os.rename(tmp, path)
+
+
+def serve(args):
+    sel = selectors.DefaultSelector()
+    for kind, specs in (("tcp", args.tcp), ("udp", args.udp)):
+        for spec in specs:
+            host, port = parse_addr(spec)
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+            if kind == "tcp":
+                s.listen(16)
+            s.setblocking(False)
+            sel.register(s, selectors.EVENT_READ, (kind, "listen", f"{host}:{port}", b""))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    ready(args.ready)
+    while True:
+        for key, _ in sel.select():
+            s = key.fileobj
+            kind, role, local, buf = key.data
+            if kind == "udp":
+                data, peer = s.recvfrom(65535)
+                log_line(args.log, f"udp {local} from {peer[0]}:{peer[1]} msg {data.decode(errors='replace').strip()}")
+                s.sendto(data, peer)
+            elif role == "listen":
+                conn, peer = s.accept()
+                conn.setblocking(False)
+                sel.register(conn, selectors.EVENT_READ, ("tcp", f"{peer[0]}:{peer[1]}", local, b""))
+            else:
+                try:
+                    data = s.recv(65535)
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(s)
+                    s.close()
+                    continue
+                buf += data
+                while b"\n" in buf:
+                    line, _, buf = buf.partition(b"\n")
+                    log_line(args.log, f"tcp {local} from {role} msg {line.decode(errors='replace')}")
+                    try:
+                        s.send(line + b"\n")
+                    except OSError:
+                        pass
+                sel.modify(s, selectors.EVENT_READ, (kind, role, local, buf))
+
+
+def stream(args):
+    kind, spec = ("tcp", args.tcp) if args.tcp else ("udp", args.udp)
+    dst = parse_addr(spec)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if args.sport:
+        s.bind(("0.0.0.0", args.sport))
+    s.settimeout(3)
+    s.connect(dst)
+    s.setblocking(False)
+    ready(args.ready)
+    deadline = time.monotonic() + args.duration
+    n = 0
+    while time.monotonic() < deadline and not (args.stop and os.path.exists(args.stop)):
+        n += 1
+        try:
+            s.send(f"{args.tag} {n}\n".encode())
+            log_line(args.log, f"sent {n}")
+        except OSError as e:
+            log_line(args.log, f"error {e}")
+        end = time.monotonic() + args.interval
+        while time.monotonic() < end:
+            try:
+                data = s.recv(65535)
+                for line in data.decode(errors="replace").split("\n"):
+                    if line.strip():
+                        log_line(args.log, f"echo {line.split()[-1]}")
+            except BlockingIOError:
+                pass
+            except OSError as e:
+                log_line(args.log, f"error {e}")
+            time.sleep(0.01)
+    return 0
+
+
+def once(args):
+    dst = parse_addr(args.tcp)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", args.sport))
+    s.settimeout(args.timeout)
+    try:
+        s.connect(dst)
+        s.sendall(f"{args.tag}\n".encode())
+        got = s.recv(100)
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(100):
+            pass
+    except OSError as e:
+        print(f"error {e}")
+        return 1
+    finally:
+        s.close()
+    return 0 if got.strip() == args.tag.encode() else 1
+
+
+def sniff(args):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    s.bind((args.dev, 0))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    ready(args.ready)
+    while True:
+        frame = s.recv(65535)
+        ip = frame[14:]
+        if len(ip) < 20 or ip[9] != socket.IPPROTO_TCP:
+            continue
+        ihl = (ip[0] & 15) * 4
+        tot = struct.unpack("!H", ip[2:4])[0]
+        tcp = ip[ihl:]
+        if len(tcp) < 20:
+            continue
+        sport, dport = struct.unpack("!HH", tcp[:4])
+        if dport != args.port:
+            continue
+        doff = (tcp[12] >> 4) * 4
+        log_line(args.log, f"tcp {socket.inet_ntoa(ip[12:16])}:{sport} > {socket.inet_ntoa(ip[16:20])}:{dport} "
+                           f"flags 0x{tcp[13]:02x} len {tot - ihl - doff}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sv = sub.add_parser("serve")
+    sv.add_argument("--log", required=True)
+    sv.add_argument("--tcp", action="append", default=[], metavar="ADDR:PORT")
+    sv.add_argument("--udp", action="append", default=[], metavar="ADDR:PORT")
+    sv.add_argument("--ready")
+    st = sub.add_parser("stream")
+    st.add_argument("--tcp", metavar="HOST:PORT")
+    st.add_argument("--udp", metavar="HOST:PORT")
+    st.add_argument("--sport", type=int, default=0)
+    st.add_argument("--tag", required=True)
+    st.add_argument("--log", required=True)
+    st.add_argument("--interval", type=float, default=0.1)
+    st.add_argument("--duration", type=float, default=120)
+    st.add_argument("--stop")
+    st.add_argument("--ready")
+    on = sub.add_parser("once")
+    on.add_argument("--tcp", required=True, metavar="HOST:PORT")
+    on.add_argument("--sport", type=int, required=True)
+    on.add_argument("--tag", required=True)
+    on.add_argument("--timeout", type=float, default=2)
+    sn = sub.add_parser("sniff")
+    sn.add_argument("--dev", required=True)
+    sn.add_argument("--port", type=int, required=True)
+    sn.add_argument("--log", required=True)
+    sn.add_argument("--ready")
+    args = p.parse_args()
+    if args.cmd == "stream" and bool(args.tcp) == bool(args.udp):
+        p.error("stream: one of --tcp and --udp")
+    return {"serve": serve, "stream": stream, "once": once, "sniff": sniff}[args.cmd](args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
