@@ -43,7 +43,6 @@ struct judge {
 	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
 	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
 	struct pkt p;
-	struct tf_flow flow;	/* TF_JUDGE_TLS: a copy of the packet's flow */
 };
 
 /*
@@ -61,7 +60,7 @@ struct judge {
 #define TF_JUDGE_PULL       3
 /*
  * Not a verdict: guest payload on a flow whose ClientHello is awaited or
- * being verified (j->flow); the entry program reads the bytes (tls.bpf.h).
+ * being verified (its copy in tf_tlsscratch); the entry program reads the bytes (tls.bpf.h).
  */
 #define TF_JUDGE_TLS        4
 
