@@ -360,9 +360,9 @@ second_hello() {
 }
 
 # trickle: tlsclient.py trickle: a real handshake for allowed.test to $A:443 whose hello's first
-# 120 bytes go one byte per TCP segment, 3 ms apart, then the rest, then a GET.
+# 120 bytes go one byte per TCP segment, 3 ms apart, then the rest, then a GET, from $LPORT (call
+# next_port first: it may run in the background, in a subshell).
 trickle() {
-	next_port
 	g timeout 20 "$PY" "$TF_NETNS_DIR/tlsclient.py" trickle $A 443 --sni allowed.test \
 		--cafile "$T/ca.pem" --bind $G:$LPORT --timeout 8 >"$T/client.out" 2>&1
 }
@@ -408,6 +408,7 @@ reached_re "$SLOG" "hello-sni $A:443 $FROM off [1-9][0-9]* forbidden.test" \
 	"baseline: a second hello naming forbidden.test on an allowed connection reached the server"
 note "baseline: a hello trickled one byte per segment"
 tf_mark
+next_port
 if trickle; then pass "baseline: trickled hello: $(head -n 1 "$T/client.out")"; else fail "baseline: trickled hello: $(tail -n 2 "$T/client.out")"; fi
 expect_reached "$SLOG" "request $A:443 $FROM sni allowed.test" "baseline: trickled hello: the server got the request"
 
@@ -534,6 +535,7 @@ note "a hello trickled one byte per segment"
 # The guest's TCP sends 10 one-byte segments (its initial window), all held; then only resends
 # from the first byte after retransmission timeouts: refused at the second (tls_fragmented).
 tf_mark
+next_port
 read -ra f <<<"$(probe_filter $A 443)"
 trickle_seen() { "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 0 1 "${f[@]}" "$@" >/dev/null; }
 trickle_t0=$(date +%s%N)
