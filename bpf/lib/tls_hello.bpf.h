@@ -143,29 +143,32 @@ static __always_inline int tls_differs(struct tls_chunk_ctx *c, const int xdp, _
 	return c->differ != 0;
 }
 
-/*
- * The walk runs on the chunk context, which is on the stack already (a
- * bpf_loop() context must be): its buffer is the one @wire is in, its
- * outcome goes to @differ. The stack is what the entry programs and
- * tls_segment_tc() share, 512 bytes in all.
- */
+struct tls_walk_ctx {
+	struct tf_tls_buf *b;
+	int st;
+};
+
 static long tls_follow_cb(__u64 i __attribute__((unused)), void *ctx)
 {
-	struct tls_chunk_ctx *c = ctx;
-	struct tf_tls_buf *b = (void *)(c->wire - __builtin_offsetof(struct tf_tls_buf, wire));
-	int progress, st = tls_follow_step(b, &progress);
+	struct tls_walk_ctx *c = ctx;
+	int progress, st = tls_follow_step(c->b, &progress);
 
-	c->differ = (__u64)st;
+	c->st = st;
 	return st != TLS_MORE || !progress;
 }
 
-/* Read the held bytes of b on: the first hello, or the records after a judged one (tls.h stage 3). */
-static __always_inline int tls_follow(struct tls_chunk_ctx *c, struct tf_tls_buf *b)
+/*
+ * Read the held bytes of b on: the first hello, or the records after a
+ * judged one (tls.h stage 3). A context of its own per call: one shared
+ * between the calls took the verifier 20,000 instructions more (it prunes
+ * less).
+ */
+static __always_inline int tls_follow(struct tf_tls_buf *b)
 {
-	c->wire = b->wire;
-	c->differ = TLS_MALFORMED;
-	bpf_loop(TF_TLS_FOLLOW_STEPS, tls_follow_cb, c, 0);
-	return (int)c->differ;
+	struct tls_walk_ctx wc = { .b = b, .st = TLS_MALFORMED };
+
+	bpf_loop(TF_TLS_FOLLOW_STEPS, tls_follow_cb, &wc, 0);
+	return wc.st;
 }
 
 struct tls_copy_ctx {
@@ -406,7 +409,7 @@ static __always_inline int tls_segment_held(struct tls_chunk_ctx *c, const int x
 		return tls_refuse(j, k, TF_REASON_TLS_MALFORMED);
 	b->have = have + take;
 
-	st = tls_follow(c, b);
+	st = tls_follow(b);
 	if (st == TLS_HELLO) {
 		first = !b->following;
 		reason = tls_judge_hello(j, b, t);
@@ -415,12 +418,8 @@ static __always_inline int tls_segment_held(struct tls_chunk_ctx *c, const int x
 		judged = 1;
 		if (first)
 			t->flow.ch_end = b->rec_off;
-		b->following = 1;
-		b->h2 = 0;
-		b->f_off = b->rec_off;
-		b->f_left = 0;
-		b->f_msg = 0;
-		st = tls_follow(c, b);
+		tls_follow_from(b);
+		st = tls_follow(b);
 		/* One hello judged per segment: none completes two, or starts one after another. */
 		if (st == TLS_HELLO || (st == TLS_MORE && b->h2))
 			return tls_refuse(j, k, TF_REASON_TLS_SECOND_HELLO);

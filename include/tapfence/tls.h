@@ -257,6 +257,16 @@ static inline int tls_follow_step(struct tf_tls_buf *b, int *progress)
 	return TLS_MORE;
 }
 
+/* A hello (at h_start, its records ending at rec_off) was judged allowed: follow the records after it. */
+static inline void tls_follow_from(struct tf_tls_buf *b)
+{
+	b->following = 1;
+	b->h2 = 0;
+	b->f_off = b->rec_off;
+	b->f_left = 0;
+	b->f_msg = 0;
+}
+
 /* Where the copy of a whole hello's record bodies into one buffer is. */
 struct tls_copy {
 	__u32 off;		/* wire offset */
@@ -542,6 +552,20 @@ static inline int tls_walk(struct tf_tls_buf *b)
 
 	for (i = 0; i < TF_TLS_WALK_STEPS; i++) {
 		st = tls_walk_step(b, &progress);
+		if (st != TLS_MORE || !progress)
+			return st;
+	}
+	return TLS_MALFORMED;
+}
+
+/* Follow the bytes held on (tls_follow_step()) as far as they go. */
+static inline int tls_follow_run(struct tf_tls_buf *b)
+{
+	int st, progress;
+	__u32 i;
+
+	for (i = 0; i < TF_TLS_FOLLOW_STEPS; i++) {
+		st = tls_follow_step(b, &progress);
 		if (st != TLS_MORE || !progress)
 			return st;
 	}
