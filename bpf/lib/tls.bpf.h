@@ -152,11 +152,13 @@ static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_ke
 		return TF_JUDGE_TLS;
 	}
 	/*
-	 * A connection that ends frees its buffer: on a FIN before its hello
-	 * was judged, on an RST also while its resent hello is verified.
+	 * A connection that ends frees its buffer, also after the verdict: a
+	 * client that gives up before its first application_data record (a
+	 * certificate it refuses, a probe) would leave it to the sweep. The
+	 * guest's payload after that is refused (no buffer), as nothing of it
+	 * could be compared.
 	 */
-	if ((j->p.tcp_flags & TCP_FLAG_RST) ||
-	    (t->flow.state == TF_FLOW_TLS_WAIT && (j->p.tcp_flags & TCP_FLAG_FIN)))
+	if (j->p.tcp_flags & (TCP_FLAG_RST | TCP_FLAG_FIN))
 		tls_buf_drop(j->sid, k);
 	return allow(j, TF_REASON_ALLOW_FLOW, 0);
 }

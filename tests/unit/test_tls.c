@@ -1024,6 +1024,19 @@ static void test_second(struct env *e)
 		 q_open(e, &c, h.len + n), 1);
 
 	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "a client that gives up before application data");
+	{
+		struct frame f;
+
+		fr_seg(&f, &c, 0, PK_FIN | PK_ACK, c.isn + 1 + h.len, c.risn + 31, NULL, 0);
+		judge(e, FROM, &f, "its FIN passes", 1, "allow_flow+1", NULL);
+	}
+	CHECK_EQ(w("%s: the FIN freed its buffer", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+	c_send(e, &c, h.len, ccs, sizeof(ccs), "payload after it: refused, nothing to compare it with",
+	       0, "tls_reassembly+1", NULL);
+
+	conn_init(&c, CDN, 443);
 	hello_acked(e, &c, &h, "bytes the server never took");
 	c_send(e, &c, h.len, ccs, sizeof(ccs), "a ChangeCipherSpec (say, with a bad checksum)", 1,
 	       "allow_flow+1", NULL);
