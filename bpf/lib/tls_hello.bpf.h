@@ -14,7 +14,15 @@
  * the flow goes to TF_FLOW_TLS_VERIFY, where the client's retransmission
  * of the dropped segments passes if its bytes equal the judged ones.
  * Refused: TF_FLOW_TLS_DENIED. A gap, different resent bytes, a hello over
- * TF_TLS_BUF or one that does not parse: refused (fail closed).
+ * TF_TLS_BUF or one that does not parse: refused (fail closed); a client
+ * resending the hello's first byte twice with nothing new: tls_fragmented.
+ *
+ * After the verdict (TF_FLOW_TLS_VERIFY, then TF_FLOW_TLS_FOLLOW) the
+ * guest's bytes go on into the same buffer, compared and appended alike,
+ * and are read as records (tls_follow_step()) up to the header of its
+ * first application_data record: a later ClientHello is held and judged
+ * like the first (tls_second_hello if refused). The server's ack of that
+ * header opens the flow (tls_flow_reply()).
  *
  * Packet bytes are read with bpf_skb_load_bytes() (TC) or
  * bpf_xdp_load_bytes() (XDP): the functions below take the context and a
