@@ -189,6 +189,7 @@ struct tls_scratch {
 	struct tf_name_key key;
 	struct tf_bind_key bkey;
 	struct tf_flow_key fkey;	/* the segment's flow (keys may live in map values) */
+	struct tf_flow flow;		/* TF_JUDGE_TLS: a copy of the segment's flow (tls_flow_out()) */
 	__u8 chunk[TF_TLS_SLACK];
 };
 

@@ -397,7 +397,8 @@ static __always_inline __u16 flow_rejudged(struct judge *j, void *flows,
 		if (nf->state == TF_FLOW_OPEN && !nf->ch_end)
 			reason = TF_REASON_REVOKED;
 		else if (a->bind && !nf->bind &&
-			 (nf->state == TF_FLOW_TLS_VERIFY || nf->state == TF_FLOW_OPEN))
+			 (nf->state == TF_FLOW_TLS_VERIFY || nf->state == TF_FLOW_TLS_FOLLOW ||
+			  nf->state == TF_FLOW_OPEN))
 			reason = TF_REASON_REVOKED;
 		nf->bind |= a->bind;
 	}

@@ -6,9 +6,14 @@
  * payload goes to the ClientHello reader (tls_hello.bpf.h, through
  * TF_JUDGE_TLS) and the server's is held back. An allowed hello moves the
  * flow to TF_FLOW_TLS_VERIFY: the guest's resent hello bytes must equal
- * the judged ones, until the server acknowledges the whole hello and the
- * flow is TF_FLOW_OPEN (one lookup per packet from then on). A refused
- * hello leaves the flow TF_FLOW_TLS_DENIED: no payload passes again.
+ * the judged ones, and its records after the hello are followed (a later
+ * ClientHello is judged like the first), until the server acknowledges the
+ * whole hello: TF_FLOW_TLS_FOLLOW, where the server's payload passes and
+ * the guest's records are still followed, up to its first
+ * application_data record. The server's acknowledgement of that record's
+ * header opens the flow: TF_FLOW_OPEN (one lookup per packet from then
+ * on). A refused hello leaves the flow TF_FLOW_TLS_DENIED: no payload
+ * passes again.
  */
 #ifndef TF_TLS_BPF_H
 #define TF_TLS_BPF_H
@@ -128,34 +133,58 @@ static __always_inline int tls_flow_new(struct judge *j, void *flows, const stru
 static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_key *k,
 					const struct tf_flow *f)
 {
-	__builtin_memcpy(&j->flow, f, sizeof(j->flow));
-	if (j->flow.state == TF_FLOW_TLS_DENIED)
-		return tcp_payload_len(j) ? deny(j, j->flow.reason) : allow(j, TF_REASON_ALLOW_FLOW, 0);
+	struct tls_scratch *t;
+	__u32 zero = 0;
+
+	/* The copy for tls_segment() goes to the scratch: the stack is 512 bytes for everything. */
+	t = bpf_map_lookup_elem(&tf_tlsscratch, &zero);
+	if (!t)
+		return deny(j, TF_REASON_UNKNOWN);
+	__builtin_memcpy(&t->flow, f, sizeof(t->flow));
+	if (t->flow.state == TF_FLOW_TLS_DENIED)
+		return tcp_payload_len(j) ? deny(j, t->flow.reason) : allow(j, TF_REASON_ALLOW_FLOW, 0);
 	if (j->p.tcp_flags & TCP_FLAG_URG)
 		return deny(j, TF_REASON_TLS_MALFORMED);
 	if (tcp_payload_len(j)) {
-		if (!j->flow.armed || !(j->p.tcp_flags & TCP_FLAG_ACK) ||
-		    j->p.tcp_ack != j->flow.srv_isn + 1)
+		/* After the verdict the bytes are compared with the ones read: any ack will do. */
+		if (t->flow.state == TF_FLOW_TLS_WAIT &&
+		    (!t->flow.armed || !(j->p.tcp_flags & TCP_FLAG_ACK) ||
+		     j->p.tcp_ack != t->flow.srv_isn + 1))
 			return deny(j, TF_REASON_TLS_PENDING);
 		return TF_JUDGE_TLS;
 	}
 	/*
-	 * A connection that ends frees its buffer: on a FIN before its hello
-	 * was judged, on an RST also while its resent hello is verified.
+	 * A connection that ends frees its buffer, also after the verdict: a
+	 * client that gives up before its first application_data record (a
+	 * certificate it refuses, a probe) would leave it to the sweep. The
+	 * guest's payload after that is refused (no buffer), as nothing of it
+	 * could be compared.
 	 */
-	if ((j->p.tcp_flags & TCP_FLAG_RST) ||
-	    (j->flow.state == TF_FLOW_TLS_WAIT && (j->p.tcp_flags & TCP_FLAG_FIN)))
+	if (j->p.tcp_flags & (TCP_FLAG_RST | TCP_FLAG_FIN))
 		tls_buf_drop(j->sid, k);
 	return allow(j, TF_REASON_ALLOW_FLOW, 0);
 }
 
+/* Open the flow (f, the guest's first application_data header acknowledged): free its buffer. */
+static __always_inline void tls_flow_open(struct judge *j, const struct tf_flow_key *k,
+					  struct tf_flow *f, __u32 open_at)
+{
+	/* The fast path refuses guest payload before open_at: the server has all of it. */
+	f->ch_end = open_at;
+	f->state = TF_FLOW_OPEN;
+	tls_buf_drop(j->sid, k);
+}
+
 /*
  * Host -> guest on a flow in a TLS state (f, key k in flows): the server's
- * acknowledgement of the whole allowed hello opens the flow; until then
- * (and on refused flows) only packets without payload pass.
+ * acknowledgement of the whole allowed hello lets its payload pass
+ * (TF_FLOW_TLS_FOLLOW), its acknowledgement of the guest's first
+ * application_data header opens the flow; before (and on refused flows)
+ * only packets without payload pass. Transitions are single stores into
+ * the flow: the guest's side writes tls_open_at meanwhile.
  */
 static __always_inline int tls_flow_reply(struct judge *j, void *flows, const struct tf_flow_key *k,
-					  const struct tf_flow *f)
+					  struct tf_flow *f)
 {
 	__u8 syn_ack = j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK);
 	struct tf_flow nf;
@@ -174,10 +203,16 @@ static __always_inline int tls_flow_reply(struct judge *j, void *flows, const st
 	if (nf.state == TF_FLOW_TLS_VERIFY && (j->p.tcp_flags & TCP_FLAG_ACK) &&
 	    !(j->p.tcp_flags & TCP_FLAG_SYN) && j->p.tcp_seq == nf.srv_isn + 1 &&
 	    (__s32)(j->p.tcp_ack - (nf.isn + nf.ch_end)) >= 0) {
-		nf.state = TF_FLOW_OPEN;
-		/* If the update fails the flow stays in VERIFY: stricter, not open. */
-		bpf_map_update_elem(flows, k, &nf, BPF_EXIST);
-		tls_buf_drop(j->sid, k);
+		if (nf.tls_open_at && (__s32)(j->p.tcp_ack - (nf.isn + nf.tls_open_at)) >= 0)
+			tls_flow_open(j, k, f, nf.tls_open_at);
+		else
+			f->state = TF_FLOW_TLS_FOLLOW;
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
+	}
+	if (nf.state == TF_FLOW_TLS_FOLLOW) {
+		if ((j->p.tcp_flags & TCP_FLAG_ACK) && !(j->p.tcp_flags & TCP_FLAG_SYN) &&
+		    nf.tls_open_at && (__s32)(j->p.tcp_ack - (nf.isn + nf.tls_open_at)) >= 0)
+			tls_flow_open(j, k, f, nf.tls_open_at);
 		return allow(j, TF_REASON_ALLOW_FLOW, 0);
 	}
 	if (tcp_payload_len(j))

@@ -14,7 +14,15 @@
  * the flow goes to TF_FLOW_TLS_VERIFY, where the client's retransmission
  * of the dropped segments passes if its bytes equal the judged ones.
  * Refused: TF_FLOW_TLS_DENIED. A gap, different resent bytes, a hello over
- * TF_TLS_BUF or one that does not parse: refused (fail closed).
+ * TF_TLS_BUF or one that does not parse: refused (fail closed); a client
+ * resending the hello's first byte twice with nothing new: tls_fragmented.
+ *
+ * After the verdict (TF_FLOW_TLS_VERIFY, then TF_FLOW_TLS_FOLLOW) the
+ * guest's bytes go on into the same buffer, compared and appended alike,
+ * and are read as records (tls_follow_step()) up to the header of its
+ * first application_data record: a later ClientHello is held and judged
+ * like the first (tls_second_hello if refused). The server's ack of that
+ * header opens the flow (tls_flow_reply()).
  *
  * Packet bytes are read with bpf_skb_load_bytes() (TC) or
  * bpf_xdp_load_bytes() (XDP): the functions below take the context and a
@@ -148,13 +156,27 @@ struct tls_walk_ctx {
 	int st;
 };
 
-static long tls_walk_cb(__u64 i __attribute__((unused)), void *ctx)
+static long tls_follow_cb(__u64 i __attribute__((unused)), void *ctx)
 {
 	struct tls_walk_ctx *c = ctx;
-	int progress, st = tls_walk_step(c->b, &progress);
+	int progress, st = tls_follow_step(c->b, &progress);
 
 	c->st = st;
 	return st != TLS_MORE || !progress;
+}
+
+/*
+ * Read the held bytes of b on: the first hello, or the records after a
+ * judged one (tls.h stage 3). A context of its own per call: one shared
+ * between the calls took the verifier 20,000 instructions more (it prunes
+ * less).
+ */
+static __always_inline int tls_follow(struct tf_tls_buf *b)
+{
+	struct tls_walk_ctx wc = { .b = b, .st = TLS_MALFORMED };
+
+	bpf_loop(TF_TLS_FOLLOW_STEPS, tls_follow_cb, &wc, 0);
+	return wc.st;
 }
 
 struct tls_copy_ctx {
@@ -222,12 +244,15 @@ static __always_inline int tls_refuse(struct judge *j, const struct tf_flow_key 
 {
 	void *flows = session_flows(j->sid);
 	struct tf_flow *cur = flows ? bpf_map_lookup_elem(flows, k) : NULL;
+	struct tls_scratch *t = tls_scratch();
 
+	if (!t)
+		return deny(j, reason);
 	/* Not over a new connection another CPU just reset the tuple for. */
-	if (cur && cur->isn == j->flow.isn) {
-		j->flow.state = TF_FLOW_TLS_DENIED;
-		j->flow.reason = reason;
-		bpf_map_update_elem(flows, k, &j->flow, BPF_EXIST);
+	if (cur && cur->isn == t->flow.isn) {
+		t->flow.state = TF_FLOW_TLS_DENIED;
+		t->flow.reason = reason;
+		bpf_map_update_elem(flows, k, &t->flow, BPF_EXIST);
 		tls_buf_drop(j->sid, k);
 	}
 	return deny(j, reason);
@@ -255,13 +280,15 @@ static __always_inline __u16 tls_status_reason(int st)
 }
 
 /*
- * Judge the whole hello in b: 0 if allowed, else the reason. The SNI stays
- * in the scratch for the event (j->name_tls).
+ * Judge the whole hello in b (its records from b->h_start to b->rec_off): 0
+ * if allowed, else the reason. The SNI stays in the scratch for the event
+ * (j->name_tls).
  */
 static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tls_buf *b,
 					struct tls_scratch *t)
 {
-	struct tls_copy_ctx cc = { .c = { .end = b->rec_off }, .wire = b->wire, .hs = t->hs };
+	struct tls_copy_ctx cc = { .c = { .off = b->h_start, .end = b->rec_off }, .wire = b->wire,
+				   .hs = t->hs };
 	struct tls_parse_ctx pc = { .p = &t->p, .hs = t->hs };
 	struct tf_rule_val perm;
 	struct tf_name_val *v;
@@ -299,7 +326,7 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 	perm = v->len == t->p.rev_len ? v->exact : v->sub;
 	if (perm_reason(j, j->ver, &perm))
 		return TF_REASON_TLS_SNI_DENIED;
-	if (!j->flow.bind)
+	if (!t->flow.bind)
 		return 0;
 	t->bkey.family = j->p.family;
 	__builtin_memset(t->bkey.pad, 0, sizeof(t->bkey.pad));
@@ -312,98 +339,135 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 	return 0;
 }
 
-/* TF_FLOW_TLS_VERIFY: resent hello bytes must be the judged ones; later bytes pass. */
-static __always_inline int tls_verify(struct tls_chunk_ctx *c, const int xdp, struct judge *j,
-				      void *bufs, const struct tf_flow_key *k, __u32 pay_off,
-				      __u32 off, __u32 n)
-{
-	struct tf_tls_buf *b;
-	__u32 end = j->flow.ch_end;
-
-	if (off >= end && off < (1U << 30))
-		return allow(j, TF_REASON_ALLOW_FLOW, 0);
-	b = bpf_map_lookup_elem(bufs, k);
-	/* No buffer: it was swept, or the server's ack just opened the flow (the client resends). */
-	if (!b || off >= end || end > b->have)
-		return deny(j, TF_REASON_TLS_REASSEMBLY);
-	if (n > end - off)
-		n = end - off;
-	if (tls_differs(c, xdp, pay_off, b, off, n))
-		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
-	return allow(j, TF_REASON_ALLOW_FLOW, 0);
-}
-
 /*
  * 1 if the flow is still the one this run read (same connection, same
  * state): its value is written back whole, and another CPU may have reset
  * it for a new SYN meanwhile.
  */
-static __always_inline int flow_unchanged(void *flows, const struct tf_flow_key *k,
-					  const struct tf_flow *was)
+static __always_inline int flow_unchanged(void *flows, const struct tf_flow_key *k, __u32 isn,
+					  __u8 state)
 {
 	struct tf_flow *cur = bpf_map_lookup_elem(flows, k);
 
-	return cur && cur->isn == was->isn && cur->state == was->state;
+	return cur && cur->isn == isn && cur->state == state;
 }
 
-/* A segment in TF_FLOW_TLS_WAIT, with b claimed: append, walk, and judge a whole hello. */
+/* 1 while a hello is read (the first, or a later one) and the segment [off, off + n) reaches it. */
+static __always_inline int tls_in_hello(const struct tf_tls_buf *b, __u32 off, __u32 n)
+{
+	return (!b->following || b->h2) && off + n > b->h_start;
+}
+
+/*
+ * A guest segment with b claimed. Every byte of it below where reading
+ * stopped (have, or open_at once following is done) must equal the bytes
+ * held: what the server's stream holds there is what was read. New bytes
+ * are appended and read on (tls_follow()). While a hello is read, a
+ * segment reaching into it is held (dropped, tls_pending); a whole hello is
+ * judged, and the segment that completed it passes. Once the first
+ * application_data record's header is read, bytes past it pass unread.
+ */
 static __always_inline int tls_segment_held(struct tls_chunk_ctx *c, const int xdp,
 					    struct judge *j, void *flows,
 					    const struct tf_flow_key *k, struct tf_tls_buf *b,
 					    struct tls_scratch *t, __u32 pay_off, __u32 off, __u32 n)
 {
-	struct tls_walk_ctx wc = { .st = TLS_MALFORMED };
-	__u32 have, take;
+	__u32 have, take, fresh, open_at;
+	int st, judged = 0, first = 0;
+	struct tf_flow *cur;
 	__u16 reason;
 	__u8 was;
 
 	have = b->have;
-	if (have > TF_TLS_BUF || off > have)
+	if (have > TF_TLS_BUF)
 		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
-	if (off < have) {
-		take = have - off < n ? have - off : n;
+	if (b->f_done) {
+		open_at = b->open_at;
+		if (off >= open_at && off < (1U << 30))
+			return allow(j, TF_REASON_ALLOW_FLOW, 0);
+		if (off >= open_at || open_at > have)
+			return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+		take = open_at - off < n ? open_at - off : n;
 		if (tls_differs(c, xdp, pay_off, b, off, take))
 			return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
-		if (take == n)
-			return deny(j, TF_REASON_TLS_PENDING);	/* resent, nothing new */
-		pay_off += take;
-		n -= take;
+		return allow(j, TF_REASON_ALLOW_FLOW, 0);
 	}
-	take = TF_TLS_BUF - have < n ? TF_TLS_BUF - have : n;
+	if (off > have)
+		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+	take = have - off < n ? have - off : n;
+	if (take && tls_differs(c, xdp, pay_off, b, off, take))
+		return tls_refuse(j, k, TF_REASON_TLS_REASSEMBLY);
+	fresh = n - take;
+	if (!fresh) {
+		if (!tls_in_hello(b, off, n))
+			return allow(j, TF_REASON_ALLOW_FLOW, 0);	/* resent, read before */
+		/*
+		 * The first hello's first byte resent a second time with nothing
+		 * new: the client's retransmission timer fired, its congestion
+		 * window is spent on segments held here, and it sends no new byte
+		 * before an acknowledgement that cannot come before the verdict.
+		 */
+		if (!b->following && off == 0 && ++b->resends >= 2)
+			return tls_refuse(j, k, TF_REASON_TLS_FRAGMENTED);
+		return deny(j, TF_REASON_TLS_PENDING);
+	}
+	pay_off += take;
+	take = TF_TLS_BUF - have < fresh ? TF_TLS_BUF - have : fresh;
 	if (tls_append(c, xdp, pay_off, b, take))
 		return tls_refuse(j, k, TF_REASON_TLS_MALFORMED);
 	b->have = have + take;
 
-	wc.b = b;
-	bpf_loop(TF_TLS_WALK_STEPS, tls_walk_cb, &wc, 0);
-	if (wc.st == TLS_MORE) {
-		if (take < n)
-			return tls_refuse(j, k, TF_REASON_TLS_TOO_BIG);
-		return deny(j, TF_REASON_TLS_PENDING);
+	st = tls_follow(b);
+	if (st == TLS_HELLO) {
+		first = !b->following;
+		reason = tls_judge_hello(j, b, t);
+		if (reason)
+			return tls_refuse(j, k, first ? reason : TF_REASON_TLS_SECOND_HELLO);
+		judged = 1;
+		if (first)
+			t->flow.ch_end = b->rec_off;
+		tls_follow_from(b);
+		st = tls_follow(b);
+		/* One hello judged per segment: none completes two, or starts one after another. */
+		if (st == TLS_HELLO || (st == TLS_MORE && b->h2))
+			return tls_refuse(j, k, TF_REASON_TLS_SECOND_HELLO);
 	}
-	if (wc.st != TLS_OK)
-		return tls_refuse(j, k, tls_status_reason(wc.st));
-
-	reason = tls_judge_hello(j, b, t);
-	if (reason)
-		return tls_refuse(j, k, reason);
-	was = j->flow.state;
-	j->flow.state = TF_FLOW_TLS_VERIFY;
-	j->flow.ch_end = b->rec_off;
-	if (!flow_unchanged(flows, k, &(struct tf_flow){ .isn = j->flow.isn, .state = was }))
-		return deny(j, TF_REASON_TLS_PENDING);
-	if (bpf_map_update_elem(flows, k, &j->flow, BPF_EXIST))
-		return deny(j, TF_REASON_FLOW_TABLE_FULL);
-	return allow(j, TF_REASON_ALLOW_TLS, 1);
+	if (st == TLS_MORE) {
+		if (take < fresh)
+			return tls_refuse(j, k, TF_REASON_TLS_TOO_BIG);
+		if (tls_in_hello(b, off, n))
+			return deny(j, TF_REASON_TLS_PENDING);
+	} else if (st != TLS_APPDATA) {
+		if (!b->following)
+			return tls_refuse(j, k, tls_status_reason(st));
+		return tls_refuse(j, k, st == TLS_TOO_BIG ? TF_REASON_TLS_TOO_BIG :
+					  TF_REASON_TLS_SECOND_HELLO);
+	}
+	if (st == TLS_APPDATA)
+		t->flow.tls_open_at = b->open_at;
+	if (first) {
+		was = t->flow.state;
+		t->flow.state = TF_FLOW_TLS_VERIFY;
+		if (!flow_unchanged(flows, k, t->flow.isn, was))
+			return deny(j, TF_REASON_TLS_PENDING);
+		if (bpf_map_update_elem(flows, k, &t->flow, BPF_EXIST))
+			return deny(j, TF_REASON_FLOW_TABLE_FULL);
+	} else if (st == TLS_APPDATA) {
+		/* One field, not the whole value: the server's side moves the state meanwhile. */
+		cur = bpf_map_lookup_elem(flows, k);
+		if (cur && cur->isn == t->flow.isn)
+			cur->tls_open_at = b->open_at;
+	}
+	return judged ? allow(j, TF_REASON_ALLOW_TLS, 1) : allow(j, TF_REASON_ALLOW_FLOW, 0);
 }
 
-/* Guest payload on a flow in TF_FLOW_TLS_WAIT or TF_FLOW_TLS_VERIFY (j->flow). */
+/* Guest payload on a flow in TF_FLOW_TLS_WAIT, _VERIFY or _FOLLOW (its copy: t->flow). */
 static __always_inline int tls_segment(void *ctx, const int xdp, struct judge *j)
 {
 	struct tls_chunk_ctx c = { .ctx = ctx };
 	struct tls_scratch *t = tls_scratch();
 	__u32 pay_off = 14 + (j->p.family == TF_FAM_IPV4 ? 20 : 40) + j->p.tcp_hlen;
-	__u32 n = tcp_payload_len(j), off = j->p.tcp_seq - j->flow.isn;
+	__u32 n = tcp_payload_len(j), off;
 	struct tf_flow_key *k;
 	struct tf_tls_buf *b;
 	void *flows, *bufs;
@@ -413,14 +477,15 @@ static __always_inline int tls_segment(void *ctx, const int xdp, struct judge *j
 	flows = session_flows(j->sid);
 	if (!bufs || !flows || !t)
 		return deny(j, TF_REASON_NO_SESSION);
+	off = j->p.tcp_seq - t->flow.isn;
 	k = &t->fkey;
 	__builtin_memset(k, 0, sizeof(*k));
 	flow_key_out(&j->p, k);
 	c.chunk = t->chunk;
-	if (j->flow.state == TF_FLOW_TLS_VERIFY)
-		return tls_verify(&c, xdp, j, bufs, k, pay_off, off, n);
-
 	b = bpf_map_lookup_elem(bufs, k);
+	/* No buffer after a verdict: it was swept, or the server's ack just opened the flow. */
+	if (!b && t->flow.state != TF_FLOW_TLS_WAIT)
+		return deny(j, TF_REASON_TLS_REASSEMBLY);
 	if (!b) {
 		/*
 		 * No buffer yet, and not the first byte: the first segment found the

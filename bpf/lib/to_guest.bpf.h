@@ -171,8 +171,8 @@ static __always_inline int reply_to_guest(struct judge *j)
 		.gport = j->p.dport,
 		.rport = j->p.sport,
 	};
+	struct tf_flow f, *cur;
 	void *flows;
-	struct tf_flow f;
 	__u16 reason;
 
 	if (from_resolver(j))
@@ -190,7 +190,15 @@ static __always_inline int reply_to_guest(struct judge *j)
 		return deny(j, reason);
 	if (j->p.proto != IPPROTO_TCP || f.state == TF_FLOW_OPEN)
 		return allow(j, TF_REASON_ALLOW_FLOW, 0);
-	return tls_flow_reply(j, flows, &k, &f);
+	/*
+	 * TLS transitions are single stores into the map's element, not a
+	 * copy written back (tls_flow_reply(): the guest's side writes
+	 * tls_open_at meanwhile).
+	 */
+	cur = bpf_map_lookup_elem(flows, &k);
+	if (!cur)
+		return deny(j, TF_REASON_UNSOLICITED);
+	return tls_flow_reply(j, flows, &k, cur);
 }
 
 static __always_inline int ip4_to_guest(struct judge *j, struct cursor *c)

@@ -44,7 +44,6 @@ struct judge {
 	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
 	__u8 trim;	/* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
 	struct pkt p;
-	struct tf_flow flow;	/* TF_JUDGE_TLS: a copy of the packet's flow */
 };
 
 /*
@@ -62,7 +61,7 @@ struct judge {
 #define TF_JUDGE_PULL       3
 /*
  * Not a verdict: guest payload on a flow whose ClientHello is awaited or
- * being verified (j->flow); the entry program reads the bytes (tls.bpf.h).
+ * being verified (its copy in tf_tlsscratch); the entry program reads the bytes (tls.bpf.h).
  */
 #define TF_JUDGE_TLS        4
 

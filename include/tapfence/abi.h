@@ -177,6 +177,7 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 #define TF_FLOW_TLS_WAIT    2	/* TLS port: no payload passes until the ClientHello is judged */
 #define TF_FLOW_TLS_VERIFY  3	/* allowed: the hello's bytes must be resent unchanged until acked */
 #define TF_FLOW_TLS_DENIED  4	/* refused (@reason): no payload passes */
+#define TF_FLOW_TLS_FOLLOW  5	/* the judged hello acknowledged: the guest's records are followed */
 
 /* Flow flags (struct tf_flow.flags). */
 #define TF_FF_REPLIED       0x01	/* a packet came back from the remote end (TCP: its SYN-ACK first) */
@@ -209,6 +210,10 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
  * @armed:  TLS: the server's SYN-ACK to this connection's SYN was seen
  * @flags:  TF_FF_*
  * @srv_isn: TLS, once @armed: the server's initial sequence number
+ * @tls_open_at: TLS, once the guest's records after its hello are followed
+ *          up to its first application_data record: the stream offset
+ *          just past that record's header (0 before); the server's
+ *          acknowledgement of it opens the flow
  */
 struct tf_flow {
 	__u64 seen;
@@ -222,8 +227,11 @@ struct tf_flow {
 	__u8 flags;
 	__u8 pad[2];
 	__u32 srv_isn;
+	/* TLS record following (bpf/lib/tls_hello.bpf.h, docs/tls.md). */
+	__u32 tls_open_at;
+	__u8 tls_pad[4];
 };
-_Static_assert(sizeof(struct tf_flow) == 32, "tf_flow layout");
+_Static_assert(sizeof(struct tf_flow) == 40, "tf_flow layout");
 
 /*
  * Host names (host rules, DNS). A name is kept in "reversed form": lower
@@ -339,6 +347,21 @@ _Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
  * @busy:     claimed by the run appending to it (compare-and-swap 0 -> 1):
  *            a segment of the flow judged on another CPU at the same time
  *            is held instead (a multi-queue tap)
+ * @resends:  while the first hello is read: segments from its first byte
+ *            that brought no new byte (the client's retransmission timer)
+ * @h_start:  wire offset of the first record of the hello being read (or
+ *            last judged); the walk fields above read it
+ * @f_off, @f_left, @f_type, @f_rec: once following, the next record header
+ *            or body byte to read, the current record's body bytes left,
+ *            its content type and where its header is
+ * @f_msg:    handshake bytes left of the current handshake message
+ * @open_at:  @f_done: the offset just past the first application_data
+ *            record's header, where following stopped
+ * @following: the first hello was judged: the records after it are read
+ * @h2:       following, and a later ClientHello is being read at @h_start
+ * @f_ccs:    a ChangeCipherSpec record was read (TLS 1.2 encrypts the
+ *            handshake records after it)
+ * @f_done:   the first application_data record's header was read
  */
 struct tf_tls_buf {
 	__u64 created_ns;
@@ -349,6 +372,19 @@ struct tf_tls_buf {
 	__u32 hs_need;
 	__u8 hdr[4];
 	__u64 busy;
+	__u32 resends;
+	__u32 h_start;
+	__u32 f_off;
+	__u32 f_left;
+	__u32 f_rec;
+	__u32 f_msg;
+	__u32 open_at;
+	__u8 f_type;
+	__u8 following;
+	__u8 h2;
+	__u8 f_ccs;
+	__u8 f_done;
+	__u8 pad[7];
 	__u8 wire[TF_TLS_BUF + TF_TLS_SLACK];
 };
 

@@ -28,6 +28,11 @@
  *    [a-z0-9-_], no empty label, no trailing dot. Digits and dots only, or
  *    a ':' or '[', is an IP literal (RFC 6066 forbids those as SNI). A name
  *    longer than TF_TLS_SNI_MAX is TLS_SNI_LONG whatever its bytes.
+ *
+ * 3. Following, once the first hello was judged (tls_follow_step()): the
+ *    guest's records after it are read in order, up to the header of its
+ *    first application_data record, and any ClientHello among them is read
+ *    by stage 1 again, to be judged like the first.
  */
 #ifndef TAPFENCE_TLS_H
 #define TAPFENCE_TLS_H
@@ -41,7 +46,11 @@
 #define TF_TLS_COPY         64		/* body bytes one de-framing step copies */
 #define TF_TLS_SNI_MAX      TF_DNS_FWD_MAX	/* longer: no host rule can name it */
 
+#define TLS_CT_CCS          20	/* change_cipher_spec */
+#define TLS_CT_ALERT        21
 #define TLS_CT_HANDSHAKE    22
+#define TLS_CT_APPDATA      23
+#define TF_TLS_CIPHER_MAX   (TF_TLS_REC_MAX + 2048)	/* RFC 5246 6.2.3: a TLS 1.2 ciphertext record */
 #define TLS_HS_CLIENT_HELLO 1
 #define TLS_EXT_SERVER_NAME 0x0000
 #define TLS_EXT_ECH         0xfe0d	/* draft-ietf-tls-esni, encrypted_client_hello */
@@ -56,6 +65,8 @@
 #define TF_TLS_WALK_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + 4)
 #define TF_TLS_COPY_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + TF_TLS_BUF / TF_TLS_COPY + 4)
 #define TF_TLS_PARSE_STEPS  (8 + TF_TLS_BUF / 4 + 256 + TF_DNS_NAME_MAX)
+/* Following: at most a step per wire byte, plus the walk of a later hello. */
+#define TF_TLS_FOLLOW_STEPS (TF_TLS_BUF + TF_TLS_WALK_STEPS)
 
 /* Outcome of a stage (tls_walk_step(), struct tls_parse.status). */
 enum tls_status {
@@ -69,6 +80,9 @@ enum tls_status {
 	TLS_SNI_IP,		/* parsing: the SNI is an IP literal */
 	TLS_SNI_LONG,		/* parsing: the SNI is longer than TF_TLS_SNI_MAX */
 	TLS_ECH,		/* parsing: encrypted_client_hello (or ESNI) present */
+	TLS_HELLO,		/* following: a ClientHello is whole, records [h_start, rec_off) */
+	TLS_APPDATA,		/* following: the first application_data header read, at open_at */
+	TLS_SECOND,		/* following: a record that breaks the framing or may hide a hello */
 };
 
 static inline __u32 tls_u16(const __u8 *b, __u32 pos)
@@ -137,6 +151,120 @@ static inline int tls_walk_step(struct tf_tls_buf *b, int *progress)
 	if (b->hs_need && b->hs_len >= b->hs_need)
 		return b->hs_len == b->hs_need && b->rec_left == 0 ? TLS_OK : TLS_MALFORMED;
 	return TLS_MORE;
+}
+
+/*
+ * One step of following the guest's records after a judged hello: a record
+ * header, a handshake message's header, or body bytes held. Returns as
+ * tls_walk_step() does, or TLS_HELLO (a ClientHello is whole: judge it),
+ * TLS_APPDATA (stop following) or TLS_SECOND (refuse).
+ *
+ * Handshake records are read as the server's TLS layer reads them: their
+ * bodies are a stream of messages, each framed by its 4-byte header. A
+ * message of type 1 (ClientHello) starting a record's body is read with
+ * tls_walk_step() and judged; one starting inside a record, or a message
+ * header split across records, is TLS_SECOND (no client frames a hello
+ * that way, and whether a server would read it is not ours to guess).
+ * After a ChangeCipherSpec a handshake record may be TLS 1.2's encrypted
+ * Finished, whose framing is noise: each such record is skipped whole
+ * unless its body starts like a ClientHello (type 1, then the version's
+ * major byte 3), as TLS 1.3's second hello after a HelloRetryRequest does.
+ */
+static inline int tls_follow_step(struct tf_tls_buf *b, int *progress)
+{
+	__u32 off = b->f_off, n, len, t;
+	int st;
+
+	*progress = 0;
+	if (!b->following || b->h2) {
+		st = tls_walk_step(b, progress);
+		return st == TLS_OK ? TLS_HELLO : st;
+	}
+	if (b->f_done)
+		return TLS_APPDATA;
+	if (off > b->have)
+		return TLS_SECOND;
+	if (b->f_left == 0) {
+		if (off > TF_TLS_BUF - TF_TLS_REC_HDR)
+			return TLS_TOO_BIG;
+		if (b->have < off + TF_TLS_REC_HDR)
+			return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
+		t = b->wire[off & TF_TLS_MASK];
+		len = tls_u16(b->wire, off + 3);
+		if (b->wire[(off + 1) & TF_TLS_MASK] != 3 || len == 0 || len > TF_TLS_CIPHER_MAX)
+			return TLS_SECOND;
+		if (t == TLS_CT_APPDATA) {
+			b->open_at = off + TF_TLS_REC_HDR;
+			b->f_done = 1;
+			return TLS_APPDATA;
+		}
+		if (t != TLS_CT_CCS && t != TLS_CT_ALERT && t != TLS_CT_HANDSHAKE)
+			return TLS_SECOND;
+		if (t == TLS_CT_CCS)
+			b->f_ccs = 1;
+		b->f_type = (__u8)t;
+		b->f_rec = off;
+		b->f_left = len;
+		b->f_off = off + TF_TLS_REC_HDR;
+		*progress = 1;
+		return TLS_MORE;
+	}
+	n = b->have - off;
+	if (n > b->f_left)
+		n = b->f_left;
+	if (b->f_type == TLS_CT_HANDSHAKE && b->f_msg == 0) {
+		/* A message boundary: 4 header bytes (5 after a ChangeCipherSpec) decide. */
+		len = b->f_ccs ? 5 : 4;
+		if (n == 0)
+			return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
+		t = b->wire[off & TF_TLS_MASK];
+		if (b->f_ccs && t != TLS_HS_CLIENT_HELLO) {
+			b->f_msg = b->f_left;	/* maybe ciphertext: the whole record */
+			*progress = 1;
+			return TLS_MORE;
+		}
+		if (b->f_left < len)
+			return TLS_SECOND;	/* a header split across records */
+		if (n < len)
+			return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
+		if (t == TLS_HS_CLIENT_HELLO &&
+		    (!b->f_ccs || b->wire[(off + 4) & TF_TLS_MASK] == 3)) {
+			if (off != b->f_rec + TF_TLS_REC_HDR)
+				return TLS_SECOND;
+			b->h2 = 1;
+			b->h_start = b->f_rec;
+			b->rec_off = b->f_rec;
+			b->rec_left = 0;
+			b->hs_len = 0;
+			b->hs_need = 0;
+			b->f_left = 0;
+			*progress = 1;
+			return TLS_MORE;
+		}
+		b->f_msg = b->f_ccs ? b->f_left : 4 + tls_u24(b->wire, off + 1);
+		*progress = 1;
+		return TLS_MORE;
+	}
+	if (b->f_type == TLS_CT_HANDSHAKE && n > b->f_msg)
+		n = b->f_msg;
+	if (n == 0)
+		return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
+	if (b->f_type == TLS_CT_HANDSHAKE)
+		b->f_msg -= n;
+	b->f_off = off + n;
+	b->f_left -= n;
+	*progress = 1;
+	return TLS_MORE;
+}
+
+/* A hello (at h_start, its records ending at rec_off) was judged allowed: follow the records after it. */
+static inline void tls_follow_from(struct tf_tls_buf *b)
+{
+	b->following = 1;
+	b->h2 = 0;
+	b->f_off = b->rec_off;
+	b->f_left = 0;
+	b->f_msg = 0;
 }
 
 /* Where the copy of a whole hello's record bodies into one buffer is. */
@@ -424,6 +552,20 @@ static inline int tls_walk(struct tf_tls_buf *b)
 
 	for (i = 0; i < TF_TLS_WALK_STEPS; i++) {
 		st = tls_walk_step(b, &progress);
+		if (st != TLS_MORE || !progress)
+			return st;
+	}
+	return TLS_MALFORMED;
+}
+
+/* Follow the bytes held on (tls_follow_step()) as far as they go. */
+static inline int tls_follow_run(struct tf_tls_buf *b)
+{
+	int st, progress;
+	__u32 i;
+
+	for (i = 0; i < TF_TLS_FOLLOW_STEPS; i++) {
+		st = tls_follow_step(b, &progress);
 		if (st != TLS_MORE || !progress)
 			return st;
 	}

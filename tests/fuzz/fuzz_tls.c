@@ -11,7 +11,11 @@
  * against the harness's own de-framing) and parsed from a buffer of exactly
  * its length, so ASan reports a read past it. Names handed out (on TLS_OK,
  * and on TLS_ECH as the outer name's verdict a datapath may judge by) are
- * host names found in the hello. Checked invariants trap.
+ * host names found in the hello. Checked invariants trap. After a whole
+ * hello the rest of the bytes is followed as the datapath follows it once
+ * the hello is allowed (every later hello taken as allowed too), appended
+ * the same three ways: the outcomes must agree, stay within the budgets
+ * and point inside the bytes held.
  *
  * Also compiled into tests/unit/test_fuzz_corpus.c, which replays the
  * committed corpus (tests/fuzz/corpus/tls/) as part of make test.
@@ -180,6 +184,47 @@ static int ft_parse(const struct tf_tls_buf *b, const __u8 *w, struct tls_parse 
 	return st;
 }
 
+#define FT_HELLOS 4
+
+/*
+ * Follow the rest of w[0..n) after the hello walked into b, appending
+ * @step bytes at a time (0: the rest at once); every hello found is taken
+ * as allowed. The outcomes, in order, into out (at most FT_HELLOS + 1).
+ */
+static int ft_follow(struct tf_tls_buf *b, const __u8 *w, size_t n, size_t step, int *out)
+{
+	size_t pos = b->have, part;
+	int k = 0, st;
+
+	tls_follow_from(b);
+	for (;;) {
+		st = tls_follow_run(b);
+		FUZZ_CHECK(st == TLS_MORE || st == TLS_HELLO || st == TLS_APPDATA || st == TLS_SECOND ||
+			   st == TLS_MALFORMED || st == TLS_TOO_BIG);
+		FUZZ_CHECK(b->have <= TF_TLS_BUF && b->f_off <= b->have && b->rec_off <= b->have);
+		FUZZ_CHECK(st != TLS_MORE || b->have < TF_TLS_BUF);
+		if (st == TLS_HELLO) {
+			FUZZ_CHECK(b->h2 && b->h_start < b->rec_off && b->hs_len == b->hs_need &&
+				   b->hs_need >= 4 && b->wire[b->h_start] == TLS_CT_HANDSHAKE);
+			out[k++] = st;
+			if (k > FT_HELLOS)
+				return k;
+			tls_follow_from(b);
+			continue;
+		}
+		if (st == TLS_APPDATA)
+			FUZZ_CHECK(b->f_done && b->open_at <= b->have && b->open_at >= 5 &&
+				   b->wire[b->open_at - 5] == TLS_CT_APPDATA);
+		if (st != TLS_MORE || pos >= n) {
+			out[k++] = st;
+			return k;
+		}
+		part = step && step < n - pos ? step : n - pos;
+		ft_append(b, w + pos, part);
+		pos += part;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -213,5 +258,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   ft_p[0].rev_len == ft_p[1].rev_len &&
 		   !memcmp(ft_p[0].sni, ft_p[1].sni, sizeof(ft_p[0].sni)) &&
 		   !memcmp(ft_p[0].rev, ft_p[1].rev, sizeof(ft_p[0].rev)));
+	{
+		int out[3][FT_HELLOS + 1], k[3];
+
+		k[0] = ft_follow(&ft_buf[0], w, n, 0, out[0]);
+		k[1] = ft_follow(&ft_buf[1], w, n, cut ? cut : 1, out[1]);
+		k[2] = ft_follow(&ft_buf[2], w, n, 1, out[2]);
+		for (i = 1; i < 3; i++)
+			FUZZ_CHECK(k[i] == k[0] && !memcmp(out[i], out[0], sizeof(int) * (size_t)k[0]));
+	}
 	return 0;
 }

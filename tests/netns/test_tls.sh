@@ -25,17 +25,19 @@
 #  │   A6 [2001:db8:113::10]:443  the same, over IPv6                     │
 #  │   B 203.0.113.20:443  cdn2.test (and allowed.test)                   │
 #  │   C 198.51.100.30:8443 api.test, forbidden.test, allowed.test        │
+#  │   D 203.0.113.40:443  hrr.test, in a second tlsserver.py whose only  │
+#  │     group is P-256: an X25519 key share gets a HelloRetryRequest     │
 #  │ routes back to 10.10/16 (advmss 256 in the small-MSS part) and       │
 #  │ fd00:a::/32 via $host                                                │
 #  └──────────────────────────────────────────────────────────────────────┘
 #
 # dnsmasq: allowed.test A 203.0.113.10 AAAA 2001:db8:113::10; forbidden.test A 203.0.113.10;
-# cdn2.test A 203.0.113.20 (TTL 300 s).
+# cdn2.test A 203.0.113.20; hrr.test A 203.0.113.40 (TTL 300 s).
 # Certificates: a throwaway CA and one certificate per name, made with openssl in $T; curl checks
 # them (--cacert), so a reply also proves which name the server answered as.
 # Session s allows {"host":"allowed.test","proto":"any","ports":[443]} (TCP and UDP: UDP to a TLS
 # port is refused as tls_udp, not as port_not_allowed), {"host":"cdn2.test","proto":"tcp",
-# "ports":[443]}, {"host":"api.test","proto":"tcp","ports":[8443]} and {"cidr":"198.51.100.0/24",
+# "ports":[443]}, {"host":"hrr.test","proto":"tcp","ports":[443]}, {"host":"api.test","proto":"tcp","ports":[8443]} and {"cidr":"198.51.100.0/24",
 # "proto":"tcp","ports":[8443],"tls":true}; no rule names forbidden.test.
 #
 # Each probe leaves from its own local port ($LPORT, counted up), so the server's log lines and the
@@ -69,7 +71,7 @@ command -v openssl >/dev/null || die "openssl is not installed (tools/deps.sh: o
 command -v curl >/dev/null || die "curl is not installed (tools/deps.sh: curl)"
 
 G=10.10.1.2 G6=fd00:a:1::2 RES=10.10.1.1
-A=203.0.113.10 A6=2001:db8:113::10 B=203.0.113.20 C=198.51.100.30
+A=203.0.113.10 A6=2001:db8:113::10 B=203.0.113.20 C=198.51.100.30 D=203.0.113.40
 G_MAC=02:00:00:00:0a:02 GW_MAC=02:00:00:00:0a:01
 
 # --- topology ---------------------------------------------------------------------------------
@@ -78,11 +80,11 @@ setup ns_add "$host" "$ga" "$inet"
 setup ns_router "$host"
 setup guest_link "$ga" ga $G_MAC $G/24 $G6/64 "$host" ha $GW_MAC $RES/24 fd00:a:1::1/64
 setup inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 203.0.113.0/24 198.51.100.0/24 2001:db8::/32 -- \
-	$A $A6 $B $C
+	$A $A6 $B $C $D
 
 # --- certificates, resolver, server ------------------------------------------------------------
 
-setup tls_certs "$T" allowed.test forbidden.test cdn2.test api.test
+setup tls_certs "$T" allowed.test forbidden.test cdn2.test api.test hrr.test
 echo "nameserver $RES" >"$T/resolv.conf"
 
 DNS_LOG=$T/dnsmasq.log
@@ -94,6 +96,7 @@ ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-re
 	--host-record=allowed.test,$A,$A6,300 \
 	--host-record=forbidden.test,$A,300 \
 	--host-record=cdn2.test,$B,300 \
+	--host-record=hrr.test,$D,300 \
 	>"$T/dnsmasq.out" 2>&1 &
 DNS_PID=$!
 defer kill_pid "$DNS_PID"
@@ -110,6 +113,10 @@ done
 tlsserver_start "$inet" "$SLOG" "${certs[@]}" --tcp $A:443 --tcp "[$A6]:443" --tcp $B:443 --tcp $C:8443 \
 	--udp $A:443 --capture ii
 SERVER_PID=$TLSSERVER_PID
+HLOG=$T/hrrserver.log
+tlsserver_start "$inet" "$HLOG" --cert "hrr.test:$T/hrr.test.pem:$T/hrr.test.key" --groups prime256v1 \
+	--tcp $D:443 --capture ii
+HRR_PID=$TLSSERVER_PID
 
 # --- probes -----------------------------------------------------------------------------------
 
@@ -292,6 +299,74 @@ pending_grew() {
 	fi
 }
 
+# reached_re LOG ERE DESC / not_reached_re LOG ERE DESC: like expect_reached / expect_not_reached,
+# for an extended regular expression.
+reached_re() {
+	if wait_for 2 sh -c 'tail -c +"$1" "$2" | grep -qE -- "$3"' _ $((${tf_mark_at[$1]:-0} + 1)) "$1" "$2"; then
+		pass "$3"
+	else
+		fail "$3 (no /$2/ in $(basename "$1"))"
+	fi
+}
+not_reached_re() {
+	sleep 0.3
+	if since "$1" | grep -qE -- "$2"; then
+		fail "$3 (logged: $(since "$1" | grep -E -- "$2" | head -n 1))"
+	else
+		pass "$3"
+	fi
+}
+
+# hrr_ok DESC: curl https://hrr.test/ by name offering X25519 first; D's server has P-256 only, so
+# it answers the first ClientHello with a HelloRetryRequest and the client sends a second one on
+# the same connection. The request completes, D's capture shows both hellos naming hrr.test, and
+# (phase 2) both were allowed (allow_tls twice).
+hrr_ok() {
+	local desc=$1 rc=0 f
+	next_port
+	tf_mark
+	g timeout 15 curl -4 -sS --noproxy '*' --cacert "$T/ca.pem" --local-port "$LPORT" --connect-timeout 3 \
+		--max-time $CURL_MAX --curves X25519:P-256 https://hrr.test/ >"$T/client.out" 2>&1 || rc=$?
+	if [ $rc = 0 ] && grep -qxF "tlsserver hrr.test $D:443" "$T/client.out"; then
+		pass "$desc: curl exited 0 with the reply of hrr.test at $D:443"
+	else
+		fail "$desc: curl exited $rc without the reply of hrr.test"
+		client_note
+	fi
+	expect_reached "$HLOG" "hello-sni $D:443 $FROM off 0 hrr.test" "$desc: the first hello reached the server"
+	reached_re "$HLOG" "hello-sni $D:443 $FROM off [1-9][0-9]* hrr.test" \
+		"$desc: a second hello (after the HelloRetryRequest) reached it"
+	expect_reached "$HLOG" "request $D:443 $FROM sni hrr.test line GET / HTTP/1.1 host hrr.test" \
+		"$desc: the server got the request"
+	if [ $ENFORCED = 1 ]; then
+		read -ra f <<<"$(probe_filter $D 443)"
+		expect_event "${f[@]}" verdict=allow reason=allow_tls name=hrr.test -- "$desc: event allow_tls"
+		if [ "$("$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 1 "${f[@]}" \
+			reason=allow_tls | wc -l)" = 2 ]; then
+			pass "$desc: two allow_tls events: the second hello was judged too"
+		else
+			fail "$desc: not two allow_tls events"
+			events_since_mark
+		fi
+	fi
+}
+
+# second_hello: tlsclient.py second: an allowed hello for allowed.test to $A:443, the server's
+# first flight read, then a second ClientHello naming forbidden.test on the same connection.
+second_hello() {
+	next_port
+	g timeout 15 "$PY" "$TF_NETNS_DIR/tlsclient.py" second $A 443 --sni allowed.test --second forbidden.test \
+		--cafile "$T/ca.pem" --bind $G:$LPORT --timeout 3 >"$T/client.out" 2>&1
+}
+
+# trickle: tlsclient.py trickle: a real handshake for allowed.test to $A:443 whose hello's first
+# 120 bytes go one byte per TCP segment, 3 ms apart, then the rest, then a GET, from $LPORT (call
+# next_port first: it may run in the background, in a subshell).
+trickle() {
+	g timeout 20 "$PY" "$TF_NETNS_DIR/tlsclient.py" trickle $A 443 --sni allowed.test \
+		--cafile "$T/ca.pem" --bind $G:$LPORT --timeout 8 >"$T/client.out" 2>&1
+}
+
 # --- phase 1: baseline ------------------------------------------------------------------------
 
 note "phase 1: baseline, nothing enforces"
@@ -325,6 +400,18 @@ tls_ok "baseline, MSS 256: https://forbidden.test/ at $A" forbidden.test $A 443 
 hello_split "baseline, MSS 256: forbidden.test's hello" $A:443
 setup mss_small off
 
+note "baseline: a second ClientHello"
+hrr_ok "baseline: HelloRetryRequest"
+tf_mark
+if second_hello; then pass "baseline: the second hello got an answer"; else fail "baseline: second hello: $(tail -n 1 "$T/client.out")"; fi
+reached_re "$SLOG" "hello-sni $A:443 $FROM off [1-9][0-9]* forbidden.test" \
+	"baseline: a second hello naming forbidden.test on an allowed connection reached the server"
+note "baseline: a hello trickled one byte per segment"
+tf_mark
+next_port
+if trickle; then pass "baseline: trickled hello: $(head -n 1 "$T/client.out")"; else fail "baseline: trickled hello: $(tail -n 2 "$T/client.out")"; fi
+expect_reached "$SLOG" "request $A:443 $FROM sni allowed.test" "baseline: trickled hello: the server got the request"
+
 if [ -n "${TF_BASELINE_ONLY:-}" ]; then
 	tf_done
 	exit
@@ -340,6 +427,7 @@ tfd_start "$host"
 session_spec "$T/s.json" $SID ha $G_MAC $G fd00:a:1::2 $GW_MAC $RES fd00:a:1::1 '[
 	{"host":"allowed.test","proto":"any","ports":[443]},
 	{"host":"cdn2.test","proto":"tcp","ports":[443]},
+	{"host":"hrr.test","proto":"tcp","ports":[443]},
 	{"host":"api.test","proto":"tcp","ports":[8443]},
 	{"cidr":"198.51.100.0/24","proto":"tcp","ports":[8443],"tls":true}]'
 if tfc session add "$T/s.json" >"$T/cli.out" 2>&1; then
@@ -432,6 +520,37 @@ if [ -n "${TF_TLS_PARALLEL:-}" ]; then
 fi
 setup mss_small off
 
+note "a second ClientHello"
+hrr_ok "HelloRetryRequest"
+tf_mark
+if second_hello; then fail "second hello naming forbidden.test: it got an answer"; else pass "second hello naming forbidden.test: no answer"; fi
+not_reached_re "$SLOG" "hello-sni $A:443 $FROM .*forbidden.test" \
+	"second hello naming forbidden.test on an allowed connection: never reached the server"
+read -ra f <<<"$(probe_filter $A 443)"
+expect_event "${f[@]}" verdict=allow reason=allow_tls name=allowed.test -- "second hello: the first was allowed"
+expect_event "${f[@]}" verdict=deny reason=tls_second_hello name=forbidden.test -- \
+	"second hello: event tls_second_hello name=forbidden.test"
+
+note "a hello trickled one byte per segment"
+# The guest's TCP sends 10 one-byte segments (its initial window), all held; then only resends
+# from the first byte after retransmission timeouts: refused at the second (tls_fragmented).
+tf_mark
+next_port
+read -ra f <<<"$(probe_filter $A 443)"
+trickle_seen() { "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 0 1 "${f[@]}" "$@" >/dev/null; }
+trickle_t0=$(date +%s%N)
+trickle &
+trickle_pid=$!
+if wait_for 6 trickle_seen verdict=deny reason=tls_fragmented; then
+	pass "trickled hello: refused with an event (tls_fragmented) $(( ($(date +%s%N) - trickle_t0) / 1000000 )) ms after it started, not a silent hang"
+else
+	fail "trickled hello: no tls_fragmented event within 6 s"
+	events_since_mark
+fi
+if wait "$trickle_pid"; then fail "trickled hello: the client got a reply"; else pass "trickled hello: the client failed ($(tail -n 1 "$T/client.out"))"; fi
+expect_not_reached "$SLOG" "data $A:443 $FROM" "trickled hello: no byte of it reached the server"
+expect_no_event "${f[@]}" reason=allow_tls -- "trickled hello: no allow_tls"
+
 note "the whole of phase 2"
 tf_mark_at[$SLOG]=$SLOG_PHASE2
 expect_not_reached "$SLOG" " forbidden.test" "the server never saw forbidden.test (SNI or request) under tapfence"
@@ -446,10 +565,12 @@ missing = [k for k in want if not c.get(k)]
 if missing:
     print("# zero: " + " ".join(missing))
 sys.exit(1 if missing else 0)
-' "$T/show.json" allow_tls tls_pending tls_sni_denied tls_sni_mismatch tls_no_sni tls_not_tls tls_udp
+' "$T/show.json" allow_tls tls_pending tls_sni_denied tls_sni_mismatch tls_no_sni tls_not_tls tls_udp \
+	tls_second_hello tls_fragmented
 }
 check "session show $SID: every TLS reason seen is counted" counters_ok
 check "tlsserver still running" kill -0 "$SERVER_PID"
+check "the HelloRetryRequest tlsserver still running" kill -0 "$HRR_PID"
 check "dnsmasq still running" kill -0 "$DNS_PID"
 check "tapfenced still running" kill -0 "$TFD_PID"
 tf_unmark "$TF_EVENTS"

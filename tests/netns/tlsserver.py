@@ -16,10 +16,15 @@ server name, an HTTP responder behind it, and a UDP listener, each logging what 
                               a TCP segment with payload to a listener, seen on --capture IFACE
                               (off: its offset in the client's stream; hello: 5 + the first TLS
                               record's length, on the segment at offset 0)
+    hello-sni 203.0.113.10:443 from 10.10.1.2:40001 off 517 forbidden.test
+                              a ClientHello record among the records such a segment starts with
+                              (at any offset in the stream), and its server name ("-": none, or
+                              cut off)
 
 IPv6 addresses are written [ADDR]:PORT. The HTTP reply is "tlsserver <sni> <local address>" so the client can tell which name it reached.
 Certificates: --cert NAME:CERTFILE:KEYFILE, the first one also for a ClientHello without a name or
-with a name no --cert has. Exits 0 on SIGTERM. Standard library only; run it as /usr/bin/python3.
+with a name no --cert has. --groups LIST (e.g. prime256v1) limits the key exchange groups, so a
+client offering a key share for another one gets a HelloRetryRequest. Exits 0 on SIGTERM. Standard library only; run it as /usr/bin/python3.
 """
 import argparse
 import os
@@ -62,6 +67,8 @@ class Server:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(cert, key)
             ctx.sni_callback = self.on_sni
+            if args.groups:
+                ctx.set_ecdh_curve(args.groups)
             self.ctx[name] = ctx
             if self.default is None:
                 self.default = ctx
@@ -123,6 +130,37 @@ class Server:
             log_line(self.log, f"udp {local} from {fmt(peer)} len {len(data)}")
 
 
+def hello_snis(p):
+    """The server names of the ClientHello records among the whole records p starts with ("-": none,
+    or cut off), in order; records of other types (a ChangeCipherSpec before a second hello) are
+    skipped."""
+    names, r = [], 0
+    while r + 9 <= len(p) and p[r] in (20, 21, 22, 23) and p[r + 1] == 3:
+        end = r + 5 + struct.unpack("!H", p[r + 3:r + 5])[0]
+        if p[r] == 22 and p[r + 5] == 1:
+            names.append(record_sni(p[:end], r))
+        r = end
+    return names
+
+
+def record_sni(p, r):
+    try:
+        o = r + 9 + 2 + 32
+        o += 1 + p[o]
+        o += 2 + struct.unpack("!H", p[o:o + 2])[0]
+        o += 1 + p[o]
+        o += 2
+        while o + 4 <= len(p):
+            t, n = struct.unpack("!HH", p[o:o + 4])
+            if t == 0 and o + 9 <= len(p):
+                ln = struct.unpack("!H", p[o + 7:o + 9])[0]
+                return p[o + 9:o + 9 + ln].decode("ascii", "replace")
+            o += 4 + n
+    except (IndexError, struct.error):
+        pass
+    return "-"
+
+
 def capture_loop(log, s, listeners):
     """Log every IPv4 TCP segment with payload to one of our (address, port)s, as seen on s."""
     isn = {}
@@ -155,6 +193,8 @@ def capture_loop(log, s, listeners):
         if off == 0 and len(payload) >= 5 and payload[0] == 22:
             extra = f" hello {5 + struct.unpack('!H', payload[3:5])[0]}"
         log_line(log, f"seg {dst}:{dport} from {src}:{sport} off {off} len {len(payload)}{extra}")
+        for name in hello_snis(payload):
+            log_line(log, f"hello-sni {dst}:{dport} from {src}:{sport} off {off} {name}")
 
 
 def main():
@@ -163,6 +203,7 @@ def main():
     ap.add_argument("--ready", help="file written (atomically, with our PID) once every socket is bound")
     ap.add_argument("--cert", action="append", default=[], help="NAME:CERTFILE:KEYFILE")
     ap.add_argument("--tcp", action="append", default=[], help="ADDR:PORT or [ADDR6]:PORT, for TLS")
+    ap.add_argument("--groups", help="key exchange groups, e.g. prime256v1 (a client's x25519 share then gets a HelloRetryRequest)")
     ap.add_argument("--udp", action="append", default=[], help="ADDR:PORT or [ADDR6]:PORT")
     ap.add_argument("--capture", help="interface whose incoming IPv4 segments to our TCP listeners are logged")
     args = ap.parse_args()

@@ -323,6 +323,18 @@ static int q_reply(struct env *e, const struct conn *c, unsigned int ack_off)
 	return quiet(e, TO, &f);
 }
 
+/*
+ * The guest's first application_data record at off (a header and 3 bytes,
+ * as its encrypted Finished would start), then the server's ack of it: the
+ * flow opens and its buffer goes.
+ */
+static int q_open(struct env *e, const struct conn *c, unsigned int off)
+{
+	static const __u8 app[8] = { 23, 3, 3, 0, 3, 'a', 'b', 'c' };
+
+	return q_send(e, c, off, app, sizeof(app)) && q_reply(e, c, off + sizeof(app));
+}
+
 /* ---- set-up -------------------------------------------------------------------- */
 
 static unsigned int rev_of(const char *fwd, __u8 out[TF_DNS_NAME_MAX])
@@ -387,9 +399,21 @@ static void test_one_segment(struct env *e, const char *label, const struct hell
 	c_send(e, &c, 0, h->b, h->len, w("%s: the hello", label), 1, "allow_tls+1", events);
 	c_reply(e, &c, h->len, 40, w("%s: the server's answer, acking the hello", label), 1,
 		"allow_flow+1");
-	c_send(e, &c, h->len, "abc", 3, w("%s: then the guest's data takes the fast path", label),
+	c_reply(e, &c, h->len, 40, w("%s: more of it (its records are not read)", label), 1,
+		"allow_flow+1");
+	c_send(e, &c, h->len, "\x14\x03\x03\x00\x01\x01", 6,
+	       w("%s: the guest's ChangeCipherSpec record: read, passes", label), 1, "allow_flow+1",
+	       "-");
+	c_send(e, &c, h->len + 6, "\x17\x03\x03\x00\x05", 5,
+	       w("%s: the header of its first application_data record: read, passes", label), 1,
+	       "allow_flow+1", "-");
+	CHECK_EQ(w("%s: its buffer stays until the server acks that", label),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 1);
+	c_reply(e, &c, h->len + 11, 0, w("%s: the server's ack of it opens the flow", label), 1,
+		"allow_flow+1");
+	c_send(e, &c, h->len + 11, "abcde", 5, w("%s: then the guest's data takes the fast path", label),
 	       1, "allow_flow+1", "-");
-	CHECK_EQ(w("%s: its buffer is gone once the server acked the hello", label),
+	CHECK_EQ(w("%s: its buffer is gone once the flow is open", label),
 		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 }
 
@@ -412,7 +436,8 @@ static void test_splits(struct env *e, const char *label, const struct hello *h)
 		ok = ok && q_send(e, &c, k, h->b + k, h->len - k);
 		ok = ok && q_send(e, &c, 0, h->b, k);		/* the retransmission */
 		ok = ok && q_reply(e, &c, h->len);
-		ok = ok && q_send(e, &c, h->len, "x", 1);
+		ok = ok && q_open(e, &c, h->len);
+		ok = ok && q_send(e, &c, h->len + 8, "x", 1);
 		if (!ok && !bad++)
 			first = k;
 	}
@@ -443,6 +468,7 @@ static void test_small_segments(struct env *e, const char *label, const struct h
 		 "which passes", prog_name(e, FROM), label, seg);
 	CHECK_EQ(what, held == (h->len + seg - 1) / seg - 1 && last, 1);
 	q_reply(e, &c, h->len);
+	q_open(e, &c, h->len);
 }
 
 /*
@@ -573,6 +599,7 @@ static void test_denials(struct env *e)
 	c_syn(e, &c, "the same connection without data in its SYN", 1, "allow_learned+1");
 	c_send(e, &c, 0, h.b, h.len, "then its hello", 1, "allow_tls+1", NULL);
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+	q_open(e, &c, h.len);
 }
 
 /* Set the busy word of c's hello buffer, as a concurrent run claims it. */
@@ -608,6 +635,7 @@ static void test_reassembly(struct env *e)
 	c_send(e, &c, 0, h.b, h.len, "the whole hello resent from its first byte: allowed", 1,
 	       "allow_tls+1", NULL);
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+	q_open(e, &c, h.len);
 
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "out of order: SYN", 1, NULL);
@@ -621,12 +649,24 @@ static void test_reassembly(struct env *e)
 	c_syn(e, &c, "resent identical: SYN", 1, NULL);
 	c_send(e, &c, 0, h.b, 30, "the first 30 bytes: held, counted, no event", 0,
 	       "tls_pending+1", "-");
-	c_send(e, &c, 0, h.b, 30, "the same 30 again", 0, "tls_pending+1", "-");
+	c_send(e, &c, 0, h.b, 30, "the same 30 again (a tail loss probe)", 0, "tls_pending+1", "-");
 	c_send(e, &c, 10, h.b + 10, 40, "bytes 10-50: overlapping, the overlap equal", 0,
 	       "tls_pending+1", "-");
 	c_send(e, &c, 50, h.b + 50, h.len - 50, "the rest", 1, "allow_tls+1", NULL);
 	c_send(e, &c, 0, h.b, h.len, "all of it resent unchanged", 1, "allow_flow+1", "-");
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+	q_open(e, &c, h.len);
+
+	conn_init(&c, CDN, 443);
+	c_syn(e, &c, "a stalled client: SYN", 1, NULL);
+	c_send(e, &c, 0, h.b, 1, "the first byte", 0, "tls_pending+1", "-");
+	c_send(e, &c, 1, h.b + 1, 9, "bytes 1-10", 0, "tls_pending+1", "-");
+	c_send(e, &c, 0, h.b, 10, "bytes 0-10 resent, nothing new (its retransmission timer)", 0,
+	       "tls_pending+1", "-");
+	c_send(e, &c, 0, h.b, 10, "and again: refused, it sends nothing new without an ack", 0,
+	       "tls_fragmented+1", "tls_fragmented[]");
+	c_send(e, &c, 10, h.b + 10, h.len - 10, "the rest: the flow stays refused", 0,
+	       "tls_fragmented+1", NULL);
 
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "a buffer claimed by a run on another CPU: SYN", 1, NULL);
@@ -638,6 +678,7 @@ static void test_reassembly(struct env *e)
 	CHECK_EQ(w("%s: the other run releases it", prog_name(e, FROM)), buf_busy(e, &c, 0), 0);
 	c_send(e, &c, 30, h.b + 30, h.len - 30, "the rest again: allowed", 1, "allow_tls+1", NULL);
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+	q_open(e, &c, h.len);
 
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "resent different while held: SYN", 1, NULL);
@@ -675,12 +716,16 @@ static void test_reassembly(struct env *e)
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "data after the hello before the server's ack: SYN", 1, NULL);
 	c_send(e, &c, 0, h.b, h.len, "the hello", 1, "allow_tls+1", NULL);
-	c_send(e, &c, h.len, "early", 5, "bytes after the hello (early data)", 1, "allow_flow+1",
-	       NULL);
+	c_send(e, &c, h.len, "\x17\x03\x03\x00\x05" "early", 10,
+	       "an application_data record after the hello (early data)", 1, "allow_flow+1", NULL);
 	c_reply(e, &c, h.len - 1, 0, "an ack short of the hello's end", 1, "allow_flow+1");
 	c_reply(e, &c, h.len - 1, 8, "server data before it acks the whole hello", 0,
 		"tls_pending+1");
 	c_reply(e, &c, h.len, 8, "server data acking the hello", 1, "allow_flow+1");
+	c_reply(e, &c, h.len + 5, 0, "the ack of the record's header opens the flow", 1,
+		"allow_flow+1");
+	CHECK_EQ(w("%s: its buffer is gone", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 
 	/* Records that never complete a hello: over TF_TLS_BUF wire bytes */
 	for (off = 0; off + 1005 <= HELLO_MAX; off += 1005) {
@@ -725,6 +770,7 @@ static void test_ports(struct env *e)
 	c_send(e, &c, 0, h.b, h.len, "\"tls\": true: its hello", 1, "allow_tls+1",
 	       "allow_tls[alt.test]");
 	c_reply(e, &c, h.len, 0, "\"tls\": true: acked", 1, NULL);
+	q_open(e, &c, h.len);
 	conn_init(&c, ALT, 8443);
 	c_syn(e, &c, "\"tls\": true: another connection", 1, NULL);
 	c_send(e, &c, 0, http, sizeof(http) - 1, "\"tls\": true: plain HTTP refused", 0,
@@ -736,6 +782,7 @@ static void test_ports(struct env *e)
 	       "named: passes (the CIDR rule vouches for the address)", 1, "allow_tls+1",
 	       "allow_tls[alt.test]");
 	c_reply(e, &c, h.len, 0, "a CIDR rule with \"tls\": true: acked", 1, NULL);
+	q_open(e, &c, h.len);
 	hello_build(&h, "www.example.com", 0);
 	conn_init(&c, "198.51.100.7", 8443);
 	c_syn(e, &c, "a CIDR rule with \"tls\": true: another connection", 1, NULL);
@@ -781,6 +828,7 @@ static void test_ports(struct env *e)
 	c_syn(e, &c, "quic.test over TCP: SYN", 1, NULL);
 	c_send(e, &c, 0, h.b, h.len, "quic.test over TCP: its hello", 1, "allow_tls+1", NULL);
 	c_reply(e, &c, h.len, 0, "quic.test over TCP: acked", 1, NULL);
+	q_open(e, &c, h.len);
 	CHECK_EQ(w("%s: no buffer left behind by the port tests", prog_name(e, FROM)),
 		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 }
@@ -827,11 +875,14 @@ static void test_stream(struct env *e)
 		judge(e, TO, &f, "but did not open the flow: server data from there is still held", 0,
 		      "tls_pending+1", NULL);
 	}
-	c_reply(e, &c, h.len, 0, "the server's own ack from its first byte opens it", 1,
+	c_reply(e, &c, h.len, 0, "the server's own ack from its first byte lets its data pass", 1,
 		"allow_flow+1");
+	CHECK_EQ(w("%s: the guest's first application_data record, the server's ack: open",
+		   prog_name(e, FROM)), q_open(e, &c, h.len), 1);
 	c_send(e, &c, 0, evil.b, 60, "once open, bytes in the hello's range (another hello): refused",
 	       0, "tls_reassembly+1", "tls_reassembly[]");
-	c_send(e, &c, h.len, "GET", 3, "bytes after the hello pass", 1, "allow_flow+1", "-");
+	c_send(e, &c, h.len + 8, "GET", 3, "bytes after the followed records pass", 1,
+	       "allow_flow+1", "-");
 
 	/* Another SYN on the open tuple, from elsewhere in the sequence space. */
 	c2 = c;
@@ -856,6 +907,149 @@ static void test_stream(struct env *e)
 	      "tls_malformed+1", NULL);
 	c_send(e, &c, 0, h.b, h.len, "the hello without URG: allowed", 1, "allow_tls+1", NULL);
 	c_reply(e, &c, h.len, 0, "acked", 1, NULL);
+	q_open(e, &c, h.len);
+}
+
+static const __u8 ccs[6] = { 20, 3, 3, 0, 1, 1 };
+
+/* c's hello h allowed and acknowledged: the flow follows the guest's records after it. */
+static void hello_acked(struct env *e, const struct conn *c, const struct hello *h, const char *desc)
+{
+	c_syn(e, c, w("%s: SYN", desc), 1, NULL);
+	c_send(e, c, 0, h->b, h->len, w("%s: the first hello", desc), 1, "allow_tls+1", NULL);
+	c_reply(e, c, h->len, 30, w("%s: the server's answer (a HelloRetryRequest) passes", desc), 1,
+		"allow_flow+1");
+}
+
+/*
+ * The guest's records after its hello are followed up to its first
+ * application_data record: a later ClientHello is judged like the first
+ * (allowed and bound, or refused as tls_second_hello), records that could
+ * hide one are refused, and bytes read there are compared like the hello's.
+ */
+static void test_second(struct env *e)
+{
+	static struct hello h, h2, evil, other, rec;
+	unsigned int n;
+	struct conn c;
+
+	hello_build(&h, "www.example.com", 0);
+	hello_build(&h2, "www.example.com", HB_ECH);
+	h2.b[h2.len - 8 + 1] = 0x2a;	/* the ECH extension renamed: 0xfe2a, unknown */
+	hello_build(&evil, "evil.test", 0);
+	hello_build(&other, "other.example.net", 0);
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "HelloRetryRequest");
+	memcpy(rec.b, ccs, sizeof(ccs));
+	memcpy(rec.b + sizeof(ccs), h2.b, h2.len);
+	c_send(e, &c, h.len, rec.b, sizeof(ccs) + h2.len,
+	       "a ChangeCipherSpec and the second hello, same SNI: judged, allowed", 1, "allow_tls+1",
+	       "allow_tls[www.example.com]");
+	c_reply(e, &c, h.len + sizeof(ccs) + h2.len, 40, "the server's ServerHello acking it", 1,
+		"allow_flow+1");
+	CHECK_EQ(w("%s: the first application_data record and its ack open the flow",
+		   prog_name(e, FROM)), q_open(e, &c, h.len + (unsigned int)sizeof(ccs) + h2.len), 1);
+	CHECK_EQ(w("%s: its buffer is gone", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "a second hello naming a forbidden server");
+	c_send(e, &c, h.len, evil.b, evil.len, "the second hello: refused", 0, "tls_second_hello+1",
+	       "tls_second_hello[evil.test]");
+	c_send(e, &c, h.len, evil.b, evil.len, "its retransmission too", 0, "tls_second_hello+1",
+	       NULL);
+	CHECK_EQ(w("%s: no buffer left behind", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "a second hello in two segments");
+	c_send(e, &c, h.len, other.b, 40, "its first 40 bytes: held", 0, "tls_pending+1", "-");
+	c_send(e, &c, h.len + 40, other.b + 40, other.len - 40,
+	       "the rest: another name the address was learnt for, allowed", 1, "allow_tls+1",
+	       "allow_tls[other.example.net]");
+	c_send(e, &c, h.len, other.b, 40, "the first 40 resent, unchanged: pass", 1, "allow_flow+1",
+	       "-");
+	CHECK_EQ(w("%s: the first application_data record and its ack open the flow",
+		   prog_name(e, FROM)), q_open(e, &c, h.len + other.len), 1);
+
+	conn_init(&c, OTHER, 443);
+	hello_build(&h, "other.example.net", 0);
+	hello_acked(e, &c, &h, "a second hello, allowed but not bound");
+	hello_build(&h2, "www.example.com", 0);
+	c_send(e, &c, h.len, h2.b, h2.len, "a name the address was not learnt for: refused", 0,
+	       "tls_second_hello+1", "tls_second_hello[www.example.com]");
+	hello_build(&h, "www.example.com", 0);
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "plain text after the hello");
+	c_send(e, &c, h.len, "GET / HTTP/1.1\r\n\r\n", 18, "not a record: refused", 0,
+	       "tls_second_hello+1", "tls_second_hello[]");
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "a hello behind another handshake message");
+	rec.b[0] = 22;
+	rec.b[1] = 3;
+	rec.b[2] = 3;
+	put16(rec.b + 3, 6 + evil.len - 5);
+	rec.b[5] = 16;		/* ClientKeyExchange, 2 bytes */
+	rec.b[6] = 0;
+	put16(rec.b + 7, 2);
+	memcpy(rec.b + 11, evil.b + 5, evil.len - 5);
+	c_send(e, &c, h.len, rec.b, 6 + evil.len, "a ClientHello inside the record: refused", 0,
+	       "tls_second_hello+1", NULL);
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "TLS 1.2's client flight");
+	rec.b[0] = 22;
+	rec.b[1] = 3;
+	rec.b[2] = 3;
+	put16(rec.b + 3, 37);
+	rec.b[5] = 16;		/* ClientKeyExchange */
+	rec.b[6] = 0;
+	put16(rec.b + 7, 33);
+	memset(rec.b + 9, 0x55, 33);
+	memcpy(rec.b + 42, ccs, sizeof(ccs));
+	n = 42 + sizeof(ccs);
+	rec.b[n] = 22;		/* the encrypted Finished: noise */
+	rec.b[n + 1] = 3;
+	rec.b[n + 2] = 3;
+	put16(rec.b + n + 3, 32);
+	memset(rec.b + n + 5, 0xc3, 32);
+	rec.b[n + 5] = 1;	/* even one starting with ClientHello's type byte */
+	n += 37;
+	c_send(e, &c, h.len, rec.b, n, "ClientKeyExchange, ChangeCipherSpec, encrypted Finished: pass",
+	       1, "allow_flow+1", "-");
+	CHECK_EQ(w("%s: then application data and its ack open the flow", prog_name(e, FROM)),
+		 q_open(e, &c, h.len + n), 1);
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "a client that gives up before application data");
+	{
+		struct frame f;
+
+		fr_seg(&f, &c, 0, PK_FIN | PK_ACK, c.isn + 1 + h.len, c.risn + 31, NULL, 0);
+		judge(e, FROM, &f, "its FIN passes", 1, "allow_flow+1", NULL);
+	}
+	CHECK_EQ(w("%s: the FIN freed its buffer", prog_name(e, FROM)),
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+	c_send(e, &c, h.len, ccs, sizeof(ccs), "payload after it: refused, nothing to compare it with",
+	       0, "tls_reassembly+1", NULL);
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "bytes the server never took");
+	c_send(e, &c, h.len, ccs, sizeof(ccs), "a ChangeCipherSpec (say, with a bad checksum)", 1,
+	       "allow_flow+1", NULL);
+	c_send(e, &c, h.len, evil.b, evil.len, "then a hello at its sequence number: refused", 0,
+	       "tls_reassembly+1", "tls_reassembly[]");
+
+	conn_init(&c, CDN, 443);
+	hello_acked(e, &c, &h, "an application_data header the server never took");
+	c_send(e, &c, h.len, "\x17\x03\x03\x00\x03" "abc", 8, "its first application_data record",
+	       1, "allow_flow+1", NULL);
+	c_send(e, &c, h.len + 8, "more", 4, "bytes after it pass unread", 1, "allow_flow+1", NULL);
+	c_send(e, &c, h.len, evil.b, evil.len, "a hello at its sequence number, before the server's "
+	       "ack: refused", 0, "tls_reassembly+1", NULL);
 }
 
 /* A SYN of c carrying n bytes of TCP options (a multiple of 4). */
@@ -922,6 +1116,7 @@ static void test_table(struct env *e)
 	c_send(e, &c[16], 0, h.b, h.len, "the 17th now gets the free buffer", 1, "allow_tls+1",
 	       NULL);
 	c_reply(e, &c[16], h.len, 0, "acked", 1, NULL);
+	q_open(e, &c[16], h.len);
 	for (i = 1; i < 16; i++)
 		q_send(e, &c[i], 20, h.b + 20, 10);
 	conn_init(&c[0], CDN, 443);
@@ -938,6 +1133,7 @@ static void test_table(struct env *e)
 	c_send(e, &c[16], 0, h.b, h.len, "its hello: stale buffers were swept", 1, "allow_tls+1",
 	       NULL);
 	c_reply(e, &c[16], h.len, 0, "acked", 1, NULL);
+	q_open(e, &c[16], h.len);
 	CHECK_EQ("the sweep left no stale buffer", slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 }
 
@@ -1086,6 +1282,7 @@ int main(void)
 			test_denials(&e);
 			test_reassembly(&e);
 			test_stream(&e);
+			test_second(&e);
 			test_mptcp(&e);
 			test_ports(&e);
 		}
