@@ -82,12 +82,12 @@ static void now_rfc3339(char *buf, size_t len)
 }
 
 /*
- * A JSON string literal of s (quotes, backslashes, newlines and control
- * bytes escaped). Bytes from 0x80 are passed as they are: it quotes the
- * daemon's own signed notes (ASCII and one U+2014), and only those;
- * anything else goes through json_quote_ascii().
+ * A JSON string literal of s: quotes, backslashes and control bytes
+ * escaped, and with ascii every byte from 0x7f too. Without it those are
+ * passed as they are: for the daemon's own signed notes (ASCII and one
+ * U+2014, whose UTF-8 bytes must stay what was signed), and only those.
  */
-static size_t json_quote(const char *s, char *out, size_t cap)
+static size_t json_quote_as(const char *s, char *out, size_t cap, int ascii)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t o = 0;
@@ -106,7 +106,7 @@ static size_t json_quote(const char *s, char *out, size_t cap)
 		} else if (c == '\n') {
 			out[o++] = '\\';
 			out[o++] = 'n';
-		} else if (c < 0x20) {
+		} else if (c < 0x20 || (ascii && c >= 0x7f)) {
 			o += snprintf(out + o, cap - o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
 		} else {
 			out[o++] = c;
@@ -117,32 +117,9 @@ static size_t json_quote(const char *s, char *out, size_t cap)
 	return o;
 }
 
-/* A JSON string literal of any bytes, every one outside printable ASCII escaped. */
-static size_t json_quote_ascii(const char *s, char *out, size_t cap)
+static size_t json_quote(const char *s, char *out, size_t cap)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-
-	if (cap < 3)
-		return 0;
-	out[o++] = '"';
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (o + 7 >= cap)
-			return 0;
-		if (c == '"' || c == '\\') {
-			out[o++] = '\\';
-			out[o++] = c;
-		} else if (c < 0x20 || c >= 0x7f) {
-			o += snprintf(out + o, cap - o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-		} else {
-			out[o++] = c;
-		}
-	}
-	out[o++] = '"';
-	out[o] = 0;
-	return o;
+	return json_quote_as(s, out, cap, 0);
 }
 
 static int write_all(int fd, const char *buf, size_t len)
@@ -718,7 +695,7 @@ static void retention(struct tf_daemon *d)
 		total -= seg[i].size;
 		pr_info("event log: removed segment `%s' (%lld bytes, retention)\n", path,
 			(long long)seg[i].size);
-		json_quote_ascii(seg[i].name, qname, sizeof(qname));
+		json_quote_as(seg[i].name, qname, sizeof(qname), 1);
 		tf_audit_note(d, "retention", "\"removed\":%s,\"bytes\":%lld,\"why\":\"%s\"",
 			      qname, (long long)seg[i].size, old ? "retain_days" : "retain_bytes");
 	}
