@@ -190,5 +190,4 @@ done
 	print("# battery: %d probes, %d escaped (%d critical), %d broken: %s -> %s"
 	      % (len(probes), esc, crit, broken, report["result"], sys.argv[2]))
 EOF
-n "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup >>"$T/tapfenced.log" 2>&1
 tf_done

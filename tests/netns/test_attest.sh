@@ -182,7 +182,5 @@ wait "$TFD_PID" 2>/dev/null
 TFD_PID=
 TFD_KEEP_LOG=1 tfd_start "$host"
 check "after the restart, stats says the last attestation is stale" wait_for 3 stale
-n "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup >>"$T/tapfenced.log" 2>&1
-TFD_PID=
 
 tf_done
