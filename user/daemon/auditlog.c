@@ -227,10 +227,22 @@ static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, 
 
 size_t tf_audit_line(struct tf_daemon *d, char *line, size_t n, size_t cap, __u32 suppressed)
 {
+	size_t len;
+
 	if (!d->audit)
 		return n;
 	d->audit->suppressed += suppressed;
-	return audit_leaf(d, line, n, cap, 1);
+	len = audit_leaf(d, line, n, cap, 1);
+	/* A line that could not be sealed is not written either: the next seal line counts it. */
+	if (!len)
+		d->audit->unwritten++;
+	return len;
+}
+
+void tf_audit_unwritten(struct tf_daemon *d)
+{
+	if (d->audit)
+		d->audit->unwritten++;
 }
 
 /* Replace <state_dir>/log.checkpoint with note, atomically. */

@@ -129,6 +129,8 @@ void tf_events_close(struct tf_daemon *d);
 int tf_audit_open(struct tf_daemon *d) __attribute__((warn_unused_result));
 size_t tf_audit_line(struct tf_daemon *d, char *line, size_t n, size_t cap, __u32 suppressed);
 int tf_audit_flush(struct tf_daemon *d);
+/* An event that could not even be formatted: counted with the unwritten lines. */
+void tf_audit_unwritten(struct tf_daemon *d);
 int tf_audit_seal(struct tf_daemon *d, const char *why);
 void tf_audit_tick(struct tf_daemon *d);
 int tf_audit_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));

@@ -284,15 +284,17 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	struct tf_daemon *d = ctx;
 	const struct tf_event *e = data;
-	char line[2048];
+	char line[4096];	/* the longest line: a 256-byte name, every byte escaped (6x) */
 	size_t n;
 
 	if (len < sizeof(*e))
 		return 0;
-	/* Room for the seal's "prev" and the newline. */
+	/* Room for the seal's "seq", "prev" and the newline. */
 	n = event_line(d, e, d->lost_pending, line, sizeof(line) - 64);
-	if (!n)
+	if (!n) {
+		tf_audit_unwritten(d);
 		return 0;
+	}
 	n = tf_audit_line(d, line, n, sizeof(line) - 1, e->suppressed);
 	if (!n)
 		return 0;
