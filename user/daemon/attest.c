@@ -363,8 +363,11 @@ void tf_attest_tick(struct tf_daemon *d)
 	if (t.tv_sec - a->polled.tv_sec < ATTEST_POLL_S)
 		return;
 	a->polled = t;
-	if (measure(d, NULL, now, NULL))
+	/* What cannot be measured cannot be vouched for: fail closed. */
+	if (measure(d, NULL, now, NULL)) {
+		mark_stale(d, "the measurement itself (it failed)");
 		return;
+	}
 	for (i = 0; i < 4; i++)
 		if (memcmp(now[i], a->parts[i], TF_HASH_LEN)) {
 			mark_stale(d, part_names[i]);
