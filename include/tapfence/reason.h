@@ -84,7 +84,7 @@
 	X(REVOKED,          "revoked",          DENY)  /* 70 a flow the policy in force no longer allows */ \
 	X(ICMP_ERROR_SIZE,  "icmp_error_size",  DENY)  /* 71 an ICMP error quoting more than it needs */ \
 	X(DNS_GSO,          "dns_gso",          DENY)  /* 72 a segmentation-offload write to the resolver */ \
-	X(DNS_OPT,          "dns_opt",          DENY)  /* 73 an OPT record no client would send */ \
+	X(UNUSED73,         "unused73",         DENY)  /* 73 reserved for OPT-record checks, never used: docs/dns.md */ \
 	X(TLS_SECOND_HELLO, "tls_second_hello", DENY)  /* 74 a later ClientHello (or unreadable record) on a TLS flow */ \
 	X(TLS_FRAGMENTED,   "tls_fragmented",   DENY)  /* 75 a hello in more segments than are read */
 
