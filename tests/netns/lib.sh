@@ -393,6 +393,20 @@ check_not() {
 	if "$@"; then fail "$desc"; else pass "$desc"; fi
 }
 
+# check_says DESC WANT_RC TEXT CMD...: PASS iff CMD exits WANT_RC and its output (stdout and
+# stderr, kept in $T/says.out) contains TEXT.
+check_says() {
+	local desc=$1 want=$2 text=$3 rc
+	shift 3
+	"$@" >"$T/says.out" 2>&1
+	rc=$?
+	if [ "$rc" -eq "$want" ] && grep -qF -- "$text" "$T/says.out"; then
+		pass "$desc"
+	else
+		fail "$desc (exit $rc, want $want with \`$text'): $(head -c 300 "$T/says.out")"
+	fi
+}
+
 # tf_watch FILE: FILE takes part in tf_mark; expectations on it only look at what came after.
 tf_watch() {
 	tf_mark_at[$1]=0

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/evp.h>
+#include <openssl/x509.h>
 
 #include "check.h"
 #include "common/seal.h"
@@ -214,6 +215,81 @@ static void test_b64(void)
 	CHECK_EQ("base64 of a length not a multiple of 4 refused", tf_b64_decode("YWJ", 3, out, sizeof(out)),
 		 -EINVAL);
 	CHECK_EQ("base64 with a bad character refused", tf_b64_decode("Y*I=", 4, out, sizeof(out)), -EINVAL);
+	CHECK_EQ("base64 whose last digit holds bits past the data refused (=)",
+		 tf_b64_decode("YWJ=", 4, out, sizeof(out)), -EINVAL);
+	CHECK_EQ("base64 whose last digit holds bits past the data refused (==)",
+		 tf_b64_decode("YR==", 4, out, sizeof(out)), -EINVAL);
+	CHECK_EQ("base64 canonical with two pad characters", tf_b64_decode("YQ==", 4, out, sizeof(out)),
+		 1);
+}
+
+/*
+ * ECDSA P-256 as C2SP's signature type 0x02: the key id is SHA-256 of the
+ * DER SubjectPublicKeyInfo, the signature ASN.1 DER over SHA-256 of the
+ * text. A note signed by Ed25519 and cosigned by ECDSA verifies by either
+ * key; a keyring rejects a note that any of its keys' signatures fails.
+ */
+static void test_ecdsa_cosign(void)
+{
+	char text[TF_NOTE_MAX], note[TF_NOTE_MAX], vkey[TF_VKEY_MAX], err[256], *p;
+	struct tf_checkpoint c = { .origin = "tapfence/test/2", .size = 3 }, got;
+	struct tf_signer ed, ec;
+	struct tf_verifier ved, vec;
+	struct tf_keyring ring = {};
+	EVP_PKEY *k1 = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	EVP_PKEY *k2 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	unsigned char *der = NULL;
+	__u8 h[TF_HASH_LEN];
+	int n, dlen;
+
+	if (!k1 || !k2 || tf_signer_init(k1, "tapfence/test", &ed) ||
+	    tf_signer_init(k2, "tapfence/test", &ec)) {
+		CHECK_EQ("Ed25519 and P-256 signers", 0, 1);
+		return;
+	}
+	CHECK_EQ("a P-256 key is an ECDSA signer", ec.type, TF_KEY_ECDSA);
+	dlen = i2d_PUBKEY(k2, &der);
+	CHECK_EQ("its public key is the DER SubjectPublicKeyInfo",
+		 dlen == (int)ec.publen && !memcmp(der, ec.pub, dlen), 1);
+	EVP_Digest(der, dlen, h, NULL, EVP_sha256(), NULL);
+	OPENSSL_free(der);
+	CHECK_EQ("its key id is SHA-256(SPKI)[:4]", memcmp(h, ec.keyid, TF_KEYID_LEN), 0);
+	CHECK_EQ("its vkey formats", tf_signer_vkey(&ec, vkey, sizeof(vkey)) > 0, 1);
+	CHECK_EQ("... and parses back", tf_verifier_parse(vkey, &vec, err, sizeof(err)), 0);
+	CHECK_EQ("... as ECDSA", vec.type, TF_KEY_ECDSA);
+	p = strchr(strchr(vkey, '+') + 1, '+');	/* name+keyid+key: base64 may hold '+' too */
+	CHECK_EQ("... its key is 0x02 then DER (0x30): base64 \"Aj\"", p && !strncmp(p + 1, "Aj", 2), 1);
+	vkey[strlen(vkey) - 3] ^= 1;
+	CHECK_EQ("an ECDSA vkey with another key is refused",
+		 tf_verifier_parse(vkey, &vec, err, sizeof(err)) < 0, 1);
+	CHECK_EQ("the Ed25519 vkey", tf_signer_vkey(&ed, vkey, sizeof(vkey)) > 0 &&
+		 !tf_verifier_parse(vkey, &ved, err, sizeof(err)), 1);
+	CHECK_EQ("the ECDSA vkey", tf_signer_vkey(&ec, vkey, sizeof(vkey)) > 0 &&
+		 !tf_verifier_parse(vkey, &vec, err, sizeof(err)), 1);
+
+	memset(c.root, 0x5a, sizeof(c.root));
+	CHECK_EQ("checkpoint text", tf_checkpoint_text(&c, text, sizeof(text)) > 0, 1);
+	n = tf_note_sign(&ed, text, note, sizeof(note));
+	CHECK_EQ("signed by Ed25519", n > 0, 1);
+	n = tf_note_cosign(&ec, note, n, sizeof(note));
+	CHECK_EQ("cosigned by ECDSA", n > 0 && (size_t)n == strlen(note), 1);
+	CHECK_EQ("two signature lines", !!strstr(strstr(note, "\xe2\x80\x94") + 1, "\xe2\x80\x94"), 1);
+	CHECK_EQ("verifies by the Ed25519 key", tf_note_verify(&ved, note, n, &got), TF_NOTE_OK);
+	CHECK_EQ("verifies by the ECDSA key", tf_note_verify(&vec, note, n, &got), TF_NOTE_OK);
+	CHECK_EQ("... the checkpoint it seals", got.size == 3 && !memcmp(got.root, c.root, TF_HASH_LEN), 1);
+	CHECK_EQ("a keyring of both", !tf_keyring_add(&ring, &ved) && !tf_keyring_add(&ring, &vec) &&
+		 !tf_keyring_add(&ring, &vec) && ring.n == 2, 1);
+	CHECK_EQ("the ring verifies it", tf_note_verify_ring(&ring, note, n, &got), TF_NOTE_OK);
+	/* Break the ECDSA signature only: the Ed25519 one still holds, the ring refuses the note. */
+	p = strrchr(note, ' ') + 10;
+	*p = *p == 'A' ? 'B' : 'A';
+	CHECK_EQ("a broken ECDSA signature fails by its key", tf_note_verify(&vec, note, n, &got),
+		 TF_NOTE_BAD_SIG);
+	CHECK_EQ("... the Ed25519 one still verifies", tf_note_verify(&ved, note, n, &got), TF_NOTE_OK);
+	CHECK_EQ("... and the ring refuses the note (C2SP: reject it whole)",
+		 tf_note_verify_ring(&ring, note, n, &got), TF_NOTE_BAD_SIG);
+	tf_signer_close(&ed);
+	tf_signer_close(&ec);
 }
 
 int main(void)
@@ -223,5 +299,6 @@ int main(void)
 	test_checkpoint_roundtrip();
 	test_proofs();
 	test_b64();
+	test_ecdsa_cosign();
 	return CHECK_EXIT();
 }

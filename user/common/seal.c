@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * RFC 6962 Merkle tree, C2SP checkpoints and signed notes (Ed25519), with
+ * RFC 6962 Merkle tree, C2SP checkpoints and signed notes (Ed25519, ECDSA P-256), with
  * OpenSSL's libcrypto. Single-threaded callers: the digest context is kept.
  */
 #include <errno.h>
@@ -12,12 +12,12 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "seal.h"
 
 /* U+2014 EM DASH and a space: how a signed note's signature line starts. */
 #define SIG_PREFIX "\xe2\x80\x94 "
-#define SIG_ED25519 0x01
 
 static int sha256_parts(const void *a, size_t alen, const void *b, size_t blen, const void *c,
 			size_t clen, __u8 out[TF_HASH_LEN])
@@ -285,6 +285,13 @@ int tf_b64_encode(const __u8 *in, size_t n, char *out, size_t outlen)
 	return EVP_EncodeBlock((unsigned char *)out, in, (int)n);
 }
 
+/* The 6-bit value of a base64 digit (one tf_b64_decode() accepted). */
+static unsigned int b64_value(char c)
+{
+	return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 :
+	       c >= '0' && c <= '9' ? c - '0' + 52 : c == '+' ? 62 : 63;
+}
+
 int tf_b64_decode(const char *in, size_t n, __u8 *out, size_t outlen)
 {
 	unsigned char *tmp;
@@ -304,6 +311,9 @@ int tf_b64_decode(const char *in, size_t n, __u8 *out, size_t outlen)
 			     (c >= '0' && c <= '9') || c == '+' || c == '/'))
 			return -EINVAL;
 	}
+	/* Canonical only: the bits the padding leaves over are zero (RFC 4648 3.5). */
+	if (pad && (b64_value(in[n - 1 - pad]) & (pad == 1 ? 0x3 : 0xf)))
+		return -EINVAL;
 	tmp = malloc(n / 4 * 3);
 	if (!tmp)
 		return -ENOMEM;
@@ -328,11 +338,16 @@ int tf_checkpoint_text(const struct tf_checkpoint *c, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
 }
 
-/* The signed-note key id: SHA-256(name || "\n" || 0x01 || pub)[:4]. */
-static int key_id(const char *name, const __u8 pub[TF_ED25519_LEN], __u8 id[TF_KEYID_LEN])
+/*
+ * The signed-note key id: Ed25519, SHA-256(name || "\n" || 0x01 || pub)[:4];
+ * ECDSA, SHA-256(DER SubjectPublicKeyInfo)[:4] (C2SP signed-note).
+ */
+static int key_id(const char *name, enum tf_key_type type, const __u8 *pub, size_t publen,
+		  __u8 id[TF_KEYID_LEN])
 {
-	__u8 h[TF_HASH_LEN], alg[2] = { '\n', SIG_ED25519 };
-	int err = sha256_parts(name, strlen(name), alg, 2, pub, TF_ED25519_LEN, h);
+	__u8 h[TF_HASH_LEN], alg[2] = { '\n', TF_KEY_ED25519 };
+	int err = type == TF_KEY_ECDSA ? sha256_parts(pub, publen, NULL, 0, NULL, 0, h)
+				       : sha256_parts(name, strlen(name), alg, 2, pub, publen, h);
 
 	if (!err)
 		memcpy(id, h, TF_KEYID_LEN);
@@ -352,7 +367,31 @@ static int name_ok(const char *name)
 	return 1;
 }
 
-static EVP_PKEY *key_read(const char *path, char *err, size_t errlen)
+const char *tf_key_type_name(enum tf_key_type type)
+{
+	return type == TF_KEY_ECDSA ? "ecdsa-p256" : "ed25519";
+}
+
+/* The type of pkey: Ed25519, or ECDSA on P-256; 0 for any other key. */
+static enum tf_key_type pkey_type(EVP_PKEY *pkey)
+{
+	char group[32];
+
+	if (EVP_PKEY_get_id(pkey) == EVP_PKEY_ED25519)
+		return TF_KEY_ED25519;
+	if (EVP_PKEY_get_id(pkey) == EVP_PKEY_EC &&
+	    EVP_PKEY_get_group_name(pkey, group, sizeof(group), NULL) == 1 &&
+	    !strcmp(group, "prime256v1"))
+		return TF_KEY_ECDSA;
+	return 0;
+}
+
+static const char *key_kind(enum tf_key_type type)
+{
+	return type == TF_KEY_ECDSA ? "an ECDSA P-256" : "an Ed25519";
+}
+
+static EVP_PKEY *key_read(const char *path, enum tf_key_type type, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	EVP_PKEY *pkey = NULL;
@@ -376,22 +415,23 @@ static EVP_PKEY *key_read(const char *path, char *err, size_t errlen)
 	}
 	pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 	fclose(f);
-	if (!pkey || EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
-		snprintf(err, errlen, "log key `%s': not an Ed25519 private key in PEM", path);
+	if (!pkey || pkey_type(pkey) != type) {
+		snprintf(err, errlen, "log key `%s': not %s private key in PEM", path, key_kind(type));
 		EVP_PKEY_free(pkey);
 		return NULL;
 	}
 	return pkey;
 }
 
-static EVP_PKEY *key_create(const char *path, char *err, size_t errlen)
+static EVP_PKEY *key_create(const char *path, enum tf_key_type type, char *err, size_t errlen)
 {
-	EVP_PKEY *pkey = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	EVP_PKEY *pkey = type == TF_KEY_ECDSA ? EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")
+					      : EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	int fd, ok;
 	FILE *f;
 
 	if (!pkey) {
-		snprintf(err, errlen, "log key: cannot generate an Ed25519 key");
+		snprintf(err, errlen, "log key: cannot generate %s key", key_kind(type));
 		return NULL;
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -417,21 +457,38 @@ static EVP_PKEY *key_create(const char *path, char *err, size_t errlen)
 
 int tf_signer_init(void *pkey, const char *name, struct tf_signer *s)
 {
-	size_t publen = TF_ED25519_LEN;
+	unsigned char *p;
+	int n;
 
 	memset(s, 0, sizeof(*s));
 	if (!name_ok(name))
 		return -EINVAL;
-	if (!EVP_PKEY_get_raw_public_key(pkey, s->pub, &publen) || publen != TF_ED25519_LEN ||
-	    key_id(name, s->pub, s->keyid))
+	s->type = pkey_type(pkey);
+	if (s->type == TF_KEY_ED25519) {
+		s->publen = TF_ED25519_LEN;
+		if (!EVP_PKEY_get_raw_public_key(pkey, s->pub, &s->publen) ||
+		    s->publen != TF_ED25519_LEN)
+			return -EIO;
+	} else if (s->type == TF_KEY_ECDSA) {
+		n = i2d_PUBKEY(pkey, NULL);
+		if (n <= 0 || n > TF_PUB_MAX)
+			return -EIO;
+		p = s->pub;
+		if (i2d_PUBKEY(pkey, &p) != n)
+			return -EIO;
+		s->publen = n;
+	} else {
+		return -EINVAL;
+	}
+	if (key_id(name, s->type, s->pub, s->publen, s->keyid))
 		return -EIO;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->pkey = pkey;
 	return 0;
 }
 
-int tf_signer_open(const char *path, const char *name, struct tf_signer *s, char *err,
-		   size_t errlen)
+static int signer_open(const char *path, const char *name, enum tf_key_type type, int create,
+		       struct tf_signer *s, char *err, size_t errlen)
 {
 	EVP_PKEY *pkey;
 	int ret;
@@ -442,7 +499,7 @@ int tf_signer_open(const char *path, const char *name, struct tf_signer *s, char
 			 name);
 		return -EINVAL;
 	}
-	pkey = access(path, F_OK) ? key_create(path, err, errlen) : key_read(path, err, errlen);
+	pkey = create ? key_create(path, type, err, errlen) : key_read(path, type, err, errlen);
 	if (!pkey)
 		return -EINVAL;
 	ret = tf_signer_init(pkey, name, s);
@@ -453,6 +510,18 @@ int tf_signer_open(const char *path, const char *name, struct tf_signer *s, char
 	return ret;
 }
 
+int tf_signer_open(const char *path, const char *name, enum tf_key_type type,
+		   struct tf_signer *s, char *err, size_t errlen)
+{
+	return signer_open(path, name, type, access(path, F_OK) != 0, s, err, errlen);
+}
+
+int tf_signer_create(const char *path, const char *name, enum tf_key_type type,
+		     struct tf_signer *s, char *err, size_t errlen)
+{
+	return signer_open(path, name, type, 1, s, err, errlen);
+}
+
 void tf_signer_close(struct tf_signer *s)
 {
 	EVP_PKEY_free(s->pkey);
@@ -461,23 +530,37 @@ void tf_signer_close(struct tf_signer *s)
 
 int tf_signer_vkey(const struct tf_signer *s, char *buf, size_t len)
 {
-	__u8 raw[1 + TF_ED25519_LEN] = { SIG_ED25519 };
-	char hex[2 * TF_KEYID_LEN + 1], b64[64];
+	__u8 raw[1 + TF_PUB_MAX] = { s->type };
+	char hex[2 * TF_KEYID_LEN + 1], b64[4 * (sizeof(raw) + 2) / 3 + 4];
 	int n;
 
-	memcpy(raw + 1, s->pub, TF_ED25519_LEN);
+	memcpy(raw + 1, s->pub, s->publen);
 	tf_hex(s->keyid, TF_KEYID_LEN, hex);
-	if (tf_b64_encode(raw, sizeof(raw), b64, sizeof(b64)) < 0)
+	if (tf_b64_encode(raw, 1 + s->publen, b64, sizeof(b64)) < 0)
 		return -ENOSPC;
 	n = snprintf(buf, len, "%s+%s+%s", s->name, hex, b64);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
 }
 
+/* pub as a P-256 public key in DER SubjectPublicKeyInfo form. */
+static EVP_PKEY *ecdsa_pub(const __u8 *pub, size_t publen)
+{
+	const unsigned char *p = pub;
+	EVP_PKEY *pkey = d2i_PUBKEY(NULL, &p, (long)publen);
+
+	if (pkey && (p != pub + publen || pkey_type(pkey) != TF_KEY_ECDSA)) {
+		EVP_PKEY_free(pkey);
+		return NULL;
+	}
+	return pkey;
+}
+
 int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t errlen)
 {
 	const char *p1 = strchr(vkey, '+'), *p2 = p1 ? strchr(p1 + 1, '+') : NULL;
-	__u8 raw[1 + TF_ED25519_LEN + 8], id[TF_KEYID_LEN];
+	__u8 raw[1 + TF_PUB_MAX + 8], id[TF_KEYID_LEN];
 	char hex[2 * TF_KEYID_LEN + 1];
+	EVP_PKEY *pkey = NULL;
 	size_t nlen;
 	int n;
 
@@ -489,12 +572,19 @@ int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t
 	}
 	memcpy(v->name, vkey, nlen);
 	n = tf_b64_decode(p2 + 1, strlen(p2 + 1), raw, sizeof(raw));
-	if (!name_ok(v->name) || n != 1 + TF_ED25519_LEN || raw[0] != SIG_ED25519) {
-		snprintf(err, errlen, "key `%.80s': not an Ed25519 verifier key", vkey);
+	if (name_ok(v->name) && n == 1 + TF_ED25519_LEN && raw[0] == TF_KEY_ED25519)
+		v->type = TF_KEY_ED25519;
+	else if (name_ok(v->name) && n > 1 && n <= 1 + TF_PUB_MAX && raw[0] == TF_KEY_ECDSA &&
+		 (pkey = ecdsa_pub(raw + 1, n - 1)))
+		v->type = TF_KEY_ECDSA;
+	EVP_PKEY_free(pkey);
+	if (!v->type) {
+		snprintf(err, errlen, "key `%.80s': not an Ed25519 or ECDSA P-256 verifier key", vkey);
 		return -EINVAL;
 	}
-	memcpy(v->pub, raw + 1, TF_ED25519_LEN);
-	if (key_id(v->name, v->pub, id)) {
+	v->publen = n - 1;
+	memcpy(v->pub, raw + 1, v->publen);
+	if (key_id(v->name, v->type, v->pub, v->publen, id)) {
 		snprintf(err, errlen, "key `%.80s': cannot hash", vkey);
 		return -EIO;
 	}
@@ -507,49 +597,100 @@ int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t
 	return 0;
 }
 
-int tf_note_sign(const struct tf_signer *s, const char *text, char *out, size_t outlen)
+int tf_verifier_same(const struct tf_verifier *a, const struct tf_verifier *b)
 {
-	__u8 raw[TF_KEYID_LEN + TF_SIG_LEN];
-	size_t tlen = strlen(text);
-	char b64[128];
-	int n;
+	return a->type == b->type && a->publen == b->publen && !strcmp(a->name, b->name) &&
+	       !memcmp(a->pub, b->pub, a->publen);
+}
 
-	if (!tlen || text[tlen - 1] != '\n' || tf_sign_raw(s, text, tlen, raw + TF_KEYID_LEN))
-		return -EIO;
+/* "— name base64(keyid || sig)\n" for text, at out; its length, or -errno. */
+static int sig_line(const struct tf_signer *s, const char *text, size_t tlen, char *out,
+		    size_t outlen)
+{
+	__u8 raw[TF_KEYID_LEN + TF_SIG_MAX];
+	char b64[4 * (sizeof(raw) + 2) / 3 + 4];
+	int n, slen;
+
+	if (!tlen || text[tlen - 1] != '\n')
+		return -EINVAL;
+	slen = tf_sign_raw(s, text, tlen, raw + TF_KEYID_LEN);
+	if (slen < 0)
+		return slen;
 	memcpy(raw, s->keyid, TF_KEYID_LEN);
-	if (tf_b64_encode(raw, sizeof(raw), b64, sizeof(b64)) < 0)
+	if (tf_b64_encode(raw, TF_KEYID_LEN + slen, b64, sizeof(b64)) < 0)
 		return -ENOSPC;
-	n = snprintf(out, outlen, "%s\n" SIG_PREFIX "%s %s\n", text, s->name, b64);
+	n = snprintf(out, outlen, SIG_PREFIX "%s %s\n", s->name, b64);
 	return n < 0 || (size_t)n >= outlen ? -ENOSPC : n;
 }
 
-int tf_verify_raw(const struct tf_verifier *v, const void *msg, size_t len,
-		  const __u8 sig[TF_SIG_LEN])
+int tf_note_sign(const struct tf_signer *s, const char *text, char *out, size_t outlen)
 {
-	EVP_PKEY *pub = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, v->pub, TF_ED25519_LEN);
+	size_t tlen = strlen(text);
+	int n;
+
+	if (tlen + 2 > outlen)
+		return -ENOSPC;
+	memcpy(out, text, tlen);
+	out[tlen] = '\n';
+	n = sig_line(s, text, tlen, out + tlen + 1, outlen - tlen - 1);
+	return n < 0 ? n : (int)tlen + 1 + n;
+}
+
+/* The length of a signed note's text: up to its first blank line; 0 if it has none. */
+static size_t note_text_len(const char *note, size_t len)
+{
+	const char *end = note + len, *p, *nl;
+
+	for (p = note; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', end - p);
+		if (!nl)
+			return 0;
+		if (nl == p)
+			return p == note ? 0 : (size_t)(p - note);
+	}
+	return 0;
+}
+
+int tf_note_cosign(const struct tf_signer *s, char *buf, size_t len, size_t cap)
+{
+	size_t tlen = note_text_len(buf, len);
+	int n;
+
+	if (!tlen || len >= cap || buf[len - 1] != '\n')
+		return -EINVAL;
+	n = sig_line(s, buf, tlen, buf + len, cap - len);
+	return n < 0 ? n : (int)len + n;
+}
+
+int tf_verify_raw(const struct tf_verifier *v, const void *msg, size_t len, const __u8 *sig,
+		  size_t siglen)
+{
+	EVP_PKEY *pub = v->type == TF_KEY_ECDSA
+				? ecdsa_pub(v->pub, v->publen)
+				: EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, v->pub, v->publen);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok = pub && ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, pub) == 1 &&
-		 EVP_DigestVerify(ctx, sig, TF_SIG_LEN, msg, len) == 1;
+	int ok = pub && ctx && (v->type == TF_KEY_ECDSA || siglen == TF_SIG_LEN) &&
+		 EVP_DigestVerifyInit(ctx, NULL, v->type == TF_KEY_ECDSA ? EVP_sha256() : NULL,
+				      NULL, pub) == 1 &&
+		 EVP_DigestVerify(ctx, sig, siglen, msg, len) == 1;
 
 	EVP_MD_CTX_free(ctx);
 	EVP_PKEY_free(pub);
 	return ok;
 }
 
-static int sig_ok(const struct tf_verifier *v, const char *text, size_t tlen, const __u8 *sig)
-{
-	return tf_verify_raw(v, text, tlen, sig);
-}
-
-int tf_sign_raw(const struct tf_signer *s, const void *msg, size_t len, __u8 sig[TF_SIG_LEN])
+int tf_sign_raw(const struct tf_signer *s, const void *msg, size_t len, __u8 sig[TF_SIG_MAX])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	size_t siglen = TF_SIG_LEN;
-	int ok = ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, s->pkey) == 1 &&
-		 EVP_DigestSign(ctx, sig, &siglen, msg, len) == 1 && siglen == TF_SIG_LEN;
+	size_t siglen = TF_SIG_MAX;
+	int ok = ctx && s->pkey &&
+		 EVP_DigestSignInit(ctx, NULL, s->type == TF_KEY_ECDSA ? EVP_sha256() : NULL, NULL,
+				    s->pkey) == 1 &&
+		 EVP_DigestSign(ctx, sig, &siglen, msg, len) == 1 &&
+		 (s->type == TF_KEY_ECDSA || siglen == TF_SIG_LEN);
 
 	EVP_MD_CTX_free(ctx);
-	return ok ? 0 : -EIO;
+	return ok ? (int)siglen : -EIO;
 }
 
 size_t tf_dsse_pae(const char *type, const char *payload, size_t plen, char *out, size_t outlen)
@@ -602,28 +743,18 @@ static int checkpoint_parse(const char *text, size_t len, struct tf_checkpoint *
 	return tf_b64_decode(l2 + 1, l3 - l2 - 1, c->root, TF_HASH_LEN) == TF_HASH_LEN ? 0 : -EINVAL;
 }
 
-enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note, size_t len,
-				   struct tf_checkpoint *c)
+enum tf_note_result tf_note_verify_text(const struct tf_verifier *v, const char *note, size_t len,
+					size_t *tlenp)
 {
-	const char *end = note + len, *sep = NULL, *p, *nl;
-	size_t tlen, plen = strlen(SIG_PREFIX), nlen = strlen(v->name);
-	__u8 raw[TF_KEYID_LEN + TF_SIG_LEN + 8];
-	int found = 0;
+	const char *end = note + len, *p, *nl;
+	size_t tlen = note_text_len(note, len), plen = strlen(SIG_PREFIX), nlen = strlen(v->name);
+	__u8 raw[TF_KEYID_LEN + TF_SIG_MAX + 8];
+	int found = 0, n;
 
 	/* The text ends at the first blank line; signature lines follow, each ending in "\n". */
-	for (p = note; p < end; p = nl + 1) {
-		nl = memchr(p, '\n', end - p);
-		if (!nl)
-			return TF_NOTE_MALFORMED;
-		if (nl == p) {
-			sep = p;
-			break;
-		}
-	}
-	if (!sep || sep == note || end[-1] != '\n')
+	if (!tlen || end[-1] != '\n')
 		return TF_NOTE_MALFORMED;
-	tlen = sep - note;
-	for (p = sep + 1; p < end; p = nl + 1) {
+	for (p = note + tlen + 1; p < end; p = nl + 1) {
 		nl = memchr(p, '\n', end - p);
 		if ((size_t)(nl - p) < plen || memcmp(p, SIG_PREFIX, plen))
 			return TF_NOTE_MALFORMED;
@@ -631,12 +762,66 @@ enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note
 		if ((size_t)(nl - p) <= nlen + 1 || memcmp(p, v->name, nlen) || p[nlen] != ' ')
 			continue;
 		p += nlen + 1;
-		if (tf_b64_decode(p, nl - p, raw, sizeof(raw)) != TF_KEYID_LEN + TF_SIG_LEN ||
+		n = tf_b64_decode(p, nl - p, raw, sizeof(raw));
+		if (n <= TF_KEYID_LEN || n > TF_KEYID_LEN + TF_SIG_MAX ||
 		    memcmp(raw, v->keyid, TF_KEYID_LEN))
 			continue;
 		found = 1;
-		if (sig_ok(v, note, tlen, raw + TF_KEYID_LEN))
-			return checkpoint_parse(note, tlen, c) ? TF_NOTE_MALFORMED : TF_NOTE_OK;
+		if (tf_verify_raw(v, note, tlen, raw + TF_KEYID_LEN, n - TF_KEYID_LEN)) {
+			*tlenp = tlen;
+			return TF_NOTE_OK;
+		}
 	}
 	return found ? TF_NOTE_BAD_SIG : TF_NOTE_NO_KEY;
+}
+
+enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note, size_t len,
+				   struct tf_checkpoint *c)
+{
+	enum tf_note_result r;
+	size_t tlen;
+
+	r = tf_note_verify_text(v, note, len, &tlen);
+	if (r != TF_NOTE_OK)
+		return r;
+	return checkpoint_parse(note, tlen, c) ? TF_NOTE_MALFORMED : TF_NOTE_OK;
+}
+
+int tf_keyring_add(struct tf_keyring *r, const struct tf_verifier *v)
+{
+	if (tf_keyring_find(r, v))
+		return 0;
+	if (r->n == TF_KEYRING_MAX)
+		return -ENOSPC;
+	r->k[r->n++] = *v;
+	return 0;
+}
+
+const struct tf_verifier *tf_keyring_find(const struct tf_keyring *r, const struct tf_verifier *v)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (tf_verifier_same(&r->k[i], v))
+			return &r->k[i];
+	return NULL;
+}
+
+enum tf_note_result tf_note_verify_ring(const struct tf_keyring *r, const char *note, size_t len,
+					struct tf_checkpoint *c)
+{
+	enum tf_note_result best = TF_NOTE_NO_KEY, got;
+	struct tf_checkpoint cp;
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		got = tf_note_verify(&r->k[i], note, len, &cp);
+		if (got == TF_NOTE_BAD_SIG || got == TF_NOTE_MALFORMED)
+			return got;
+		if (got == TF_NOTE_OK) {
+			*c = cp;
+			best = TF_NOTE_OK;
+		}
+	}
+	return best;
 }

@@ -86,23 +86,44 @@ static int read_key(const char *arg, struct tf_verifier *key)
 	return tf_verifier_parse(buf, key, err, sizeof(err)) ? -1 : 0;
 }
 
-/* The signature over DSSE's pre-authentication encoding, by this key. */
-static int envelope_open(json_t *env, const struct tf_verifier *key, json_t **stmt)
+/* Whether sigs holds a signature by key over pae that verifies: 1, 0 none by it, -1 one that fails. */
+static int signed_by(json_t *sigs, const struct tf_verifier *key, const char *pae, size_t palen)
 {
-	const char *type = json_string_value(json_object_get(env, "payloadType"));
-	const char *b64 = json_string_value(json_object_get(env, "payload"));
-	json_t *sigs = json_object_get(env, "signatures"), *s;
-	size_t plen = b64 ? strlen(b64) / 4 * 3 + 3 : 0, i, palen;
-	char *payload = malloc(plen + 1), *pae = NULL, want[TF_ORIGIN_MAX + 16];
-	__u8 sig[TF_SIG_LEN + 4];
-	int n, rc = 2, mine = 0;
+	char want[TF_ORIGIN_MAX + 16];
+	__u8 sig[TF_SIG_MAX + 4];
+	int n, mine = 0;
+	json_t *s;
+	size_t i;
 
 	/* keyid is the signer's verifier key: its name and key id must be this key's. */
 	tf_hex(key->keyid, TF_KEYID_LEN, want + snprintf(want, sizeof(want), "%s+", key->name));
+	json_array_foreach(sigs, i, s) {
+		const char *sb = json_string_value(json_object_get(s, "sig"));
+		const char *kid = json_string_value(json_object_get(s, "keyid")) ?: "";
+
+		if (strncmp(kid, want, strlen(want)) || kid[strlen(want)] != '+')
+			continue;
+		mine = 1;
+		n = sb ? tf_b64_decode(sb, strlen(sb), sig, sizeof(sig)) : -1;
+		if (n > 0 && n <= TF_SIG_MAX && palen && tf_verify_raw(key, pae, palen, sig, n))
+			return 1;
+	}
+	return mine ? -1 : 0;
+}
+
+/* The signatures over DSSE's pre-authentication encoding: one by every key given. */
+static int envelope_open(json_t *env, const struct tf_keyring *keys, json_t **stmt)
+{
+	const char *type = json_string_value(json_object_get(env, "payloadType"));
+	const char *b64 = json_string_value(json_object_get(env, "payload"));
+	json_t *sigs = json_object_get(env, "signatures");
+	size_t plen = b64 ? strlen(b64) / 4 * 3 + 3 : 0, i, palen;
+	char *payload = malloc(plen + 1), *pae = NULL;
+	int n, got = 1;
 
 	*stmt = NULL;
 	if (!type || !b64 || !json_is_array(sigs) || !payload ||
-	    strcmp(type, "application/vnd.in-toto+json")) {
+	    strcmp(type, TF_DSSE_PAYLOAD_TYPE)) {
 		free(payload);
 		return say(2, "not a DSSE envelope of an in-toto statement");
 	}
@@ -115,28 +136,40 @@ static int envelope_open(json_t *env, const struct tf_verifier *key, json_t **st
 	palen = strlen(type) + n + 64;
 	pae = malloc(palen);
 	palen = pae ? tf_dsse_pae(type, payload, n, pae, palen) : 0;
-	json_array_foreach(sigs, i, s) {
-		const char *sb = json_string_value(json_object_get(s, "sig"));
-		const char *kid = json_string_value(json_object_get(s, "keyid")) ?: "";
-
-		if (strncmp(kid, want, strlen(want)) || kid[strlen(want)] != '+')
-			continue;
-		mine = 1;
-		if (sb && tf_b64_decode(sb, strlen(sb), sig, sizeof(sig)) == TF_SIG_LEN && palen &&
-		    tf_verify_raw(key, pae, palen, sig)) {
-			rc = 0;
-			break;
-		}
-	}
+	for (i = 0; i < keys->n && got == 1; i++)
+		got = signed_by(sigs, &keys->k[i], pae, palen);
 	free(pae);
-	if (rc) {
+	if (got != 1) {
 		free(payload);
-		return mine ? say(1, "the signature does not verify (the statement was changed)")
-			    : say(2, "not signed by this key");
+		return got < 0 ? say(1, "the %s signature does not verify (the statement was changed)",
+				     tf_key_type_name(keys->k[i - 1].type))
+			       : say(2, "not signed by the %s key %s", tf_key_type_name(keys->k[i - 1].type),
+				     keys->k[i - 1].name);
 	}
 	*stmt = json_loads(payload, 0, NULL);
 	free(payload);
 	return *stmt ? 0 : say(1, "the signed payload is not JSON");
+}
+
+/* The statement's subjects: tapfenced and tapfence.bpf.o, each with a SHA-256 digest. */
+static int subjects_ok(json_t *stmt)
+{
+	static const char *const names[] = { "tapfenced", "tapfence.bpf.o" };
+	json_t *subj = json_object_get(stmt, "subject");
+	const char *h;
+	size_t i;
+
+	if (json_array_size(subj) != 2)
+		return 0;
+	for (i = 0; i < 2; i++) {
+		h = json_string_value(json_object_get(json_object_get(json_array_get(subj, i), "digest"),
+						      "sha256"));
+		if (strcmp(json_string_value(json_object_get(json_array_get(subj, i), "name")) ?: "",
+			   names[i]) || !h || strlen(h) != 2 * TF_HASH_LEN ||
+		    strspn(h, "0123456789abcdef") != 2 * TF_HASH_LEN)
+			return 0;
+	}
+	return 1;
 }
 
 static int spec_digest(const char *path, char hex[2 * TF_HASH_LEN + 1], char *id, size_t idlen)
@@ -170,12 +203,71 @@ static int spec_digest(const char *path, char hex[2 * TF_HASH_LEN + 1], char *id
 	return ret;
 }
 
+/*
+ * A session's evidence statement (log.session_evidence): its checkpoint is
+ * signed by the keys, seals the session's first and last line, and its
+ * policy history runs from that first line to the del at that last one.
+ */
+static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const char *spec)
+{
+	json_t *pred = json_object_get(stmt, "predicate"), *pols, *pl;
+	const char *sid = json_string_value(json_object_get(pred, "session")) ?: "";
+	const char *note = json_string_value(json_object_get(pred, "checkpoint"));
+	const char *subj = json_string_value(json_object_get(json_array_get(
+		json_object_get(stmt, "subject"), 0), "name")) ?: "";
+	const char *last_h = json_string_value(json_object_get(json_object_get(json_array_get(
+		json_object_get(stmt, "subject"), 0), "digest"), "sha256")) ?: "";
+	json_int_t first = json_integer_value(json_object_get(pred, "first_index"));
+	json_int_t last = json_integer_value(json_object_get(pred, "last_index"));
+	char hex[2 * TF_HASH_LEN + 1], spec_id[128] = "";
+	struct tf_checkpoint cp;
+	json_int_t in_force = -1;
+	size_t i, n;
+
+	pols = json_object_get(pred, "policies");
+	n = json_array_size(pols);
+	if (strncmp(subj, "session/", 8) || strcmp(subj + 8, sid) || !*sid || n < 2)
+		return say(1, "not a session evidence statement (its subject or policies)");
+	if (!note || tf_note_verify_ring(keys, note, strlen(note), &cp) != TF_NOTE_OK)
+		return say(1, "its checkpoint is not signed by the key");
+	if (strcmp(cp.origin, json_string_value(json_object_get(pred, "origin")) ?: "") ||
+	    first < 0 || first > last || (__u64)last >= cp.size)
+		return say(1, "its checkpoint (epoch %s, size %llu) does not seal lines %lld-%lld",
+			   cp.origin, (unsigned long long)cp.size, (long long)first, (long long)last);
+	json_array_foreach(pols, i, pl) {
+		json_int_t at = json_integer_value(json_object_get(pl, "index"));
+		const char *op = json_string_value(json_object_get(pl, "op")) ?: "";
+		const char *h = json_string_value(json_object_get(pl, "spec_sha256")) ?: "";
+
+		if (at < first || at > last || (i == 0 && at != first) ||
+		    (i == n - 1 && (at != last || strcmp(op, "del") || strcmp(h, last_h))) ||
+		    (i > 0 && at <= json_integer_value(json_object_get(json_array_get(pols, i - 1),
+									      "index"))) ||
+		    strlen(h) != 2 * TF_HASH_LEN)
+			return say(1, "policy %zu of the statement does not fit its lines %lld-%lld", i,
+				   (long long)first, (long long)last);
+	}
+	if (spec) {
+		if (spec_digest(spec, hex, spec_id, sizeof(spec_id)))
+			return say(2, "spec `%s' cannot be read", spec);
+		json_array_foreach(pols, i, pl)
+			if (!strcmp(json_string_value(json_object_get(pl, "spec_sha256")) ?: "", hex))
+				in_force = json_integer_value(json_object_get(pl, "policy_version"));
+		if (strcmp(spec_id, sid) || in_force < 0)
+			return say(1, "session %s never enforced the spec's policy", sid);
+	}
+	return say(0, "session %s, lines %lld-%lld of epoch %s sealed by a checkpoint of size %llu, "
+		   "%zu policy change(s)%s", sid, (long long)first, (long long)last, cp.origin,
+		   (unsigned long long)cp.size, n, spec ? ", the spec's policy among them" : "");
+}
+
 static int attest_verify(int argc, char *argv[])
 {
-	const char *key_arg = DEFAULT_KEY_PUB, *spec = NULL, *file = NULL, *val;
+	const char *spec = NULL, *file = NULL, *session = NULL, *val, *scope;
 	char hex[2 * TF_HASH_LEN + 1], sid[128] = "";
 	long max_age = DEFAULT_MAX_AGE_S;
 	json_t *env, *stmt, *pred, *sessions, *s;
+	struct tf_keyring keys = {};
 	struct tf_verifier key;
 	struct tm tm = {};
 	const char *issued, *p;
@@ -187,8 +279,12 @@ static int attest_verify(int argc, char *argv[])
 	for (i = 2; i < (size_t)argc; i++) {
 		int k = (int)i;
 
-		if ((r = ctl_opt_value(argc, argv, &k, "--key", &val)) > 0)
-			key_arg = val;
+		if ((r = ctl_opt_value(argc, argv, &k, "--key", &val)) > 0) {
+			if (read_key(val, &key) || tf_keyring_add(&keys, &key))
+				return say(2, "key `%s': not a verifier key (tapfence log key prints it)",
+					   val);
+		} else if (!r && (r = ctl_opt_value(argc, argv, &k, "--session", &val)) > 0)
+			session = val;
 		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--spec", &val)) > 0)
 			spec = val;
 		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--max-age", &val)) > 0)
@@ -198,29 +294,40 @@ static int attest_verify(int argc, char *argv[])
 		else if (!r && argv[k][0] != '-' && !file)
 			file = argv[k];
 		else
-			return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY] [--spec SPEC] "
-				   "[--max-age SEC] [--allow-no-battery]");
+			return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY]... [--spec SPEC] "
+				   "[--session ID] [--max-age SEC] [--allow-no-battery]");
 		i = (size_t)k;
 	}
 	if (!file || max_age <= 0)
-		return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY] [--spec SPEC] "
-			   "[--max-age SEC] [--allow-no-battery]");
-	if (read_key(key_arg, &key))
-		return say(2, "key `%s': not a verifier key (tapfence log key prints it)", key_arg);
+		return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY]... [--spec SPEC] "
+			   "[--session ID] [--max-age SEC] [--allow-no-battery]");
+	if (!keys.n && (read_key(DEFAULT_KEY_PUB, &key) || tf_keyring_add(&keys, &key)))
+		return say(2, "key `%s': not a verifier key (tapfence log key prints it)",
+			   DEFAULT_KEY_PUB);
 	env = json_load_file(file, 0, NULL);
 	if (!env)
 		return say(2, "`%s' is not JSON", file);
-	rc = envelope_open(env, &key, &stmt);
+	rc = envelope_open(env, &keys, &stmt);
 	json_decref(env);
 	if (rc)
 		return rc;
+	if (!strcmp(json_string_value(json_object_get(stmt, "predicateType")) ?: "",
+		    TF_EVIDENCE_PREDICATE)) {
+		rc = evidence_verify(stmt, &keys, spec);
+		goto out;
+	}
 	pred = json_object_get(stmt, "predicate");
 	sessions = json_object_get(pred, "sessions");
 	issued = json_string_value(json_object_get(pred, "issued_at"));
+	scope = json_string_value(json_object_get(pred, "scope")) ?: "";
 	if (strcmp(json_string_value(json_object_get(stmt, "_type")) ?: "",
-		   "https://in-toto.io/Statement/v1") || !json_is_array(sessions) || !issued ||
-	    !(p = strptime(issued, "%Y-%m-%dT%H:%M:%SZ", &tm)) || *p) {
-		rc = say(1, "not a tapfence statement");
+		   "https://in-toto.io/Statement/v1") ||
+	    strcmp(json_string_value(json_object_get(stmt, "predicateType")) ?: "",
+		   TF_ATTEST_PREDICATE) || !subjects_ok(stmt) || !json_is_array(sessions) || !issued ||
+	    !(p = strptime(issued, "%Y-%m-%dT%H:%M:%SZ", &tm)) || *p ||
+	    (strcmp(scope, "node") && strcmp(scope, "session")) ||
+	    (!strcmp(scope, "session") && json_array_size(sessions) != 1)) {
+		rc = say(1, "not a tapfence statement (its type, subjects, scope or sessions)");
 		goto out;
 	}
 	age = difftime(time(NULL), timegm(&tm));
@@ -235,6 +342,15 @@ static int attest_verify(int argc, char *argv[])
 				 json_string_value(json_object_get(s, "id")) ?: "?");
 			goto out;
 		}
+	}
+	if (session) {
+		json_array_foreach(sessions, i, s)
+			matched |= !strcmp(json_string_value(json_object_get(s, "id")) ?: "", session);
+		if (!matched) {
+			rc = say(1, "session %s is not in the statement", session);
+			goto out;
+		}
+		matched = 0;
 	}
 	if (spec) {
 		if (spec_digest(spec, hex, sid, sizeof(sid))) {

@@ -32,7 +32,8 @@ struct where {
 };
 
 struct verify {
-	struct tf_verifier key;
+	struct tf_keyring ring;	/* the keys given, and those they handed on to */
+	json_t *endorsements;	/* log export: the key lines' endorsements, in order */
 	int json;
 	/* the epoch being read */
 	int in_epoch;
@@ -50,7 +51,7 @@ struct verify {
 	/* origins of epochs whose start was not in the input (a "continue" came first) */
 	char midstart[TF_ORIGIN_MAX];
 	/* totals */
-	unsigned int epochs, checkpoints, gaps, resumed;
+	unsigned int epochs, checkpoints, gaps, resumed, rotations;
 	json_t *origins;		/* every epoch seen */
 	struct tf_checkpoint *cps;	/* the epoch's verified checkpoints */
 	size_t ncps, cpcap;
@@ -343,7 +344,7 @@ static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 	 * file may lag one checkpoint behind the log (a kill between the two
 	 * writes), so any verified checkpoint of the epoch before will do.
 	 */
-	if (had && (!prev || tf_note_verify(&v->key, prev, strlen(prev), &pc) != TF_NOTE_OK))
+	if (had && (!prev || tf_note_verify_ring(&v->ring, prev, strlen(prev), &pc) != TF_NOTE_OK))
 		found(v, V_TAMPERED, "%s:%lu: epoch %s does not name a signed checkpoint of the "
 		      "epoch before it, %s (an epoch removed, the files out of order, or the node's "
 		      "state lost)", w->file,
@@ -380,12 +381,12 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 		      w->line);
 		return;
 	}
-	switch (note ? tf_note_verify(&v->key, note, strlen(note), &cp) : TF_NOTE_MALFORMED) {
+	switch (note ? tf_note_verify_ring(&v->ring, note, strlen(note), &cp) : TF_NOTE_MALFORMED) {
 	case TF_NOTE_OK:
 		break;
 	case TF_NOTE_NO_KEY:
 		found(v, v->checkpoints ? V_TAMPERED : V_CANNOT,
-		      "%s:%lu: the checkpoint is not signed by this key%s", w->file, w->line,
+		      "%s:%lu: the checkpoint is not signed by a key given or handed on to%s", w->file, w->line,
 		      v->checkpoints ? "" : " (the wrong key?)");
 		return;
 	default:
@@ -449,7 +450,7 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 	int i;
 
 	if (!note || !json_is_array(edge) ||
-	    tf_note_verify(&v->key, note, strlen(note), &cp) != TF_NOTE_OK ||
+	    tf_note_verify_ring(&v->ring, note, strlen(note), &cp) != TF_NOTE_OK ||
 	    json_integer_value(json_object_get(o, "size")) != (json_int_t)cp.size ||
 	    strcmp(json_string_value(json_object_get(o, "origin")) ?: "", cp.origin))
 		return 0;
@@ -503,6 +504,82 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 	return 1;
 }
 
+/*
+ * A key rotation's endorsement: the text "tapfence key rotation\n<origin>\n
+ * <index>\n<old key>\n<new key>\n", signed by the old key, which must be
+ * trusted, and by the new one, which then is. NULL, or what is wrong; *cannot
+ * when it is that the old key was not given. origin, index: the line's (NULL,
+ * -1 in a bundle, which holds the endorsements without their lines).
+ */
+static const char *endorse(struct tf_keyring *r, const char *note, const char *origin,
+			   long long index, int *cannot)
+{
+	static char why[320];
+	char text[TF_NOTE_MAX], *f[5], *p, *e, err[256];
+	struct tf_verifier old, new;
+	const struct tf_verifier *t;
+	size_t len = note ? strlen(note) : 0, tlen;
+	int i;
+
+	*cannot = 0;
+	if (!len || len >= sizeof(text))
+		return "it carries no endorsement";
+	memcpy(text, note, len + 1);
+	for (i = 0, p = text; i < 5; i++) {
+		f[i] = p;
+		p = strchr(p, '\n');
+		if (!p)
+			return "its endorsement is not a key rotation";
+		*p++ = 0;
+	}
+	if (*p != '\n' || strcmp(f[0], "tapfence key rotation"))
+		return "its endorsement is not a key rotation";
+	if (origin && strcmp(f[1], origin))
+		return "its endorsement is of another epoch (moved or replayed)";
+	if (index >= 0 && (strtoll(f[2], &e, 10) != index || *e))
+		return "its endorsement is of another line (moved or replayed)";
+	if (tf_verifier_parse(f[3], &old, err, sizeof(err)) ||
+	    tf_verifier_parse(f[4], &new, err, sizeof(err)) || old.type != new.type)
+		return "its endorsement does not name an old and a new key of one type";
+	t = tf_keyring_find(r, &old);
+	if (!t) {
+		*cannot = 1;
+		snprintf(why, sizeof(why), "it hands on from key %.200s, which was not given", f[3]);
+		return why;
+	}
+	if (tf_note_verify_text(t, note, len, &tlen) != TF_NOTE_OK ||
+	    tf_note_verify_text(&new, note, len, &tlen) != TF_NOTE_OK)
+		return "its endorsement's signatures do not verify (forged or edited)";
+	if (tf_keyring_add(r, &new))
+		return "more keys than a verifier holds";
+	return NULL;
+}
+
+/* A "key" line: the node's key was replaced; its endorsement hands trust on. */
+static void on_key(struct verify *v, json_t *o, const struct where *w)
+{
+	const char *note = json_string_value(json_object_get(o, "endorsement")), *why;
+	char old[TF_VKEY_MAX] = "", new[TF_VKEY_MAX] = "";
+	int cannot;
+
+	why = endorse(&v->ring, note, v->origin, (long long)w->index, &cannot);
+	/* A rotation of a key the verifier was not given: nothing it relies on changes. */
+	if (cannot)
+		return;
+	if (!why && sscanf(note, "%*[^\n]\n%*[^\n]\n%*[^\n]\n%255[^\n]\n%255[^\n]", old, new) == 2 &&
+	    (strcmp(json_string_value(json_object_get(o, "old")) ?: "", old) ||
+	     strcmp(json_string_value(json_object_get(o, "new")) ?: "", new)))
+		why = "its old or new key is not the one its endorsement names (edited)";
+	if (why) {
+		found(v, V_TAMPERED, "%s:%lu: a key rotation that hands on no trust: %s", w->file,
+		      w->line, why);
+		return;
+	}
+	v->rotations++;
+	if (v->endorsements)
+		json_array_append_new(v->endorsements, json_string(note));
+}
+
 static void on_line(struct verify *v, const char *line, size_t len, const struct where *wpos)
 {
 	struct where w = *wpos;
@@ -536,6 +613,8 @@ static void on_line(struct verify *v, const char *line, size_t len, const struct
 		     strcmp(json_string_value(json_object_get(o, "origin")) ?: "", v->origin)))
 			found(v, V_TAMPERED, "%s:%lu: this file goes on from another point of the "
 			      "log (a segment missing or out of order)", w.file, w.line);
+		if (kind && !strcmp(kind, "key"))
+			on_key(v, o, &w);
 		if (kind && !strcmp(kind, "seal")) {
 			t = rfc3339_seconds(json_string_value(json_object_get(o, "time")));
 			if (v->last_seal_time && v->checkpoint_s &&
@@ -640,11 +719,11 @@ static int verify_report(struct verify *v)
 	if (v->result == V_OK && !v->checkpoints)
 		found(v, V_CANNOT, "no checkpoint in these files: nothing is sealed");
 	if (v->json) {
-		out = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:I, s:O, s:O, s:b}", "result",
+		out = json_pack("{s:s, s:s?, s:i, s:i, s:i, s:I, s:I, s:O, s:O, s:b}", "result",
 				v->result == V_OK ? "verified" :
 				v->result == V_TAMPERED ? "tampered" : "cannot_verify",
 				"problem", v->result == V_OK ? NULL : v->problem, "epochs", v->epochs,
-				"checkpoints", v->checkpoints, "sealed_lines",
+				"checkpoints", v->checkpoints, "key_rotations", v->rotations, "sealed_lines",
 				(json_int_t)v->sealed_lines, "unsealed_lines",
 				(json_int_t)v->unsealed_lines, "unsealed", v->unsealed,
 				"heartbeat_gaps", v->heartbeat_gaps, "trusted_checkpoint",
@@ -660,10 +739,11 @@ static int verify_report(struct verify *v)
 	else if (v->result == V_CANNOT)
 		printf("cannot verify: %s\n", v->problem);
 	else
-		printf("verified: %llu lines in %u epoch(s)%s, sealed by %u checkpoint(s)%s\n",
+		printf("verified: %llu lines in %u epoch(s)%s, sealed by %u checkpoint(s)%s%s\n",
 		       (unsigned long long)v->sealed_lines, v->epochs + v->resumed,
 		       v->resumed ? " (some from a rotated file on)" : "", v->checkpoints,
-		       v->have_trusted ? ", up to the trusted checkpoint at least" : "");
+		       v->have_trusted ? ", up to the trusted checkpoint at least" : "",
+		       v->rotations ? ", across key rotations each endorsed by the key before" : "");
 	if (v->unsealed_lines)
 		printf("unsealed (not verified): %llu line(s) after the last checkpoint of their "
 		       "epoch\n", (unsigned long long)v->unsealed_lines);
@@ -685,7 +765,7 @@ static int trusted_load(struct verify *v, const char *path)
 	n = fread(note, 1, sizeof(note) - 1, f);
 	fclose(f);
 	note[n] = 0;
-	if (tf_note_verify(&v->key, note, n, &v->trusted) != TF_NOTE_OK) {
+	if (tf_note_verify_ring(&v->ring, note, n, &v->trusted) != TF_NOTE_OK) {
 		ctl_err("trusted checkpoint `%s': not a checkpoint signed by this key", path);
 		return -CTL_ECANNOT;
 	}
@@ -712,7 +792,6 @@ static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 		const char *name;
 		size_t off;
 	} opts[] = {
-		{ "--key", offsetof(struct log_args, key) },
 		{ "--trusted-checkpoint", offsetof(struct log_args, trusted) },
 		{ "--bundle", offsetof(struct log_args, bundle) },
 		{ "--session", offsetof(struct log_args, session) },
@@ -720,6 +799,7 @@ static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 		{ "--until", offsetof(struct log_args, until) },
 		{ "--out", offsetof(struct log_args, out) },
 	};
+	struct tf_verifier key;
 	const char *val;
 	size_t k;
 	int i, r;
@@ -728,6 +808,19 @@ static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 	v->json = o->json;
 	*nfiles = 0;
 	for (i = 1; i < argc; i++) {
+		/* --key again and again: every key given is trusted. */
+		if ((r = ctl_opt_value(argc, argv, &i, "--key", &val)) != 0) {
+			if (r < 0)
+				return bad_usage(self);
+			a->key = val;
+			if (read_vkey(val, &key))
+				return -CTL_ECANNOT;
+			if (tf_keyring_add(&v->ring, &key)) {
+				ctl_err("--key: more than %d keys", TF_KEYRING_MAX);
+				return -CTL_ECANNOT;
+			}
+			continue;
+		}
 		for (k = 0, r = 0; k < sizeof(opts) / sizeof(opts[0]) && !r; k++) {
 			r = ctl_opt_value(argc, argv, &i, opts[k].name, &val);
 			if (r > 0 && !strstr(self->synopsis, opts[k].name))
@@ -746,7 +839,7 @@ static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 		else
 			argv[1 + (*nfiles)++] = argv[i];
 	}
-	if (read_vkey(a->key ? a->key : DEFAULT_KEY ".pub", &v->key) ||
+	if ((!a->key && (read_vkey(DEFAULT_KEY ".pub", &key) || tf_keyring_add(&v->ring, &key))) ||
 	    (a->trusted && trusted_load(v, a->trusted)))
 		return -CTL_ECANNOT;
 	return 0;
@@ -774,6 +867,7 @@ static void walk_free(struct verify *v)
 	json_decref(v->pending);
 	json_decref(v->notes);
 	json_decref(v->entries);
+	json_decref(v->endorsements);
 	tf_tree_free(&v->xt);
 }
 
@@ -801,12 +895,24 @@ static int bundle_verify(struct verify *v, const char *path)
 		json_decref(b);
 		return V_CANNOT;
 	}
+	/* Key rotations first: each hands trust on from a key given (or handed on to) before. */
+	json_array_foreach(json_object_get(b, "endorsements"), i, e) {
+		int cannot;
+		const char *why = endorse(&v->ring, json_string_value(e), NULL, -1, &cannot);
+
+		if (why) {
+			printf("%s: endorsement %zu of the bundle: %s\n",
+			       cannot ? "cannot verify" : "tampered", i, why);
+			ret = cannot ? V_CANNOT : V_TAMPERED;
+			goto out;
+		}
+	}
 	cps = calloc(json_array_size(notes) + 1, sizeof(*cps));
 	for (i = 0; cps && i < json_array_size(notes); i++) {
 		const char *note = json_string_value(json_array_get(notes, i));
 
-		if (!note || tf_note_verify(&v->key, note, strlen(note), &cps[i]) != TF_NOTE_OK) {
-			printf("%s: checkpoint %zu of the bundle is not signed by this key\n",
+		if (!note || tf_note_verify_ring(&v->ring, note, strlen(note), &cps[i]) != TF_NOTE_OK) {
+			printf("%s: checkpoint %zu of the bundle is not signed by a key given\n",
 			       i ? "tampered" : "cannot verify", i);
 			ret = i ? V_TAMPERED : V_CANNOT;
 			goto out;
@@ -930,6 +1036,7 @@ static int cmd_log_export(const struct ctl_opts *o, const struct ctl_cmd *self, 
 	if ((a.since && !v.since) || (a.until && !v.until))
 		return -CTL_ECANNOT;
 	v.session = a.session;
+	v.endorsements = json_array();
 	v.pending = json_array();
 	v.notes = json_array();
 	v.entries = json_array();
@@ -941,10 +1048,10 @@ static int cmd_log_export(const struct ctl_opts *o, const struct ctl_cmd *self, 
 		ret = verify_status(v.result);
 		goto out;
 	}
-	bundle = json_pack("{s:s, s:i, s:s, s:s?, s:s?, s:O, s:O, s:I}", "kind",
+	bundle = json_pack("{s:s, s:i, s:s, s:s?, s:s?, s:O, s:O, s:O, s:I}", "kind",
 			   "tapfence-log-bundle", "version", 1, "session", a.session, "since", a.since,
-			   "until", a.until, "checkpoints", v.notes, "entries", v.entries, "unsealed",
-			   (json_int_t)v.unexported);
+			   "until", a.until, "endorsements", v.endorsements, "checkpoints", v.notes,
+			   "entries", v.entries, "unsealed", (json_int_t)v.unexported);
 	if (!bundle || json_dump_file(bundle, a.out ? a.out : "/dev/stdout", JSON_INDENT(1))) {
 		ctl_err("cannot write the bundle%s%s", a.out ? " to " : "", a.out ? a.out : "");
 		ret = -EIO;
@@ -992,11 +1099,39 @@ static int cmd_log_key(const struct ctl_opts *o, const struct ctl_cmd *self, int
 	return 0;
 }
 
+static int cmd_log_rotate_key(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			      char *argv[])
+{
+	json_t *req, *resp = NULL;
+	const char *k2;
+	int err;
+
+	(void)self;
+	(void)argv;
+	(void)argc;
+	req = ctl_req("log.rotate_key");
+	if (!req)
+		return -ENOMEM;
+	err = ctl_request(o, req, &resp);
+	json_decref(req);
+	if (err)
+		return err;
+	printf("%s\n", json_string_value(json_object_get(resp, "key")) ?: "");
+	k2 = json_string_value(json_object_get(resp, "ecdsa_key"));
+	if (k2)
+		printf("%s\n", k2);
+	json_decref(resp);
+	return 0;
+}
+
 const struct ctl_cmd ctl_log_cmds[] = {
 	{ "key", cmd_log_key, NULL, -1, -1, "log key [--key-file PATH]",
 	  "print the verifier key of the node's log key (default " DEFAULT_KEY ")" },
+	{ "rotate-key", cmd_log_rotate_key, NULL, 0, 0, "log rotate-key",
+	  "replace the node's signing keys; the rotation is a sealed line the old key endorses "
+	  "(uid 0 only)" },
 	{ "verify", cmd_log_verify, NULL, -1, -1,
-	  "log verify [--key KEY] [--trusted-checkpoint FILE] [--json] PATH... | --bundle FILE",
+	  "log verify [--key KEY]... [--trusted-checkpoint FILE] [--json] PATH... | --bundle FILE",
 	  "verify sealed event log files, or an export bundle, offline (exit 0 verified, "
 	  "1 tampered, 2 cannot verify)" },
 	{ "export", cmd_log_export, NULL, -1, -1,

@@ -31,8 +31,6 @@
 /* uapi values newer than Debian 12's headers (as in datapath.c). */
 #define TCX_INGRESS 46
 #define TCX_EGRESS  47
-#define PAYLOAD_TYPE "application/vnd.in-toto+json"
-#define PREDICATE_TYPE "https://tapfence.dev/attestation/node/v1"
 
 struct tf_attest {
 	__u8 exe[TF_HASH_LEN], obj[TF_HASH_LEN], config[TF_HASH_LEN];
@@ -198,7 +196,6 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 	EVP_MD_CTX *ss = EVP_MD_CTX_new(), *ps = EVP_MD_CTX_new();
 	char hex[2 * TF_HASH_LEN + 1], netns[64] = "";
 	unsigned int nfloor = 0;
-	__u8 spec_h[TF_HASH_LEN];
 	struct tf_sess *s;
 	struct stat st;
 	int fin, fout, xdp = d->cfg.attach_mode == TF_ATTACH_XDP, err = -EIO;
@@ -241,15 +238,10 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 			free(txt);
 		}
 		if (predicate && (!only || !strcmp(only, s->spec.id))) {
-			json_t *spec = tf_spec_to_json(&s->spec);
-
-			if (!spec || tf_json_digest(spec, spec_h)) {
-				json_decref(spec);
+			if (tf_spec_sha256(&s->spec, hex)) {
 				json_decref(sj);
 				goto out;
 			}
-			json_decref(spec);
-			hexstr(spec_h, hex);
 			json_array_append_new(sessions,
 					      json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:O, s:b}",
 							"id", s->spec.id, "ifname", s->spec.ifname,
@@ -448,19 +440,58 @@ static int read_line(const char *path, char *buf, size_t len)
 	return ok ? 0 : -errno;
 }
 
+json_t *tf_attest_sign(struct tf_daemon *d, const json_t *stmt)
+{
+	char vkey[TF_VKEY_MAX], *payload, *pae = NULL, *b64p = NULL, sig64[128];
+	json_t *env = NULL, *sigs = json_array();
+	const struct tf_signer *s;
+	size_t plen, palen;
+	__u8 sig[TF_SIG_MAX];
+	int i, slen;
+
+	payload = json_dumps(stmt, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!payload || !sigs || !tf_audit_signer(d, 0))
+		goto out;
+	plen = strlen(payload);
+	palen = strlen(TF_DSSE_PAYLOAD_TYPE) + plen + 64;
+	pae = malloc(palen);
+	b64p = malloc(4 * ((plen + 2) / 3) + 1);
+	if (!pae || !b64p)
+		goto out;
+	palen = tf_dsse_pae(TF_DSSE_PAYLOAD_TYPE, payload, plen, pae, palen);
+	if (!palen || tf_b64_encode((const __u8 *)payload, plen, b64p, 4 * ((plen + 2) / 3) + 1) < 0)
+		goto out;
+	/* One DSSE signature per node key: Ed25519, and ECDSA P-256 when configured. */
+	for (i = 0; i < 2; i++) {
+		if (!(s = tf_audit_signer(d, i)))
+			continue;
+		if ((slen = tf_sign_raw(s, pae, palen, sig)) < 0 ||
+		    tf_b64_encode(sig, slen, sig64, sizeof(sig64)) < 0 ||
+		    tf_signer_vkey(s, vkey, sizeof(vkey)) < 0 ||
+		    json_array_append_new(sigs, json_pack("{s:s, s:s}", "keyid", vkey, "sig", sig64)))
+			goto out;
+	}
+	env = json_pack("{s:s, s:s, s:O}", "payloadType", TF_DSSE_PAYLOAD_TYPE, "payload", b64p,
+			"signatures", sigs);
+out:
+	json_decref(sigs);
+	free(payload);
+	free(pae);
+	free(b64p);
+	return env;
+}
+
 json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t errlen)
 {
 	struct tf_attest *a = d->attest;
 	char hex[3][2 * TF_HASH_LEN + 1], in_hex[2 * TF_HASH_LEN + 1], boot[64] = "";
-	char vkey[TF_VKEY_MAX], *payload = NULL, *pae = NULL, *b64p = NULL, sig64[128];
-	__u8 parts[4][TF_HASH_LEN], sig[TF_SIG_LEN];
+	__u8 parts[4][TF_HASH_LEN];
 	json_t *pred = NULL, *stmt = NULL, *env = NULL;
-	const struct tf_signer *signer = tf_audit_signer(d);
+	const struct tf_signer *signer = tf_audit_signer(d, 0);
 	const char *note = tf_audit_last_note(d), *claim;
 	char claim_why[160] = "";
 	json_t *bat;
 	struct utsname u;
-	size_t plen, palen;
 	struct timespec ts;
 	struct tm tm;
 
@@ -497,28 +528,12 @@ json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t 
 	stmt = json_pack("{s:s, s:[{s:s, s:{s:s}}, {s:s, s:{s:s}}], s:s, s:O}", "_type",
 			 "https://in-toto.io/Statement/v1", "subject", "name", "tapfenced", "digest",
 			 "sha256", hex[0], "name", "tapfence.bpf.o", "digest", "sha256", hex[1],
-			 "predicateType", PREDICATE_TYPE, "predicate", pred);
-	payload = stmt ? json_dumps(stmt, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	if (!payload) {
-		snprintf(err, errlen, "attest: out of memory");
-		goto out;
-	}
-	plen = strlen(payload);
-	palen = strlen(PAYLOAD_TYPE) + plen + 64;
-	pae = malloc(palen);
-	b64p = malloc(4 * ((plen + 2) / 3) + 1);
-	if (!pae || !b64p)
-		goto out;
-	palen = tf_dsse_pae(PAYLOAD_TYPE, payload, plen, pae, palen);
-	if (!palen || tf_sign_raw(signer, pae, palen, sig) ||
-	    tf_b64_encode((const __u8 *)payload, plen, b64p, 4 * ((plen + 2) / 3) + 1) < 0 ||
-	    tf_b64_encode(sig, TF_SIG_LEN, sig64, sizeof(sig64)) < 0 ||
-	    tf_signer_vkey(signer, vkey, sizeof(vkey)) < 0) {
+			 "predicateType", TF_ATTEST_PREDICATE, "predicate", pred);
+	env = stmt ? tf_attest_sign(d, stmt) : NULL;
+	if (!env) {
 		snprintf(err, errlen, "attest: cannot sign");
 		goto out;
 	}
-	env = json_pack("{s:s, s:s, s:[{s:s, s:s}]}", "payloadType", PAYLOAD_TYPE, "payload", b64p,
-			"signatures", "keyid", vkey, "sig", sig64);
 	memcpy(a->parts, parts, sizeof(parts));
 	a->issued = 1;
 	a->stale = 0;
@@ -530,8 +545,5 @@ json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t 
 out:
 	json_decref(pred);
 	json_decref(stmt);
-	free(payload);
-	free(pae);
-	free(b64p);
 	return env;
 }

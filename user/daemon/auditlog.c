@@ -10,8 +10,10 @@
  * happened), at start, on SIGHUP and at exit, a sealed "seal" line states the
  * epoch's totals of lost, suppressed and unwritten events, and a
  * "checkpoint" line (not a leaf) carries a C2SP checkpoint of the tree so
- * far, signed as a signed note with the node's Ed25519 key; the newest
- * one is also written to <state_dir>/log.checkpoint for a log shipper.
+ * far, signed as a signed note with the node's Ed25519 key (and its ECDSA
+ * P-256 key when configured); the newest one is also written to
+ * <state_dir>/log.checkpoint for a log shipper. A key rotation is a sealed
+ * "key" line whose endorsement the old key and the new key both sign.
  *
  * Lines are written in batches with write(2); a batch that cannot be
  * written whole is cut off again (ftruncate to the last whole batch), its
@@ -36,6 +38,7 @@
 #include "daemon.h"
 
 #define BATCH_MAX (1u << 20)
+#define TF_AUDIT_KEYS 2
 
 struct tf_audit {
 	int fd;
@@ -47,9 +50,9 @@ struct tf_audit {
 	unsigned int batch_lines;
 	size_t len;
 	char buf[BATCH_MAX];
-	struct tf_signer key;
+	struct tf_signer key[TF_AUDIT_KEYS];	/* Ed25519; ECDSA P-256 (pkey NULL: none) */
 	char origin[TF_ORIGIN_MAX];
-	char vkey[TF_VKEY_MAX];
+	char vkey[TF_AUDIT_KEYS][TF_VKEY_MAX];
 	__u64 unwritten;		/* lines this epoch could not write */
 	__u64 suppressed;		/* events the datapath reported as suppressed */
 	__u64 checkpoints;
@@ -290,7 +293,9 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 	cp.size = a->tree.size;
 	if (tf_merkle_root(&a->tree, cp.root) || tf_checkpoint_text(&cp, text, sizeof(text)) < 0)
 		return -EIO;
-	len = tf_note_sign(&a->key, text, note, sizeof(note));
+	len = tf_note_sign(&a->key[0], text, note, sizeof(note));
+	if (len >= 0 && a->key[1].pkey)
+		len = tf_note_cosign(&a->key[1], note, len, sizeof(note));
 	if (len < 0)
 		return len;
 	if (!json_quote(note, q, sizeof(q)))
@@ -377,7 +382,7 @@ static int own_note(struct tf_daemon *d, const char *note, size_t n)
 	struct tf_checkpoint c;
 	char err[128];
 
-	return !tf_verifier_parse(d->audit->vkey, &v, err, sizeof(err)) &&
+	return !tf_verifier_parse(d->audit->vkey[0], &v, err, sizeof(err)) &&
 	       tf_note_verify(&v, note, n, &c) == TF_NOTE_OK;
 }
 
@@ -448,17 +453,19 @@ static size_t continue_line(const struct tf_audit *a, unsigned int checkpoint_s,
 static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 {
 	struct tf_audit *a = d->audit;
-	char line[8192], tbuf[48], prev[2 * TF_NOTE_MAX], why[128];
+	char line[8192], tbuf[48], prev[2 * TF_NOTE_MAX], why[128], ecdsa[TF_VKEY_MAX + 32] = "";
 	size_t n;
 
 	now_rfc3339(tbuf, sizeof(tbuf));
 	if (!strcmp(kind, "epoch")) {
 		prev_checkpoint(d, prev, sizeof(prev), why, sizeof(why));
+		if (a->key[1].pkey)
+			snprintf(ecdsa, sizeof(ecdsa), "\"ecdsa_key\":\"%s\",", a->vkey[1]);
 		n = snprintf(line, sizeof(line),
-			     "{\"time\":\"%s\",\"kind\":\"epoch\",\"origin\":\"%s\",\"key\":\"%s\","
+			     "{\"time\":\"%s\",\"kind\":\"epoch\",\"origin\":\"%s\",\"key\":\"%s\",%s"
 			     "\"checkpoint_lines\":%u,\"checkpoint_s\":%u,\"torn_tail\":%s,"
 			     "\"prev\":%s,\"prev_why\":\"%s\"}",
-			     tbuf, a->origin, a->vkey, d->cfg.log_checkpoint_lines,
+			     tbuf, a->origin, a->vkey[0], ecdsa, d->cfg.log_checkpoint_lines,
 			     d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
 	} else {
 		n = continue_line(a, d->cfg.log_checkpoint_s, tbuf, torn, line, sizeof(line));
@@ -466,6 +473,17 @@ static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 	if (n >= sizeof(line) || !audit_leaf(d, line, n, sizeof(line), strcmp(kind, "epoch")))
 		return -ENOSPC;
 	return tf_audit_flush(d);
+}
+
+/* Key i's path (the ECDSA one "" when not configured) and type. */
+static const char *key_path(const struct tf_daemon *d, int i)
+{
+	return i ? d->cfg.log_ecdsa_key : d->cfg.log_key;
+}
+
+static enum tf_key_type key_type(int i)
+{
+	return i ? TF_KEY_ECDSA : TF_KEY_ED25519;
 }
 
 static int write_vkey(const char *key_path, const char *vkey)
@@ -507,7 +525,7 @@ int tf_audit_open(struct tf_daemon *d)
 	char err[256], dir[PATH_MAX], *slash;
 	struct timespec ts;
 	struct tf_audit *a;
-	int ret, torn;
+	int ret, torn, i;
 
 	a = calloc(1, sizeof(*a));
 	if (!a)
@@ -530,16 +548,22 @@ int tf_audit_open(struct tf_daemon *d)
 	if (!d->cfg.log_name[0])
 		log_name_default(d->cfg.log_name, sizeof(d->cfg.log_name));
 	snprintf(dir, sizeof(dir), "tapfence/%s", d->cfg.log_name);
-	ret = tf_signer_open(d->cfg.log_key, dir, &a->key, err, sizeof(err));
-	if (ret) {
-		pr_warn("%s\n", err);
-		goto fail;
-	}
-	if (tf_signer_vkey(&a->key, a->vkey, sizeof(a->vkey)) < 0 ||
-	    (ret = write_vkey(d->cfg.log_key, a->vkey))) {
-		pr_warn("cannot write `%s.pub': %s\n", d->cfg.log_key, strerror(-ret));
-		ret = ret ? ret : -EIO;
-		goto fail;
+	for (i = 0; i < TF_AUDIT_KEYS; i++) {
+		const char *path = key_path(d, i);
+
+		if (!path[0])
+			continue;
+		ret = tf_signer_open(path, dir, key_type(i), &a->key[i], err, sizeof(err));
+		if (ret) {
+			pr_warn("%s\n", err);
+			goto fail;
+		}
+		if (tf_signer_vkey(&a->key[i], a->vkey[i], sizeof(a->vkey[i])) < 0 ||
+		    (ret = write_vkey(path, a->vkey[i]))) {
+			pr_warn("cannot write `%s.pub': %s\n", path, strerror(-ret));
+			ret = ret ? ret : -EIO;
+			goto fail;
+		}
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(a->origin, sizeof(a->origin), "tapfence/%s/%lld.%09ld", d->cfg.log_name,
@@ -613,14 +637,138 @@ void tf_audit_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
 	tf_ctl_broadcast(d, 0, line, n);
 }
 
-const struct tf_signer *tf_audit_signer(const struct tf_daemon *d)
+const struct tf_signer *tf_audit_signer(const struct tf_daemon *d, int i)
 {
-	return d->audit ? &d->audit->key : NULL;
+	return d->audit && i >= 0 && i < TF_AUDIT_KEYS && d->audit->key[i].pkey ? &d->audit->key[i]
+										: NULL;
+}
+
+const char *tf_audit_origin(const struct tf_daemon *d)
+{
+	return d->audit ? d->audit->origin : NULL;
+}
+
+const char *tf_audit_vkey(const struct tf_daemon *d, int i)
+{
+	return tf_audit_signer(d, i) ? d->audit->vkey[i] : NULL;
 }
 
 const char *tf_audit_last_note(const struct tf_daemon *d)
 {
 	return d->audit && d->audit->checkpoints ? d->audit->note : NULL;
+}
+
+/* fsync the directory holding path (a rename into it must survive a crash). */
+static void sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/*
+ * Replace key i: a new key at <path>.new, a sealed "key" line whose
+ * endorsement (origin, the line's index, the old and the new verifier key)
+ * both keys sign, then the new key renamed over the old one and used from
+ * here on. A verifier that trusts the old key learns the new one from the
+ * line (docs/audit.md). A crash before the rename leaves the old key in
+ * place, which the verifier trusts too.
+ */
+static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
+{
+	struct tf_audit *a = d->audit;
+	char tmp[PATH_MAX], text[TF_NOTE_MAX], note[TF_NOTE_MAX], q[2 * TF_NOTE_MAX];
+	char vkey[TF_VKEY_MAX], line[4096], tbuf[48];
+	const char *path = key_path(d, i);
+	struct tf_signer ns;
+	size_t n;
+	int len, ret;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	/* Nothing queued: the index the endorsement names is the one the line gets. */
+	if (tf_audit_flush(d)) {
+		snprintf(err, errlen, "event log: cannot write (the old key stays)");
+		return -EIO;
+	}
+	unlink(tmp);	/* what a rotation cut short left: never used */
+	ret = tf_signer_create(tmp, a->key[i].name, key_type(i), &ns, err, errlen);
+	if (ret)
+		return ret;
+	ret = -EIO;
+	if (tf_signer_vkey(&ns, vkey, sizeof(vkey)) < 0)
+		goto fail;
+	n = snprintf(text, sizeof(text), "tapfence key rotation\n%s\n%llu\n%s\n%s\n", a->origin,
+		     (unsigned long long)a->tree.size, a->vkey[i], vkey);
+	if (n >= sizeof(text))
+		goto fail;
+	len = tf_note_sign(&a->key[i], text, note, sizeof(note));
+	if (len >= 0)
+		len = tf_note_cosign(&ns, note, len, sizeof(note));
+	if (len < 0 || !json_quote(note, q, sizeof(q)))
+		goto fail;
+	now_rfc3339(tbuf, sizeof(tbuf));
+	n = snprintf(line, sizeof(line),
+		     "{\"time\":\"%s\",\"kind\":\"key\",\"origin\":\"%s\",\"type\":\"%s\","
+		     "\"old\":\"%s\",\"new\":\"%s\",\"endorsement\":%s}", tbuf, a->origin,
+		     tf_key_type_name(key_type(i)), a->vkey[i], vkey, q);
+	if (n >= sizeof(line) - 64 || !(n = audit_leaf(d, line, n, sizeof(line), 1)) ||
+	    tf_audit_flush(d)) {
+		snprintf(err, errlen, "event log: cannot write the key line (the old key stays)");
+		goto fail;
+	}
+	if (rename(tmp, path)) {
+		/* The line is written: the new key signs from here on, the old file stays the key. */
+		pr_warn("log key `%s': cannot replace it with `%s': %s (the old key stays on disk)\n",
+			path, tmp, strerror(errno));
+	} else {
+		sync_dir(path);
+	}
+	tf_signer_close(&a->key[i]);
+	a->key[i] = ns;
+	snprintf(a->vkey[i], sizeof(a->vkey[i]), "%s", vkey);
+	if (write_vkey(path, vkey))
+		pr_warn("cannot write `%s.pub'\n", path);
+	pr_info("log key `%s' rotated: %s\n", path, vkey);
+	if (d->foreground)
+		printf("%.*s\n", (int)n, line);
+	tf_ctl_broadcast(d, 0, line, n);
+	return 0;
+fail:
+	tf_signer_close(&ns);
+	unlink(tmp);
+	if (!err[0])
+		snprintf(err, errlen, "log key `%s': cannot make the new key", path);
+	return ret;
+}
+
+int tf_audit_rotate_key(struct tf_daemon *d, char *err, size_t errlen)
+{
+	int i, ret = 0, done = 0;
+
+	err[0] = 0;
+	if (!d->audit) {
+		snprintf(err, errlen, "the sealed log is not open");
+		return -EBADF;
+	}
+	for (i = 0; i < TF_AUDIT_KEYS && !ret; i++) {
+		if (!d->audit->key[i].pkey)
+			continue;
+		ret = rotate_one(d, i, err, errlen);
+		done += !ret;
+	}
+	/* The rotation is sealed at once, by the new keys. */
+	if (done && tf_audit_seal(d, "key") && !ret) {
+		snprintf(err, errlen, "event log: the rotation could not be sealed");
+		ret = -EIO;
+	}
+	return ret;
 }
 
 struct segment {
@@ -836,7 +984,8 @@ void tf_audit_close_fd(struct tf_daemon *d)
 		zip_step(d);
 	if (a->fd >= 0)
 		close(a->fd);
-	tf_signer_close(&a->key);
+	tf_signer_close(&a->key[0]);
+	tf_signer_close(&a->key[1]);
 	free(a);
 	d->audit = NULL;
 }

@@ -69,6 +69,16 @@ static int set_path(const json_t *v, const char *field, char *dst, size_t len, c
 	return 0;
 }
 
+static int set_bool(const json_t *v, const char *field, int *dst, char *err, size_t errlen)
+{
+	if (!json_is_boolean(v)) {
+		snprintf(err, errlen, "%s: expected true or false", field);
+		return -EINVAL;
+	}
+	*dst = json_is_true(v);
+	return 0;
+}
+
 static int set_uint(const json_t *v, const char *field, unsigned int lo, unsigned int hi,
 		    unsigned int *dst, char *err, size_t errlen)
 {
@@ -150,14 +160,9 @@ static int parse_floor(const json_t *o, struct tf_config *c, char *err, size_t e
 					&c->nfloor_exceptions, err, errlen);
 		else if (!strcmp(key, "host"))
 			ret = set_cidrs(v, "floor.host", c->floor_host, &c->nfloor_host, err, errlen);
-		else if (!strcmp(key, "nat64")) {
-			if (!json_is_boolean(v)) {
-				snprintf(err, errlen, "floor.nat64: expected true or false");
-				return -EINVAL;
-			}
-			c->nat64_floor = json_is_true(v);
-			ret = 0;
-		} else {
+		else if (!strcmp(key, "nat64"))
+			ret = set_bool(v, "floor.nat64", &c->nat64_floor, err, errlen);
+		else {
 			snprintf(err, errlen, "floor: unknown field `%s'", key);
 			return -EINVAL;
 		}
@@ -194,6 +199,11 @@ static int parse_log(const json_t *o, struct tf_config *c, char *err, size_t err
 	json_object_foreach((json_t *)o, key, v) {
 		if (!strcmp(key, "key")) {
 			ret = set_path(v, "log.key", c->log_key, sizeof(c->log_key), err, errlen);
+		} else if (!strcmp(key, "ecdsa_key")) {
+			ret = set_path(v, "log.ecdsa_key", c->log_ecdsa_key, sizeof(c->log_ecdsa_key),
+				       err, errlen);
+		} else if (!strcmp(key, "session_evidence")) {
+			ret = set_bool(v, "log.session_evidence", &c->log_session_evidence, err, errlen);
 		} else if (!strcmp(key, "name")) {
 			s = json_string_value(v);
 			ret = !s || !*s || strlen(s) >= sizeof(c->log_name) ? -EINVAL : 0;
@@ -222,11 +232,7 @@ static int parse_log(const json_t *o, struct tf_config *c, char *err, size_t err
 			ret = set_uint(v, "log.segment_age_s", 0, 366 * 86400, &c->log_segment_age_s, err,
 				       errlen);
 		} else if (!strcmp(key, "compress")) {
-			ret = json_is_boolean(v) ? 0 : -EINVAL;
-			if (ret)
-				snprintf(err, errlen, "log.compress: expected true or false");
-			else
-				c->log_compress = json_is_true(v);
+			ret = set_bool(v, "log.compress", &c->log_compress, err, errlen);
 		} else if (!strcmp(key, "retain_bytes")) {
 			ret = set_u64(v, "log.retain_bytes", 0, 1ULL << 50, &c->log_retain_bytes, err,
 				      errlen);

@@ -23,6 +23,8 @@ struct tf_config {
 	char event_log[TF_PATH_MAX];
 	/* The sealed log (docs/audit.md): "" = <state_dir>/log.key and the host name. */
 	char log_key[TF_PATH_MAX];
+	char log_ecdsa_key[TF_PATH_MAX];	/* an ECDSA P-256 second signer; "" = none */
+	int log_session_evidence;		/* a signed evidence statement at each session del */
 	char log_name[64];
 	unsigned int log_checkpoint_lines;	/* a checkpoint after this many lines ... */
 	unsigned int log_checkpoint_s;		/* ... or this many seconds (a heartbeat) */

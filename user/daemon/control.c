@@ -38,6 +38,7 @@ struct tf_client {
 	size_t out_off;
 	int subscriber;
 	__u32 sub_sid;		/* 0: all sessions */
+	uid_t uid;		/* the peer's, at connect (SO_PEERCRED) */
 	int closing;		/* close once out is flushed */
 	int dead;		/* closed; freed by tf_ctl_reap() */
 	__u64 deadline_ms;	/* a partial request must complete by then */
@@ -291,10 +292,20 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_request *r, char *e
 
 static json_t *op_session_del(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
 {
+	struct tf_sess *s = tf_sess_find(d, r->id);
+	char evidence[PATH_MAX] = "";
+	int ev_err = 0;
+
+	/* Its counters are read before the slot goes; a statement that fails does not keep it. */
+	if (s)
+		ev_err = tf_evidence_end(d, s, evidence, sizeof(evidence));
 	if (tf_sess_del(d, r->id, err, errlen))
 		return NULL;
 	d->policy_changes++;
-	return json_pack("{s:b, s:s}", "ok", 1, "id", r->id);
+	return json_pack("{s:b, s:s, s:s?, s:s?}", "ok", 1, "id", r->id, "evidence",
+			 evidence[0] ? evidence : NULL, "evidence_error",
+			 ev_err ? "the evidence statement could not be written (see the daemon's log)"
+				: NULL);
 }
 
 static json_t *op_session_list(struct tf_daemon *d, struct tf_request *r, char *err, size_t errlen)
@@ -464,6 +475,21 @@ static json_t *op_attest(struct tf_daemon *d, struct tf_request *r, char *err, s
 	return env ? json_pack("{s:b, s:o}", "ok", 1, "attestation", env) : NULL;
 }
 
+/* Replacing the node's signing keys is the host operator's (uid 0), not a session creator's. */
+static json_t *op_log_rotate_key(struct tf_daemon *d, struct tf_client *c, char *err,
+				 size_t errlen)
+{
+	if (c->uid != 0) {
+		snprintf(err, errlen, "permission denied: log.rotate_key needs uid 0, not uid %u",
+			 (unsigned int)c->uid);
+		return NULL;
+	}
+	if (tf_audit_rotate_key(d, err, errlen))
+		return NULL;
+	return json_pack("{s:b, s:s, s:s?}", "ok", 1, "key", tf_audit_vkey(d, 0), "ecdsa_key",
+			 tf_audit_vkey(d, 1));
+}
+
 static json_t *dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
 			size_t errlen)
 {
@@ -487,6 +513,8 @@ static json_t *dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_requ
 		return op_subscribe(d, c, r, err, errlen);
 	case TF_OP_ATTEST:
 		return op_attest(d, r, err, errlen);
+	case TF_OP_LOG_ROTATE_KEY:
+		return op_log_rotate_key(d, c, err, errlen);
 	}
 	snprintf(err, errlen, "op: not handled");
 	return NULL;
@@ -684,6 +712,7 @@ static void client_accept(struct tf_daemon *d)
 			return;
 		}
 		c->fd = fd;
+		c->uid = cr.uid;
 		c->deadline_ms = now_ms() + d->cfg.client_timeout_ms;
 		ev.data.ptr = c;
 		if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {

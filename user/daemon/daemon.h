@@ -12,6 +12,8 @@
 #include "policy.h"
 #include "spec.h"
 
+struct tf_evidence;
+
 struct tf_sess {
 	struct tf_spec spec;
 	__u32 ifindex;
@@ -19,6 +21,7 @@ struct tf_sess {
 	__u32 ver;			/* policy generation in force */
 	struct tf_policy policy;	/* what generation ver wrote */
 	struct tf_attach at;
+	struct tf_evidence *ev;		/* its policy history (evidence.c) */
 	struct tf_sess *next;
 };
 
@@ -139,7 +142,14 @@ void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, 
 void tf_audit_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 struct tf_signer;
-const struct tf_signer *tf_audit_signer(const struct tf_daemon *d);
+const struct tf_signer *tf_audit_signer(const struct tf_daemon *d, int i);
+/* Key i's verifier key (0: Ed25519, 1: ECDSA P-256), NULL if none. */
+const char *tf_audit_vkey(const struct tf_daemon *d, int i);
+/* Replace every signing key, as a sealed, signed line (docs/audit.md). */
+int tf_audit_rotate_key(struct tf_daemon *d, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+/* The current epoch's origin, NULL without a sealed log. */
+const char *tf_audit_origin(const struct tf_daemon *d);
 /* The newest checkpoint's signed note, NULL before the first. */
 const char *tf_audit_last_note(const struct tf_daemon *d);
 /* Seal what is left ("stop"), then close; tf_audit_close_fd() closes without sealing. */
@@ -158,6 +168,20 @@ int tf_attest_init(struct tf_daemon *d, const char *config_path)
 void tf_attest_restore(struct tf_daemon *d);
 void tf_attest_tick(struct tf_daemon *d);
 json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t errlen);
+/* stmt in a DSSE envelope, signed by every node key; NULL if it cannot be. */
+json_t *tf_attest_sign(struct tf_daemon *d, const json_t *stmt);
+
+/*
+ * A session's policy history (evidence.c, docs/attest.md):
+ * tf_evidence_policy() seals a "policy" line for op (add, restore,
+ * rule.add, rule.del) and remembers it; tf_evidence_end() seals the "del"
+ * line and, with log.session_evidence, writes the signed statement (its
+ * path in path, "" if none).
+ */
+int tf_spec_sha256(const struct tf_spec *spec, char hex[65]) __attribute__((warn_unused_result));
+void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op);
+int tf_evidence_end(struct tf_daemon *d, struct tf_sess *s, char *path, size_t len);
+void tf_evidence_free(struct tf_sess *s);
 json_t *tf_attest_stats(struct tf_daemon *d);
 void tf_attest_close(struct tf_daemon *d);
 

@@ -29,6 +29,7 @@ static const struct op ops[] = {
 	{ "rule.del", TF_OP_RULE_DEL, f_rule },
 	{ "events.subscribe", TF_OP_SUBSCRIBE, f_sub },
 	{ "attest", TF_OP_ATTEST, f_sub },
+	{ "log.rotate_key", TF_OP_LOG_ROTATE_KEY, f_none },
 };
 
 static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)

@@ -21,6 +21,7 @@ enum tf_op {
 	TF_OP_RULE_DEL,
 	TF_OP_SUBSCRIBE,
 	TF_OP_ATTEST,
+	TF_OP_LOG_ROTATE_KEY,
 };
 
 /**

@@ -90,6 +90,7 @@ static void sess_free(struct tf_sess *s)
 		return;
 	tf_spec_free(&s->spec);
 	tf_policy_free(&s->policy);
+	tf_evidence_free(s);
 	free(s);
 }
 
@@ -235,6 +236,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	d->nsessions++;
 	pr_info("session %s: %s (ifindex %u) slot %u policy %u, %u rules\n", spec->id,
 		spec->ifname, s->ifindex, s->sid, s->ver, spec->nrules);
+	tf_evidence_policy(d, s, want_sid ? "restore" : "add");
 	return 0;
 
 undo:
@@ -367,6 +369,7 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	s->spec = next;
 	memset(&next, 0, sizeof(next));
 	s->ver = ver;
+	tf_evidence_policy(d, s, add ? "rule.add" : "rule.del");
 cleanup:
 	tf_policy_free(&pol);
 	tf_spec_free(&next);

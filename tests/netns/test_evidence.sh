@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Test the node's second key, key rotation and session evidence (docs/audit.md, docs/attest.md):
+# with log.ecdsa_key, checkpoints and attestations carry an ECDSA P-256 signature beside the
+# Ed25519 one, each checked by an independent verifier (Python's cryptography); `tapfence log
+# rotate-key' replaces both keys with sealed key lines the old keys endorse, so the log verifies
+# with the old keys alone, across the rotation and a restart, and an edited key line is caught;
+# only uid 0 may rotate; every policy a session gets is a sealed "policy" line; with
+# log.session_evidence a session del writes a signed statement of its lines, counters and policy
+# history that `tapfence attest verify' checks, and an edited one is refused.
+#
+#   ns ga (guest a) ─ veth | ─ ns host (tapfenced)
+set -u
+. "$(dirname "$0")/lib.sh"
+tf_init
+cleanup() { tf_cleanup; }
+trap cleanup EXIT
+
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX
+ns_add "$host" "$ga"
+guest_link "$ga" ea 02:00:00:00:2a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:2a:01 10.10.1.1/24 fd00:a:1::1/64
+bpffs_mount "$T/bpffs"
+session_spec "$T/a.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
+	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+"$PY" - "$T/a.json" "$T/a2.json" <<-'EOF'
+	import json, sys
+	s = json.load(open(sys.argv[1]))
+	s["allow"].append({"cidr": "203.0.113.0/24", "proto": "udp", "ports": [53000]})
+	json.dump(s, open(sys.argv[2], "w"))
+EOF
+user=tfe$TF_SFX
+useradd -M -N -r -s /usr/sbin/nologin "$user" || die "cannot create user $user"
+defer userdel "$user"
+tfd_config "$T/tf.json" "\"allowed_uids\":[$(id -u "$user")],\"log\":{\"name\":\"ev-node\",\"checkpoint_s\":1,\
+\"ecdsa_key\":\"$T/state/log.ecdsa.key\",\"session_evidence\":true}"
+ED=$T/state/log.key.pub EC=$T/state/log.ecdsa.key.pub
+
+# lverify / averify DESC WANT_RC TEXT ARGS...: tapfence log verify / attest verify ARGS.
+lverify() { check_says "$1" "$2" "$3" "$TF_BUILD/tapfence" log verify "${@:4}"; }
+averify() { check_says "$1" "$2" "$3" "$TF_BUILD/tapfence" attest verify "${@:4}"; }
+# The independent verifier: signed notes and DSSE envelopes by Ed25519 and ECDSA P-256 keys, and
+# the key lines' endorsements (tests/netns/sigcheck.py).
+sigcheck() { "$PY" "$TF_NETNS_DIR/sigcheck.py" "$@"; }
+
+note "an ECDSA P-256 second key"
+tfd_start "$host"
+check "the ECDSA key was created, mode 0600" test "$(stat -c %a "$T/state/log.ecdsa.key" 2>/dev/null)" = 600
+check "its verifier key is an ECDSA one (type 0x02)" sigcheck vkey-type "$EC" 2
+check "the Ed25519 one is type 0x01" sigcheck vkey-type "$ED" 1
+check "session a added" tfc session add "$T/a.json"
+check "rule add to session a" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"udp","ports":[53000]}'
+for i in 1 2 3; do
+	n "$ga" "$PY" -c 'import socket; socket.socket(2, 2).sendto(b"x", ("198.51.100.7", 9))'
+done
+check "a checkpoint after the traffic" wait_for 3 sh -c "grep -q '\"kind\":\"checkpoint\"' '$TF_EVENTS'"
+sleep 1.2
+check "every checkpoint is signed by both keys (an independent verifier)" sigcheck notes "$TF_EVENTS" "$ED" "$EC"
+check "tapfence attest" tfc attest --out "$T/att.json"
+check "the envelope has two signatures, each verified independently" sigcheck dsse "$T/att.json" "$ED" "$EC"
+averify "verify with the Ed25519 key" 0 "tapfence first on every device" --key "$ED" --allow-no-battery "$T/att.json"
+averify "verify with the ECDSA key alone" 0 "tapfence first on every device" --key "$EC" --allow-no-battery "$T/att.json"
+averify "verify asking for both" 0 "tapfence first on every device" --key "$ED" --key "$EC" --allow-no-battery "$T/att.json"
+"$PY" -c 'import base64, json, sys
+env = json.load(open(sys.argv[1]))
+s = env["signatures"][1]
+sig = bytearray(base64.b64decode(s["sig"])); sig[-1] ^= 1
+s["sig"] = base64.b64encode(bytes(sig)).decode()
+json.dump(env, open(sys.argv[2], "w"))' "$T/att.json" "$T/att-bad.json"
+averify "a broken ECDSA signature fails when both keys are asked for" 1 "the ecdsa-p256 signature does not verify" \
+	--key "$ED" --key "$EC" --allow-no-battery "$T/att-bad.json"
+averify "... though the Ed25519 one alone still verifies" 0 "tapfence first" --key "$ED" --allow-no-battery "$T/att-bad.json"
+averify "a statement of another predicate type is refused" 1 "not a tapfence statement" --key "$ED" \
+	--allow-no-battery <("$PY" "$TF_NETNS_DIR/sigcheck.py" resign "$T/att.json" "$T/state/log.key" predicateType x)
+lverify "the log verifies with the ECDSA key alone" 0 "verified:" --key "$EC" "$TF_EVENTS"
+
+note "policy lines: every policy the session got is sealed"
+check "an add line, then a rule.add line with the hash the attestation states" \
+	sigcheck policy-lines "$TF_EVENTS" a "$T/att.json" add rule.add
+
+note "key rotation"
+cp "$ED" "$T/ed0.pub"
+cp "$EC" "$T/ec0.pub"
+chmod 0666 "$TF_SOCK"	# past the file mode, SO_PEERCRED and allowed_uids decide
+runuser -u "$user" -- "$TF_BUILD/tapfence" --socket "$TF_SOCK" log rotate-key >"$T/user.out" 2>&1 &&
+	fail "a non-root peer cannot rotate the keys" ||
+	check "a non-root peer cannot rotate the keys ($(head -c 120 "$T/user.out"))" grep -q "needs uid 0" "$T/user.out"
+check "... though the socket serves it (session list)" runuser -u "$user" -- "$TF_BUILD/tapfence" --socket "$TF_SOCK" session list
+check "tapfence log rotate-key" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' log rotate-key >'$T/rot.out'"
+check "it prints the two new keys, which are the .pub files now" sh -c "test \"\$(cat '$ED' '$EC')\" = \"\$(cat '$T/rot.out')\""
+check_not "... and are new" cmp -s "$ED" "$T/ed0.pub"
+check "no new key left behind as .new" sh -c "! ls '$T/state/'*.new 2>/dev/null | grep -q ."
+check "two sealed key lines, endorsed by the old and the new keys (independently)" sigcheck key-lines "$TF_EVENTS" 2
+sleep 1.2
+check "checkpoints after the rotation are signed by the new keys" sigcheck notes-tail "$TF_EVENTS" "$ED" "$EC"
+lverify "the log verifies with the old Ed25519 key alone, across the rotation" 0 "across key rotations" --key "$T/ed0.pub" "$TF_EVENTS"
+lverify "... and with the old ECDSA key alone" 0 "across key rotations" --key "$T/ec0.pub" "$TF_EVENTS"
+lverify "the new key alone cannot vouch for what the old one signed" 2 "not signed by a key given" --key "$ED" "$TF_EVENTS"
+"$PY" - "$TF_EVENTS" "$T/edited-new.jsonl" <<-'EOF'
+	import json, sys
+	lines = open(sys.argv[1]).read().split("\n")
+	i = next(i for i, l in enumerate(lines) if '"kind":"key"' in l)
+	o = json.loads(lines[i])
+	o["new"] = o["old"]
+	lines[i] = json.dumps(o, separators=(",", ":"))
+	open(sys.argv[2], "w").write("\n".join(lines))
+EOF
+lverify "a key line whose new key was edited is caught" 1 "is not the one its endorsement names" --key "$T/ed0.pub" "$T/edited-new.jsonl"
+"$PY" - "$TF_EVENTS" "$T/edited-end.jsonl" <<-'EOF'
+	import json, sys
+	lines = open(sys.argv[1]).read().split("\n")
+	i = next(i for i, l in enumerate(lines) if '"kind":"key"' in l)
+	o = json.loads(lines[i])
+	text, sigs = o["endorsement"].split("\n\n")
+	o["endorsement"] = text.replace("tapfence/ev-node", "tapfence/ev-nodf", 1) + "\n\n" + sigs
+	lines[i] = json.dumps(o, separators=(",", ":"))
+	open(sys.argv[2], "w").write("\n".join(lines))
+EOF
+lverify "a key line whose endorsement was edited is caught" 1 "a key rotation that hands on no trust" --key "$T/ed0.pub" "$T/edited-end.jsonl"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+TFD_KEEP_LOG=1 tfd_start "$host"
+check "after a restart, the new epoch names the new key" sh -c "grep '\"kind\":\"epoch\"' '$TF_EVENTS' | tail -1 | grep -qF \"\$(cat '$ED')\""
+sleep 1.2
+lverify "two epochs verify with the first key alone" 0 "2 epoch(s)" --key "$T/ed0.pub" "$TF_EVENTS"
+
+note "session evidence at session del"
+n "$ga" "$PY" -c 'import socket; socket.socket(2, 2).sendto(b"x", ("198.51.100.7", 9))'
+sleep 0.5
+tfc --json session show a >"$T/show.json"
+check "session del a" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' --json session del a >'$T/del.json'"
+evidence=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("evidence") or "")' "$T/del.json")
+check "the del names its evidence statement ($evidence)" test -s "$evidence"
+averify "the statement verifies" 0 "session a, lines" --key "$ED" "$evidence"
+averify "... by the ECDSA key too" 0 "session a, lines" --key "$EC" "$evidence"
+averify "... with the last spec it enforced" 0 "the spec's policy among them" --key "$ED" --spec "$T/a2.json" "$evidence"
+session_spec "$T/never.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
+	'[{"cidr":"0.0.0.0/0","proto":"tcp","ports":[22]}]'
+averify "... but not with a spec it never enforced" 1 "never enforced the spec's policy" --key "$ED" --spec "$T/never.json" "$evidence"
+check "its lines, counters and policies are the log's (independently)" \
+	sigcheck evidence "$evidence" "$TF_EVENTS" "$T/show.json" restore del
+"$PY" - "$evidence" "$T/ev-bad.json" <<-'EOF'
+	import base64, json, sys
+	env = json.load(open(sys.argv[1]))
+	st = json.loads(base64.b64decode(env["payload"]))
+	st["predicate"]["counters"] = {}
+	env["payload"] = base64.b64encode(json.dumps(st).encode()).decode()
+	json.dump(env, open(sys.argv[2], "w"))
+EOF
+averify "an edited statement (its counters emptied) is refused" 1 "signature does not verify" --key "$ED" "$T/ev-bad.json"
+sleep 1.2
+tfc log export --session a --key "$T/ed0.pub" --out "$T/a.bundle" "$TF_EVENTS" 2>/dev/null
+lverify "the session's export bundle verifies with the first key (its endorsements carried)" 0 "of session a" \
+	--key "$T/ed0.pub" --bundle "$T/a.bundle"
+check "... and holds its policy lines" grep -q 'kind\\":\\"policy' "$T/a.bundle"
+
+tf_done

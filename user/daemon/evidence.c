@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A session's policy history in the sealed log, and its evidence statement
+ * (docs/attest.md). Every policy a session gets (added, restored at a
+ * start, a rule added or deleted, deleted) is a sealed "policy" line naming
+ * the canonical hash of its spec and rules. With log.session_evidence, a
+ * session del also writes a signed statement: the session's first and last
+ * line of the log, the checkpoint that seals them, its counters per reason,
+ * and every policy hash it had, as a DSSE envelope in
+ * <state_dir>/evidence/, for a reviewer after the session is gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/reason.h"
+#include "common/seal.h"
+#include "daemon.h"
+
+struct tf_evidence {
+	char origin[TF_ORIGIN_MAX];	/* the epoch of its first line */
+	__u64 first;			/* the index of its first line there */
+	json_t *policies;		/* [{op, policy_version, spec_sha256, index, time}] */
+};
+
+int tf_spec_sha256(const struct tf_spec *spec, char hex[2 * TF_HASH_LEN + 1])
+{
+	json_t *j = tf_spec_to_json(spec);
+	__u8 h[TF_HASH_LEN];
+	int err = j ? tf_json_digest(j, h) : -ENOMEM;
+
+	json_decref(j);
+	if (!err)
+		tf_hex(h, TF_HASH_LEN, hex);
+	return err;
+}
+
+static void now_rfc3339(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op)
+{
+	char hex[2 * TF_HASH_LEN + 1], tbuf[32];
+	__u64 index, checkpoints, unwritten;
+
+	if (tf_spec_sha256(&s->spec, hex)) {
+		pr_warn("session %s: cannot hash its policy for the log\n", s->spec.id);
+		return;
+	}
+	tf_audit_stats(d, &index, &checkpoints, &unwritten);
+	tf_audit_note(d, "policy", "\"session\":\"%s\",\"op\":\"%s\",\"policy_version\":%u,"
+		      "\"spec_sha256\":\"%s\",\"rules\":%u", s->spec.id, op, s->ver, hex,
+		      s->spec.nrules);
+	if (!s->ev) {
+		s->ev = calloc(1, sizeof(*s->ev));
+		if (!s->ev)
+			return;
+		s->ev->first = index;
+		snprintf(s->ev->origin, sizeof(s->ev->origin), "%s", tf_audit_origin(d) ?: "");
+		s->ev->policies = json_array();
+	}
+	now_rfc3339(tbuf, sizeof(tbuf));
+	json_array_append_new(s->ev->policies,
+			      json_pack("{s:s, s:I, s:s, s:I, s:s}", "op", op, "policy_version",
+					(json_int_t)s->ver, "spec_sha256", hex, "index",
+					(json_int_t)index, "time", tbuf));
+}
+
+void tf_evidence_free(struct tf_sess *s)
+{
+	if (!s->ev)
+		return;
+	json_decref(s->ev->policies);
+	free(s->ev);
+	s->ev = NULL;
+}
+
+/* Write env to <state_dir>/evidence/<id>.<time>.json (never over a file); its path in path. */
+static int evidence_write(struct tf_daemon *d, const char *id, const json_t *env, char *path,
+			  size_t len)
+{
+	char dir[PATH_MAX], tbuf[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	int fd, err = 0;
+	char *txt;
+
+	gmtime_r(&t, &tm);
+	strftime(tbuf, sizeof(tbuf), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(dir, sizeof(dir), "%s/evidence", d->cfg.state_dir);
+	if (mkdir(dir, 0750) && errno != EEXIST)
+		return -errno;
+	if (snprintf(path, len, "%s/%s.%s.json", dir, id, tbuf) >= (int)len)
+		return -ENAMETOOLONG;
+	txt = json_dumps(env, JSON_INDENT(2));
+	if (!txt)
+		return -ENOMEM;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0 || write(fd, txt, strlen(txt)) != (ssize_t)strlen(txt) || write(fd, "\n", 1) != 1 ||
+	    fsync(fd))
+		err = -errno ? -errno : -EIO;
+	if (fd >= 0)
+		close(fd);
+	if (err && fd >= 0)
+		unlink(path);
+	free(txt);
+	return err;
+}
+
+int tf_evidence_end(struct tf_daemon *d, struct tf_sess *s, char *path, size_t len)
+{
+	char hex[2 * TF_HASH_LEN + 1], tbuf[32], subject[TF_ID_MAX + 16];
+	__u64 cnt[TF_CNT_SLOTS] = {}, last, checkpoints, unwritten;
+	json_t *counters, *stmt = NULL, *env = NULL;
+	const char *note;
+	unsigned int r;
+	int err = -EIO;
+
+	path[0] = 0;
+	tf_evidence_policy(d, s, "del");
+	if (!d->cfg.log_session_evidence)
+		return 0;
+	tf_audit_stats(d, &last, &checkpoints, &unwritten);
+	/* Sealed now: the statement names the checkpoint that covers the session's last line. */
+	if (!s->ev || !last || tf_audit_seal(d, "evidence") || !(note = tf_audit_last_note(d)) ||
+	    tf_spec_sha256(&s->spec, hex)) {
+		pr_warn("session %s: no evidence statement (the log could not seal its lines)\n",
+			s->spec.id);
+		return -EIO;
+	}
+	counters = json_object();
+	if (counters && !tf_dp_counters(&d->dp, s->sid, cnt))
+		for (r = 0; r < TF_REASON_MAX; r++)
+			if (cnt[r])
+				json_object_set_new(counters, tf_reason_name(r), json_integer(cnt[r]));
+	now_rfc3339(tbuf, sizeof(tbuf));
+	snprintf(subject, sizeof(subject), "session/%s", s->spec.id);
+	stmt = json_pack("{s:s, s:[{s:s, s:{s:s}}], s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:s, "
+			 "s:o, s:I, s:I, s:O}}",
+			 "_type", "https://in-toto.io/Statement/v1", "subject", "name", subject,
+			 "digest", "sha256", hex, "predicateType", TF_EVIDENCE_PREDICATE,
+			 "predicate", "session", s->spec.id, "node", d->cfg.log_name, "ended_at", tbuf,
+			 "origin", s->ev->origin, "first_index", (json_int_t)s->ev->first,
+			 "last_index", (json_int_t)(last - 1), "checkpoint", note, "counters", counters,
+			 "events_lost", (json_int_t)cnt[TF_CNT_EVENTS_LOST], "events_suppressed",
+			 (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "policies", s->ev->policies);
+	env = stmt ? tf_attest_sign(d, stmt) : NULL;
+	if (env)
+		err = evidence_write(d, s->spec.id, env, path, len);
+	if (err) {
+		pr_warn("session %s: cannot write its evidence statement: %s\n", s->spec.id,
+			strerror(-err));
+		path[0] = 0;
+	} else {
+		tf_audit_note(d, "evidence", "\"session\":\"%s\",\"first_index\":%llu,"
+			      "\"last_index\":%llu", s->spec.id, (unsigned long long)s->ev->first,
+			      (unsigned long long)(last - 1));
+	}
+	json_decref(stmt);
+	json_decref(env);
+	return err;
+}
