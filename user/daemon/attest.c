@@ -174,14 +174,25 @@ static json_t *chain(__u32 ifindex, __u32 type, struct bpf_program *ours, int *f
 	return arr;
 }
 
-/* The XDP program on a device (XDP mode): its id and whether it is ours. */
-static json_t *xdp_hook(struct tf_daemon *d, __u32 ifindex, int *first)
+/*
+ * A device's ingress: its XDP program, then its tcx ingress chain. XDP runs
+ * first: in XDP mode it must be ours and tc_gso_guard must head the tcx
+ * chain (a program ahead of the guard could pass what XDP cannot see); in
+ * TC mode any XDP program at all is ahead of tapfence.
+ */
+static json_t *ingress(struct tf_daemon *d, __u32 ifindex, int xdp, int *first)
 {
-	__u32 id = 0, our = d->dp.xdp_skel ? prog_id(d->dp.xdp_skel->progs.xdp_from_guest) : 0;
+	__u32 id = 0, our = xdp && d->dp.xdp_skel ? prog_id(d->dp.xdp_skel->progs.xdp_from_guest) : 0;
+	json_t *in = chain(ifindex, TCX_INGRESS, xdp ? d->dp.skel->progs.tc_gso_guard
+						      : d->dp.skel->progs.tc_from_guest, first);
 
 	bpf_xdp_query_id((int)ifindex, 0, &id);
-	*first = id && id == our;
-	return json_pack("{s:I, s:b}", "id", (json_int_t)id, "tapfence", *first);
+	if (xdp || id) {
+		*first = *first && xdp && id && id == our;
+		json_array_insert_new(in, 0, json_pack("{s:s, s:I, s:b}", "hook", "xdp", "id",
+						       (json_int_t)id, "tapfence", xdp && id && id == our));
+	}
+	return in;
 }
 
 /*
@@ -215,19 +226,7 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 		EVP_DigestUpdate(ss, &s->sid, sizeof(s->sid));
 		EVP_DigestUpdate(ss, &s->ver, sizeof(s->ver));
 		EVP_DigestUpdate(ss, &s->ifindex, sizeof(s->ifindex));
-		in = xdp ? xdp_hook(d, s->ifindex, &fin)
-			 : chain(s->ifindex, TCX_INGRESS, d->dp.skel->progs.tc_from_guest, &fin);
-		if (!xdp) {
-			/* XDP runs before tcx ingress: any program there is ahead of tapfence. */
-			__u32 xid = 0;
-
-			bpf_xdp_query_id((int)s->ifindex, 0, &xid);
-			if (xid) {
-				fin = 0;
-				json_array_insert_new(in, 0, json_pack("{s:s, s:I, s:b}", "hook", "xdp",
-								       "id", (json_int_t)xid, "tapfence", 0));
-			}
-		}
+		in = ingress(d, s->ifindex, xdp, &fin);
 		out = chain(s->ifindex, TCX_EGRESS, d->dp.skel->progs.tc_to_guest, &fout);
 		sj = json_pack("{s:o, s:o}", "in", in, "out", out);
 		if (sj) {
