@@ -8,6 +8,8 @@ session evidence statements, with Python's hashlib and cryptography only (docs/a
     sigcheck.py dsse ENVELOPE KEY...
     sigcheck.py resign ENVELOPE PRIVATE_PEM FIELD VALUE   (prints the envelope)
     sigcheck.py key-lines LOG N
+    sigcheck.py forge LOG NEW_ED_PEM NEW_EC_PEM OUT   (writes a made-up log)
+    sigcheck.py old-checkpoint LOG ED_PEM OUT           (the log and one more checkpoint by ED_PEM)
     sigcheck.py policy-lines LOG SESSION ATTESTATION OP...
     sigcheck.py evidence ENVELOPE LOG SHOW_JSON OP...
 Exits 0 when every check holds, else prints what failed and exits 1.
@@ -125,7 +127,38 @@ def cmd_resign(path, pem, field, value):
     json.dump(env, sys.stdout)
 
 
+def lh(b):
+    return hashlib.sha256(b"\x00" + b).digest()
+
+
+def mth(hs):
+    """RFC 6962's tree hash of leaf hashes hs."""
+    if not hs:
+        return hashlib.sha256(b"").digest()
+    if len(hs) == 1:
+        return hs[0]
+    k = 1
+    while k * 2 < len(hs):
+        k *= 2
+    return hashlib.sha256(b"\x01" + mth(hs[:k]) + mth(hs[k:])).digest()
+
+
+def epoch_leaves(path):
+    """The leaf hashes of the log's first epoch (every line but checkpoints, in order)."""
+    raw = [l for l in open(path, "rb").read().split(b"\n") if l.strip()]
+    out = []
+    for i, l in enumerate(raw):
+        o = json.loads(l)
+        if o.get("kind") == "epoch" and i:
+            break
+        if o.get("kind") != "checkpoint":
+            out.append(lh(l))
+    return out
+
+
 def cmd_key_lines(path, n):
+    global leaves
+    leaves = epoch_leaves(path)
     lines = log_lines(path)
     keys = [o for o in lines if o.get("kind") == "key"]
     if len(keys) != int(n):
@@ -138,10 +171,73 @@ def cmd_key_lines(path, n):
         text = note_verify(o["endorsement"], Key(o["old"]))
         if note_verify(o["endorsement"], Key(o["new"])) != text:
             fail("the two signatures are over different texts")
-        want = "tapfence key rotation\n%s\n%d\n%s\n%s\n" % (o["origin"], o["seq"], o["old"], o["new"])
+        want = "tapfence key rotation\n%s\n%d\n%s\n%s\n%s\n" % (
+            o["origin"], o["seq"], base64.b64encode(mth(leaves[:o["seq"]])).decode(), o["old"], o["new"])
         if text != want:
             fail("endorsement text %r, want %r" % (text, want))
         old[o["type"]] = o["new"]
+
+
+def cmd_forge(path, ed_pem, ec_pem, out):
+    """What the holder of the new keys alone could write: the epoch made up anew (the denied
+    lines turned into allowed ones), the genuine key lines copied in at their index, and a
+    checkpoint signed by the new keys over it."""
+    lines = log_lines(path)
+    keys = [o for o in lines if o.get("kind") == "key"]
+    origin, idx = keys[0]["origin"], keys[0]["seq"]
+    name = keys[0]["old"].split("+")[0]
+    ed = serialization.load_pem_private_key(open(ed_pem, "rb").read(), None)
+    eck = serialization.load_pem_private_key(open(ec_pem, "rb").read(), None)
+    edpub = ed.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    spki = eck.public_key().public_bytes(serialization.Encoding.DER,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo)
+    hs, outl = [], []
+
+    def leaf(o, chain=True):
+        if chain:
+            o["seq"], o["prev"] = len(hs), hs[-1][:8].hex()
+        s = json.dumps(o, separators=(",", ":"))
+        hs.append(lh(s.encode()))
+        outl.append(s)
+
+    leaf({"time": "2026-12-02T00:00:00.000000000Z", "kind": "epoch", "origin": origin,
+          "key": keys[0]["old"], "checkpoint_lines": 10000, "checkpoint_s": 1, "torn_tail": False,
+          "prev": None, "prev_why": "no earlier checkpoint"}, chain=False)
+    while len(hs) < idx:
+        leaf({"time": "2026-12-02T00:00:01.000000000Z", "session": "a", "verdict": "allow",
+              "reason": "allowed", "dst": "192.0.2.66"})
+    for k in keys:
+        k = {a: b for a, b in k.items() if a not in ("seq", "prev")}
+        leaf(k)
+    text = "%s\n%d\n%s\n" % (origin, len(hs), base64.b64encode(mth(hs)).decode())
+    s1 = base64.b64encode(hashlib.sha256(name.encode() + b"\n\x01" + edpub).digest()[:4] +
+                          ed.sign(text.encode())).decode()
+    s2 = base64.b64encode(hashlib.sha256(spki).digest()[:4] +
+                          eck.sign(text.encode(), ec.ECDSA(hashes.SHA256()))).decode()
+    note = text + "\n%s%s %s\n%s%s %s\n" % (DASH, name, s1, DASH, name, s2)
+    outl.append(json.dumps({"time": "2026-12-02T00:00:02.000000000Z", "kind": "checkpoint",
+                            "origin": origin, "size": len(hs), "note": note},
+                           separators=(",", ":"), ensure_ascii=False))
+    open(out, "w").write("\n".join(outl) + "\n")
+
+
+def cmd_old_checkpoint(path, pem, out):
+    """The log with one more checkpoint of its first epoch as it stands, signed by the Ed25519
+    key in pem alone."""
+    hs = epoch_leaves(path)
+    first = log_lines(path)[0]
+    priv = serialization.load_pem_private_key(open(pem, "rb").read(), None)
+    pub = priv.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    name = first["key"].split("+")[0]
+    text = "%s\n%d\n%s\n" % (first["origin"], len(hs), base64.b64encode(mth(hs)).decode())
+    sig = base64.b64encode(hashlib.sha256(name.encode() + b"\n\x01" + pub).digest()[:4] +
+                           priv.sign(text.encode())).decode()
+    line = json.dumps({"time": "2026-12-02T00:00:03.000000000Z", "kind": "checkpoint",
+                       "origin": first["origin"], "size": len(hs),
+                       "note": text + "\n%s%s %s\n" % (DASH, name, sig)},
+                      separators=(",", ":"), ensure_ascii=False)
+    raw = open(path, "rb").read().decode()
+    open(out, "w").write(raw + line + "\n")
 
 
 def cmd_policy_lines(path, sid, att, *ops):
@@ -199,7 +295,7 @@ def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {"vkey-type": cmd_vkey_type, "notes": cmd_notes, "dsse": cmd_dsse, "resign": cmd_resign,
      "key-lines": cmd_key_lines, "policy-lines": cmd_policy_lines, "evidence": cmd_evidence,
-     "notes-tail": lambda *a: cmd_notes(*a, tail=True)}[cmd](*args)
+     "forge": cmd_forge, "old-checkpoint": cmd_old_checkpoint, "notes-tail": lambda *a: cmd_notes(*a, tail=True)}[cmd](*args)
 
 
 if __name__ == "__main__":

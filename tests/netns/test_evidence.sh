@@ -80,6 +80,7 @@ check "an add line, then a rule.add line with the hash the attestation states" \
 note "key rotation"
 cp "$ED" "$T/ed0.pub"
 cp "$EC" "$T/ec0.pub"
+cp "$T/state/log.key" "$T/ed0.pem"
 chmod 0666 "$TF_SOCK"	# past the file mode, SO_PEERCRED and allowed_uids decide
 runuser -u "$user" -- "$TF_BUILD/tapfence" --socket "$TF_SOCK" log rotate-key >"$T/user.out" 2>&1 &&
 	fail "a non-root peer cannot rotate the keys" ||
@@ -116,11 +117,26 @@ lverify "a key line whose new key was edited is caught" 1 "is not the one its en
 	open(sys.argv[2], "w").write("\n".join(lines))
 EOF
 lverify "a key line whose endorsement was edited is caught" 1 "a key rotation that hands on no trust" --key "$T/ed0.pub" "$T/edited-end.jsonl"
+sigcheck forge "$TF_EVENTS" "$T/state/log.key" "$T/state/log.ecdsa.key" "$T/forged.jsonl"
+lverify "a log made up by the new keys alone, the genuine key lines copied in, is refused with the old key" 1 \
+	"does not follow a checkpoint of the tree its endorsement names" --key "$T/ed0.pub" "$T/forged.jsonl"
+sigcheck old-checkpoint "$TF_EVENTS" "$T/ed0.pem" "$T/late-old.jsonl"
+lverify "a checkpoint by the old key after the rotation counts for nothing (the key is retired)" 1 \
+	"not signed by a key given or handed on to" --key "$T/ed0.pub" "$T/late-old.jsonl"
+lverify "a trusted checkpoint signed by the new key, with the old key given" 0 "up to the trusted checkpoint" \
+	--key "$T/ed0.pub" --trusted-checkpoint "$T/state/log.checkpoint" "$TF_EVENTS"
 kill -TERM "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
 TFD_PID=
+# A crash between the key line and the rename: the old key back in place, the new one at .new.
+mv "$T/state/log.key" "$T/state/log.key.new"
+cp "$T/ed0.pem" "$T/state/log.key"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$T/state/log.ecdsa.key.new" 2>/dev/null
 TFD_KEEP_LOG=1 tfd_start "$host"
-check "after a restart, the new epoch names the new key" sh -c "grep '\"kind\":\"epoch\"' '$TF_EVENTS' | tail -1 | grep -qF \"\$(cat '$ED')\""
+check "a rotation cut short after its key line is completed at the next start" \
+	sh -c "test ! -e '$T/state/log.key.new' && grep -q 'rotation cut short is completed' '$T/tapfenced.log'"
+check "... a .new key no key line names is removed" sh -c "test ! -e '$T/state/log.ecdsa.key.new'"
+check "after a restart, the new epoch names the new key" sh -c "grep '\"kind\":\"epoch\"' '$TF_EVENTS' | tail -1 | grep -qF \"\$(cat '$T/rot.out' | head -1)\""
 sleep 1.2
 lverify "two epochs verify with the first key alone" 0 "2 epoch(s)" --key "$T/ed0.pub" "$TF_EVENTS"
 
@@ -131,12 +147,17 @@ tfc --json session show a >"$T/show.json"
 check "session del a" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' --json session del a >'$T/del.json'"
 evidence=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("evidence") or "")' "$T/del.json")
 check "the del names its evidence statement ($evidence)" test -s "$evidence"
-averify "the statement verifies" 0 "session a, lines" --key "$ED" "$evidence"
-averify "... by the ECDSA key too" 0 "session a, lines" --key "$EC" "$evidence"
-averify "... with the last spec it enforced" 0 "the spec's policy among them" --key "$ED" --spec "$T/a2.json" "$evidence"
+averify "the statement verifies (--evidence)" 0 "session a, lines" --evidence --key "$ED" "$evidence"
+averify "... by the ECDSA key too" 0 "session a, lines" --evidence --key "$EC" "$evidence"
+averify "... with the last spec it enforced" 0 "the spec's policy among them" --evidence --key "$ED" --spec "$T/a2.json" "$evidence"
+averify "without --evidence it never passes for a node's attestation" 1 "verify it with --evidence" --key "$ED" \
+	--spec "$T/a2.json" --allow-no-battery "$evidence"
+averify "--evidence with --max-age is a usage error" 2 "usage" --evidence --max-age 60 --key "$ED" "$evidence"
+averify "--evidence --session of another session fails" 1 "not b" --evidence --session b --key "$ED" "$evidence"
 session_spec "$T/never.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
 	'[{"cidr":"0.0.0.0/0","proto":"tcp","ports":[22]}]'
-averify "... but not with a spec it never enforced" 1 "never enforced the spec's policy" --key "$ED" --spec "$T/never.json" "$evidence"
+averify "... but not with a spec it never enforced" 1 "never enforced the spec's policy" --evidence --key "$ED" \
+	--spec "$T/never.json" "$evidence"
 check "its lines, counters and policies are the log's (independently)" \
 	sigcheck evidence "$evidence" "$TF_EVENTS" "$T/show.json" restore del
 "$PY" - "$evidence" "$T/ev-bad.json" <<-'EOF'
@@ -147,7 +168,8 @@ check "its lines, counters and policies are the log's (independently)" \
 	env["payload"] = base64.b64encode(json.dumps(st).encode()).decode()
 	json.dump(env, open(sys.argv[2], "w"))
 EOF
-averify "an edited statement (its counters emptied) is refused" 1 "signature does not verify" --key "$ED" "$T/ev-bad.json"
+averify "an edited statement (its counters emptied) is refused" 1 "signature does not verify" --evidence --key "$ED" \
+	"$T/ev-bad.json"
 sleep 1.2
 tfc log export --session a --key "$T/ed0.pub" --out "$T/a.bundle" "$TF_EVENTS" 2>/dev/null
 lverify "the session's export bundle verifies with the first key (its endorsements carried)" 0 "of session a" \

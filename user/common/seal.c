@@ -766,13 +766,15 @@ enum tf_note_result tf_note_verify_text(const struct tf_verifier *v, const char 
 		if (n <= TF_KEYID_LEN || n > TF_KEYID_LEN + TF_SIG_MAX ||
 		    memcmp(raw, v->keyid, TF_KEYID_LEN))
 			continue;
+		/* Any line by this key that fails rejects the note (C2SP; as Go's note.Open). */
+		if (!tf_verify_raw(v, note, tlen, raw + TF_KEYID_LEN, n - TF_KEYID_LEN))
+			return TF_NOTE_BAD_SIG;
 		found = 1;
-		if (tf_verify_raw(v, note, tlen, raw + TF_KEYID_LEN, n - TF_KEYID_LEN)) {
-			*tlenp = tlen;
-			return TF_NOTE_OK;
-		}
 	}
-	return found ? TF_NOTE_BAD_SIG : TF_NOTE_NO_KEY;
+	if (!found)
+		return TF_NOTE_NO_KEY;
+	*tlenp = tlen;
+	return TF_NOTE_OK;
 }
 
 enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note, size_t len,
@@ -785,6 +787,13 @@ enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note
 	if (r != TF_NOTE_OK)
 		return r;
 	return checkpoint_parse(note, tlen, c) ? TF_NOTE_MALFORMED : TF_NOTE_OK;
+}
+
+int tf_note_checkpoint(const char *note, size_t len, struct tf_checkpoint *c)
+{
+	size_t tlen = note_text_len(note, len);
+
+	return tlen ? checkpoint_parse(note, tlen, c) : -EINVAL;
 }
 
 int tf_keyring_add(struct tf_keyring *r, const struct tf_verifier *v)

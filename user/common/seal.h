@@ -156,11 +156,14 @@ enum tf_note_result tf_note_verify(const struct tf_verifier *v, const char *note
 enum tf_note_result tf_note_verify_text(const struct tf_verifier *v, const char *note, size_t len,
 					size_t *tlen);
 
+/* The checkpoint a signed note states, its signatures unchecked (to check them later). */
+int tf_note_checkpoint(const char *note, size_t len, struct tf_checkpoint *c);
+
 /*
  * The keys a verifier trusts: those it was given, and those a trusted key
  * handed on to in a key rotation (docs/audit.md).
  */
-#define TF_KEYRING_MAX 32
+#define TF_KEYRING_MAX 64
 struct tf_keyring {
 	size_t n;
 	struct tf_verifier k[TF_KEYRING_MAX];

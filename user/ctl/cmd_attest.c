@@ -15,6 +15,10 @@
 
 #define DEFAULT_KEY_PUB   "/var/lib/tapfence/log.key.pub"
 #define DEFAULT_MAX_AGE_S 3600
+#define ATTEST_VERIFY_USAGE                                                                     \
+	"usage: " CTL_PROG " attest verify FILE [--key KEY]... [--spec SPEC] [--session ID] "    \
+	"[--max-age SEC] [--allow-no-battery] | --evidence FILE [--key KEY]... [--spec SPEC] "  \
+	"[--session ID]"
 
 static int attest_make(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
 		       char *argv[])
@@ -73,7 +77,7 @@ static int read_key(const char *arg, struct tf_verifier *key)
 	char err[256], buf[TF_VKEY_MAX + 2];
 	FILE *f;
 
-	if (strchr(arg, '+') && !strchr(arg, '/') && !tf_verifier_parse(arg, key, err, sizeof(err)))
+	if (strchr(arg, '+') && !tf_verifier_parse(arg, key, err, sizeof(err)))
 		return 0;
 	f = fopen(arg, "re");
 	if (!f || !fgets(buf, sizeof(buf), f)) {
@@ -208,7 +212,8 @@ static int spec_digest(const char *path, char hex[2 * TF_HASH_LEN + 1], char *id
  * signed by the keys, seals the session's first and last line, and its
  * policy history runs from that first line to the del at that last one.
  */
-static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const char *spec)
+static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const char *spec,
+			   const char *session)
 {
 	json_t *pred = json_object_get(stmt, "predicate"), *pols, *pl;
 	const char *sid = json_string_value(json_object_get(pred, "session")) ?: "";
@@ -226,8 +231,13 @@ static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const ch
 
 	pols = json_object_get(pred, "policies");
 	n = json_array_size(pols);
-	if (strncmp(subj, "session/", 8) || strcmp(subj + 8, sid) || !*sid || n < 2)
-		return say(1, "not a session evidence statement (its subject or policies)");
+	if (strcmp(json_string_value(json_object_get(stmt, "_type")) ?: "",
+		   "https://in-toto.io/Statement/v1") || strncmp(subj, "session/", 8) ||
+	    strcmp(subj + 8, sid) || !*sid || n < 2 || strlen(last_h) != 2 * TF_HASH_LEN ||
+	    strspn(last_h, "0123456789abcdef") != 2 * TF_HASH_LEN)
+		return say(1, "not a session evidence statement (its type, subject or policies)");
+	if (session && strcmp(session, sid))
+		return say(1, "the statement is the evidence of session %s, not %s", sid, session);
 	if (!note || tf_note_verify_ring(keys, note, strlen(note), &cp) != TF_NOTE_OK)
 		return say(1, "its checkpoint is not signed by the key");
 	if (strcmp(cp.origin, json_string_value(json_object_get(pred, "origin")) ?: "") ||
@@ -273,7 +283,7 @@ static int attest_verify(int argc, char *argv[])
 	const char *issued, *p;
 	double age;
 	size_t i;
-	int r, rc, matched = 0, allow_no_battery = 0;
+	int r, rc, matched = 0, allow_no_battery = 0, evidence = 0, max_age_set = 0;
 	const char *claim;
 
 	for (i = 2; i < (size_t)argc; i++) {
@@ -287,20 +297,23 @@ static int attest_verify(int argc, char *argv[])
 			session = val;
 		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--spec", &val)) > 0)
 			spec = val;
-		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--max-age", &val)) > 0)
+		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--max-age", &val)) > 0) {
 			max_age = strtol(val, NULL, 10);
+			max_age_set = 1;
+		}
 		else if (!r && !strcmp(argv[k], "--allow-no-battery"))
 			allow_no_battery = 1;
+		else if (!r && !strcmp(argv[k], "--evidence"))
+			evidence = 1;
 		else if (!r && argv[k][0] != '-' && !file)
 			file = argv[k];
 		else
-			return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY]... [--spec SPEC] "
-				   "[--session ID] [--max-age SEC] [--allow-no-battery]");
+			return say(2, ATTEST_VERIFY_USAGE);
 		i = (size_t)k;
 	}
-	if (!file || max_age <= 0)
-		return say(2, "usage: " CTL_PROG " attest verify FILE [--key KEY]... [--spec SPEC] "
-			   "[--session ID] [--max-age SEC] [--allow-no-battery]");
+	/* A statement of the past has no age to check, and no battery. */
+	if (!file || max_age <= 0 || (evidence && (max_age_set || allow_no_battery)))
+		return say(2, ATTEST_VERIFY_USAGE);
 	if (!keys.n && (read_key(DEFAULT_KEY_PUB, &key) || tf_keyring_add(&keys, &key)))
 		return say(2, "key `%s': not a verifier key (tapfence log key prints it)",
 			   DEFAULT_KEY_PUB);
@@ -311,9 +324,12 @@ static int attest_verify(int argc, char *argv[])
 	json_decref(env);
 	if (rc)
 		return rc;
-	if (!strcmp(json_string_value(json_object_get(stmt, "predicateType")) ?: "",
-		    TF_EVIDENCE_PREDICATE)) {
-		rc = evidence_verify(stmt, &keys, spec);
+	/* Asked for explicitly: a record of a deleted session never passes for a live node's state. */
+	if (evidence || !strcmp(json_string_value(json_object_get(stmt, "predicateType")) ?: "",
+				TF_EVIDENCE_PREDICATE)) {
+		rc = evidence ? evidence_verify(stmt, &keys, spec, session)
+			      : say(1, "a session's evidence statement, not a node's attestation "
+				    "(verify it with --evidence)");
 		goto out;
 	}
 	pred = json_object_get(stmt, "predicate");

@@ -31,8 +31,16 @@ struct where {
 	__u64 index;		/* leaf index in its epoch */
 };
 
+/* Where a trusted key may sign: after the rotation that handed on to it, up to the one that retired it. */
+struct key_window {
+	int learnt, retired;
+	char from[TF_ORIGIN_MAX], until[TF_ORIGIN_MAX];
+	__u64 from_size, until_size;
+};
+
 struct verify {
 	struct tf_keyring ring;	/* the keys given, and those they handed on to */
+	struct key_window win[TF_KEYRING_MAX];	/* where each may sign */
 	json_t *endorsements;	/* log export: the key lines' endorsements, in order */
 	int json;
 	/* the epoch being read */
@@ -61,6 +69,7 @@ struct verify {
 	/* --trusted-checkpoint */
 	int have_trusted, trusted_ok, trusted_unreachable;
 	struct tf_checkpoint trusted;
+	char trusted_note[TF_NOTE_MAX];
 	__u64 trusted_epoch_size;	/* leaves seen of the trusted checkpoint's epoch */
 	int trusted_epoch_seen;
 	/* the verdict */
@@ -112,6 +121,162 @@ static int read_vkey(const char *arg, struct tf_verifier *key)
 		return -CTL_ECANNOT;
 	}
 	return 0;
+}
+
+/* A rotation's endorsement: the note and what its text states. */
+struct endorsement {
+	char origin[TF_ORIGIN_MAX];
+	__u64 index;			/* the key line's, and the size of the tree it hands on from */
+	__u8 root[TF_HASH_LEN];		/* that tree's root */
+	struct tf_verifier old, new;
+	char old_s[TF_VKEY_MAX], new_s[TF_VKEY_MAX];
+};
+
+/*
+ * The text "tapfence key rotation\n<origin>\n<index>\n<root>\n<old key>\n
+ * <new key>\n" of an endorsement; NULL, or what is wrong with it.
+ */
+static const char *endorsement_parse(const char *note, struct endorsement *e)
+{
+	char text[TF_NOTE_MAX], *f[6], *p, *end, err[256];
+	size_t len = note ? strlen(note) : 0;
+	int i;
+
+	memset(e, 0, sizeof(*e));
+	if (!len || len >= sizeof(text))
+		return "it carries no endorsement";
+	memcpy(text, note, len + 1);
+	for (i = 0, p = text; i < 6; i++) {
+		f[i] = p;
+		p = strchr(p, '\n');
+		if (!p)
+			return "its endorsement is not a key rotation";
+		*p++ = 0;
+	}
+	errno = 0;
+	e->index = strtoull(f[2], &end, 10);
+	if (*p != '\n' || strcmp(f[0], "tapfence key rotation") || strlen(f[1]) >= sizeof(e->origin) ||
+	    errno || *end || f[2][0] < '0' || f[2][0] > '9' ||
+	    tf_b64_decode(f[3], strlen(f[3]), e->root, TF_HASH_LEN) != TF_HASH_LEN)
+		return "its endorsement is not a key rotation";
+	if (tf_verifier_parse(f[4], &e->old, err, sizeof(err)) ||
+	    tf_verifier_parse(f[5], &e->new, err, sizeof(err)) || e->old.type != e->new.type)
+		return "its endorsement does not name an old and a new key of one type";
+	snprintf(e->origin, sizeof(e->origin), "%s", f[1]);
+	snprintf(e->old_s, sizeof(e->old_s), "%s", f[4]);
+	snprintf(e->new_s, sizeof(e->new_s), "%s", f[5]);
+	return NULL;
+}
+
+/* An epoch's start time, from its origin "tapfence/<name>/<sec>.<nsec>" (0 if none). */
+static double epoch_time(const char *origin)
+{
+	const char *slash = strrchr(origin, '/');
+	char *end;
+	double t = slash ? strtod(slash + 1, &end) : 0;
+
+	return slash && *end == 0 ? t : 0;
+}
+
+/* Which of two epochs started first: <0, 0 (the same epoch), >0. */
+static int epoch_cmp(const char *a, const char *b)
+{
+	double ta = epoch_time(a), tb = epoch_time(b);
+
+	if (!strcmp(a, b))
+		return 0;
+	return ta < tb ? -1 : ta > tb ? 1 : strcmp(a, b) < 0 ? -1 : 1;
+}
+
+/*
+ * Whether trusted key i may sign the checkpoint of (origin, size): a key a
+ * rotation handed on to signs only after that point, and one rotated away
+ * only up to it.
+ */
+static int in_window(const struct verify *v, size_t i, const char *origin, __u64 size)
+{
+	const struct key_window *w = &v->win[i];
+	int c;
+
+	if (w->learnt && ((c = epoch_cmp(origin, w->from)) < 0 || (c == 0 && size <= w->from_size)))
+		return 0;
+	if (w->retired && ((c = epoch_cmp(origin, w->until)) > 0 || (c == 0 && size > w->until_size)))
+		return 0;
+	return 1;
+}
+
+/*
+ * note by a trusted key that may sign it where it stands: TF_NOTE_BAD_SIG
+ * if a trusted key's signature fails (C2SP: reject the note); a signature
+ * by a key outside its window counts for nothing.
+ */
+static enum tf_note_result ring_verify(const struct verify *v, const char *note, size_t len,
+				       struct tf_checkpoint *c)
+{
+	enum tf_note_result best = TF_NOTE_NO_KEY, got;
+	struct tf_checkpoint cp;
+	size_t i;
+
+	for (i = 0; i < v->ring.n; i++) {
+		got = tf_note_verify(&v->ring.k[i], note, len, &cp);
+		if (got == TF_NOTE_BAD_SIG || got == TF_NOTE_MALFORMED)
+			return got;
+		if (got == TF_NOTE_OK && in_window(v, i, cp.origin, cp.size)) {
+			*c = cp;
+			best = TF_NOTE_OK;
+		}
+	}
+	return best;
+}
+
+/* Trust key k (given, or handed on to at (origin, size)); -ENOSPC when the ring is full. */
+static int trust(struct verify *v, const struct tf_verifier *k, const char *origin, __u64 size)
+{
+	size_t n = v->ring.n;
+
+	if (tf_keyring_find(&v->ring, k))
+		return 0;
+	if (tf_keyring_add(&v->ring, k))
+		return -ENOSPC;
+	memset(&v->win[n], 0, sizeof(v->win[n]));
+	if (origin) {
+		v->win[n].learnt = 1;
+		snprintf(v->win[n].from, sizeof(v->win[n].from), "%s", origin);
+		v->win[n].from_size = size;
+	}
+	return 0;
+}
+
+/*
+ * Hand trust on: the old key must be trusted and may sign at the rotation's
+ * point, both signatures must verify; the new key is trusted from there on,
+ * the old one retired there. NULL, or what is wrong; *cannot 1 when the
+ * old key was not given (a rotation of a key the verifier does not rely
+ * on), 2 when the ring is full.
+ */
+static const char *hand_on(struct verify *v, const char *note, const struct endorsement *e,
+			   int *cannot)
+{
+	const struct tf_verifier *t = tf_keyring_find(&v->ring, &e->old);
+	size_t tlen, i;
+
+	*cannot = t ? 0 : 1;
+	if (!t)
+		return "it hands on from a key that was not given";
+	i = (size_t)(t - v->ring.k);
+	if (!in_window(v, i, e->origin, e->index))
+		return "it hands on from a key that was already rotated away there (a fork)";
+	if (tf_note_verify_text(t, note, strlen(note), &tlen) != TF_NOTE_OK ||
+	    tf_note_verify_text(&e->new, note, strlen(note), &tlen) != TF_NOTE_OK)
+		return "its endorsement's signatures do not verify (forged or edited)";
+	if (trust(v, &e->new, e->origin, e->index)) {
+		*cannot = 2;
+		return "more keys than a verifier holds";
+	}
+	v->win[i].retired = 1;
+	snprintf(v->win[i].until, sizeof(v->win[i].until), "%s", e->origin);
+	v->win[i].until_size = e->index;
+	return NULL;
 }
 
 /* Lines after the epoch's last checkpoint, when the epoch ends (a new one, or the end). */
@@ -344,7 +509,7 @@ static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 	 * file may lag one checkpoint behind the log (a kill between the two
 	 * writes), so any verified checkpoint of the epoch before will do.
 	 */
-	if (had && (!prev || tf_note_verify_ring(&v->ring, prev, strlen(prev), &pc) != TF_NOTE_OK))
+	if (had && (!prev || ring_verify(v, prev, strlen(prev), &pc) != TF_NOTE_OK))
 		found(v, V_TAMPERED, "%s:%lu: epoch %s does not name a signed checkpoint of the "
 		      "epoch before it, %s (an epoch removed, the files out of order, or the node's "
 		      "state lost)", w->file,
@@ -381,7 +546,7 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 		      w->line);
 		return;
 	}
-	switch (note ? tf_note_verify_ring(&v->ring, note, strlen(note), &cp) : TF_NOTE_MALFORMED) {
+	switch (note ? ring_verify(v, note, strlen(note), &cp) : TF_NOTE_MALFORMED) {
 	case TF_NOTE_OK:
 		break;
 	case TF_NOTE_NO_KEY:
@@ -450,7 +615,7 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 	int i;
 
 	if (!note || !json_is_array(edge) ||
-	    tf_note_verify_ring(&v->ring, note, strlen(note), &cp) != TF_NOTE_OK ||
+	    ring_verify(v, note, strlen(note), &cp) != TF_NOTE_OK ||
 	    json_integer_value(json_object_get(o, "size")) != (json_int_t)cp.size ||
 	    strcmp(json_string_value(json_object_get(o, "origin")) ?: "", cp.origin))
 		return 0;
@@ -505,79 +670,43 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 }
 
 /*
- * A key rotation's endorsement: the text "tapfence key rotation\n<origin>\n
- * <index>\n<old key>\n<new key>\n", signed by the old key, which must be
- * trusted, and by the new one, which then is. NULL, or what is wrong; *cannot
- * when it is that the old key was not given. origin, index: the line's (NULL,
- * -1 in a bundle, which holds the endorsements without their lines).
+ * A "key" line: the node's key was replaced. Its endorsement must name this
+ * epoch, this line's index and the root of the tree up to it, which the
+ * checkpoint just before it sealed: the old key vouches for the history it
+ * hands on, so the new key cannot sign another one.
  */
-static const char *endorse(struct tf_keyring *r, const char *note, const char *origin,
-			   long long index, int *cannot)
-{
-	static char why[320];
-	char text[TF_NOTE_MAX], *f[5], *p, *e, err[256];
-	struct tf_verifier old, new;
-	const struct tf_verifier *t;
-	size_t len = note ? strlen(note) : 0, tlen;
-	int i;
-
-	*cannot = 0;
-	if (!len || len >= sizeof(text))
-		return "it carries no endorsement";
-	memcpy(text, note, len + 1);
-	for (i = 0, p = text; i < 5; i++) {
-		f[i] = p;
-		p = strchr(p, '\n');
-		if (!p)
-			return "its endorsement is not a key rotation";
-		*p++ = 0;
-	}
-	if (*p != '\n' || strcmp(f[0], "tapfence key rotation"))
-		return "its endorsement is not a key rotation";
-	if (origin && strcmp(f[1], origin))
-		return "its endorsement is of another epoch (moved or replayed)";
-	if (index >= 0 && (strtoll(f[2], &e, 10) != index || *e))
-		return "its endorsement is of another line (moved or replayed)";
-	if (tf_verifier_parse(f[3], &old, err, sizeof(err)) ||
-	    tf_verifier_parse(f[4], &new, err, sizeof(err)) || old.type != new.type)
-		return "its endorsement does not name an old and a new key of one type";
-	t = tf_keyring_find(r, &old);
-	if (!t) {
-		*cannot = 1;
-		snprintf(why, sizeof(why), "it hands on from key %.200s, which was not given", f[3]);
-		return why;
-	}
-	if (tf_note_verify_text(t, note, len, &tlen) != TF_NOTE_OK ||
-	    tf_note_verify_text(&new, note, len, &tlen) != TF_NOTE_OK)
-		return "its endorsement's signatures do not verify (forged or edited)";
-	if (tf_keyring_add(r, &new))
-		return "more keys than a verifier holds";
-	return NULL;
-}
-
-/* A "key" line: the node's key was replaced; its endorsement hands trust on. */
 static void on_key(struct verify *v, json_t *o, const struct where *w)
 {
 	const char *note = json_string_value(json_object_get(o, "endorsement")), *why;
-	char old[TF_VKEY_MAX] = "", new[TF_VKEY_MAX] = "";
-	int cannot;
+	struct endorsement e;
+	__u8 root[TF_HASH_LEN];
+	int cannot = 0;
 
-	why = endorse(&v->ring, note, v->origin, (long long)w->index, &cannot);
+	why = endorsement_parse(note, &e);
 	/* A rotation of a key the verifier was not given: nothing it relies on changes. */
-	if (cannot)
+	if (!why && !tf_keyring_find(&v->ring, &e.old)) {
+		if (v->endorsements)	/* a bundle carries it: another verifier may hold that key */
+			json_array_append_new(v->endorsements, json_string(note));
 		return;
-	if (!why && sscanf(note, "%*[^\n]\n%*[^\n]\n%*[^\n]\n%255[^\n]\n%255[^\n]", old, new) == 2 &&
-	    (strcmp(json_string_value(json_object_get(o, "old")) ?: "", old) ||
-	     strcmp(json_string_value(json_object_get(o, "new")) ?: "", new)))
+	}
+	if (!why && (strcmp(e.origin, v->origin) || e.index != w->index))
+		why = "its endorsement is of another epoch or line (moved or replayed)";
+	if (!why && (strcmp(json_string_value(json_object_get(o, "old")) ?: "", e.old_s) ||
+		     strcmp(json_string_value(json_object_get(o, "new")) ?: "", e.new_s)))
 		why = "its old or new key is not the one its endorsement names (edited)";
+	if (!why && (v->sealed != w->index || tf_merkle_root(&v->tree, root) ||
+		     memcmp(root, e.root, TF_HASH_LEN)))
+		why = "it does not follow a checkpoint of the tree its endorsement names";
+	if (!why)
+		why = hand_on(v, note, &e, &cannot);
+	if (!why && v->endorsements)
+		json_array_append_new(v->endorsements, json_string(note));
 	if (why) {
-		found(v, V_TAMPERED, "%s:%lu: a key rotation that hands on no trust: %s", w->file,
-		      w->line, why);
+		found(v, cannot ? V_CANNOT : V_TAMPERED, "%s:%lu: a key rotation that hands on no "
+		      "trust: %s", w->file, w->line, why);
 		return;
 	}
 	v->rotations++;
-	if (v->endorsements)
-		json_array_append_new(v->endorsements, json_string(note));
 }
 
 static void on_line(struct verify *v, const char *line, size_t len, const struct where *wpos)
@@ -705,9 +834,15 @@ static int verify_file(struct verify *v, const char *path)
 
 static int verify_report(struct verify *v)
 {
+	struct tf_checkpoint cp;
 	json_t *out;
 
-	if (v->have_trusted && !v->trusted_ok && !v->trusted_unreachable) {
+	if (v->have_trusted && ring_verify(v, v->trusted_note, strlen(v->trusted_note), &cp) !=
+				       TF_NOTE_OK) {
+		/* Whatever the files were measured against, it was not a checkpoint of the key's. */
+		v->result = V_OK;
+		found(v, V_CANNOT, "the trusted checkpoint is not signed by a key given or handed on to");
+	} else if (v->have_trusted && !v->trusted_ok && !v->trusted_unreachable) {
 		if (!v->trusted_epoch_seen)
 			found(v, V_TAMPERED, "the trusted checkpoint's epoch %s is not in these files "
 			      "(a segment deleted?)", v->trusted.origin);
@@ -765,10 +900,12 @@ static int trusted_load(struct verify *v, const char *path)
 	n = fread(note, 1, sizeof(note) - 1, f);
 	fclose(f);
 	note[n] = 0;
-	if (tf_note_verify_ring(&v->ring, note, n, &v->trusted) != TF_NOTE_OK) {
-		ctl_err("trusted checkpoint `%s': not a checkpoint signed by this key", path);
+	/* Its signature is checked at the end: a key a rotation handed on to may have signed it. */
+	if (tf_note_checkpoint(note, n, &v->trusted)) {
+		ctl_err("trusted checkpoint `%s': not a signed checkpoint", path);
 		return -CTL_ECANNOT;
 	}
+	memcpy(v->trusted_note, note, n + 1);
 	v->have_trusted = 1;
 	return 0;
 }
@@ -815,7 +952,7 @@ static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 			a->key = val;
 			if (read_vkey(val, &key))
 				return -CTL_ECANNOT;
-			if (tf_keyring_add(&v->ring, &key)) {
+			if (trust(v, &key, NULL, 0)) {
 				ctl_err("--key: more than %d keys", TF_KEYRING_MAX);
 				return -CTL_ECANNOT;
 			}
@@ -839,7 +976,7 @@ static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 		else
 			argv[1 + (*nfiles)++] = argv[i];
 	}
-	if ((!a->key && (read_vkey(DEFAULT_KEY ".pub", &key) || tf_keyring_add(&v->ring, &key))) ||
+	if ((!a->key && (read_vkey(DEFAULT_KEY ".pub", &key) || trust(v, &key, NULL, 0))) ||
 	    (a->trusted && trusted_load(v, a->trusted)))
 		return -CTL_ECANNOT;
 	return 0;
@@ -883,8 +1020,9 @@ static int bundle_verify(struct verify *v, const char *path)
 	double since = rfc3339_seconds(json_string_value(json_object_get(b, "since")));
 	double until = rfc3339_seconds(json_string_value(json_object_get(b, "until")));
 	struct tf_checkpoint *cps = NULL;
+	struct endorsement *rot = NULL;
 	json_t *seen = NULL;
-	size_t i, k, n;
+	size_t i, k, n, nrot, r;
 	int ret = V_OK;
 
 	notes = json_object_get(b, "checkpoints");
@@ -895,12 +1033,21 @@ static int bundle_verify(struct verify *v, const char *path)
 		json_decref(b);
 		return V_CANNOT;
 	}
-	/* Key rotations first: each hands trust on from a key given (or handed on to) before. */
+	/*
+	 * Key rotations first, in order: each hands trust on from a key given
+	 * (or handed on to) before, at a point (epoch, index) where the old key
+	 * sealed the tree; lines before it must be proven in checkpoints up to
+	 * it, which only the old key can sign.
+	 */
+	nrot = json_array_size(json_object_get(b, "endorsements"));
+	rot = calloc(nrot + 1, sizeof(*rot));
 	json_array_foreach(json_object_get(b, "endorsements"), i, e) {
-		int cannot;
-		const char *why = endorse(&v->ring, json_string_value(e), NULL, -1, &cannot);
+		const char *why = rot ? endorsement_parse(json_string_value(e), &rot[i]) : "no memory";
+		int cannot = 0;
 
-		if (why) {
+		if (!why)
+			why = hand_on(v, json_string_value(e), &rot[i], &cannot);
+		if (why && cannot != 1) {
 			printf("%s: endorsement %zu of the bundle: %s\n",
 			       cannot ? "cannot verify" : "tampered", i, why);
 			ret = cannot ? V_CANNOT : V_TAMPERED;
@@ -911,7 +1058,7 @@ static int bundle_verify(struct verify *v, const char *path)
 	for (i = 0; cps && i < json_array_size(notes); i++) {
 		const char *note = json_string_value(json_array_get(notes, i));
 
-		if (!note || tf_note_verify_ring(&v->ring, note, strlen(note), &cps[i]) != TF_NOTE_OK) {
+		if (!note || ring_verify(v, note, strlen(note), &cps[i]) != TF_NOTE_OK) {
 			printf("%s: checkpoint %zu of the bundle is not signed by a key given\n",
 			       i ? "tampered" : "cannot verify", i);
 			ret = i ? V_TAMPERED : V_CANNOT;
@@ -973,6 +1120,16 @@ static int bundle_verify(struct verify *v, const char *path)
 			       "not a line of session %s\n", i, session);
 			goto out;
 		}
+		for (r = 0; r < nrot; r++) {
+			if (strcmp(cps[k].origin, rot[r].origin) ||
+			    (__u64)json_integer_value(json_object_get(e, "index")) >= rot[r].index ||
+			    cps[k].size <= rot[r].index)
+				continue;
+			printf("tampered: entry %zu of the bundle lies before a key rotation but is proven "
+			       "only in a checkpoint after it\n", i);
+			ret = V_TAMPERED;
+			goto out;
+		}
 	}
 	printf("verified: %zu line(s) of session %s, each proven in a checkpoint signed by the key\n",
 	       json_array_size(entries), session);
@@ -982,6 +1139,7 @@ static int bundle_verify(struct verify *v, const char *path)
 out:
 	json_decref(seen);
 	free(cps);
+	free(rot);
 	json_decref(b);
 	return ret;
 }

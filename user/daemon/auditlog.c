@@ -507,6 +507,71 @@ static int write_vkey(const char *key_path, const char *vkey)
 	return err;
 }
 
+/* fsync the directory holding path (a rename into it must survive a crash). */
+static void sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* Whether the file at path holds the bytes pat (read in chunks that overlap by its length). */
+static int file_holds(const char *path, const char *pat)
+{
+	size_t plen = strlen(pat), have = 0;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), found = 0;
+	char *buf = malloc(ZIP_CHUNK + plen);
+	ssize_t n;
+
+	while (fd >= 0 && buf && !found && (n = read(fd, buf + have, ZIP_CHUNK)) > 0) {
+		have += n;
+		found = memmem(buf, have, pat, plen) != NULL;
+		if (have > plen) {
+			memmove(buf, buf + have - plen, plen);
+			have = plen;
+		}
+	}
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+/*
+ * A rotation cut short by a crash left <key>.new: if its key line made it
+ * into the log, the log hands on to it, so it becomes the key now; if not,
+ * nothing names it and it goes.
+ */
+static void finish_rotation(struct tf_daemon *d, const char *path, const char *name,
+			    enum tf_key_type type)
+{
+	char tmp[PATH_MAX], vkey[TF_VKEY_MAX], pat[TF_VKEY_MAX + 16], err[256];
+	struct tf_signer s;
+	int named;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp) || access(tmp, F_OK))
+		return;
+	named = !tf_signer_open(tmp, name, type, &s, err, sizeof(err)) &&
+		tf_signer_vkey(&s, vkey, sizeof(vkey)) > 0 &&
+		snprintf(pat, sizeof(pat), "\"new\":\"%s\"", vkey) < (int)sizeof(pat) &&
+		file_holds(d->cfg.event_log, pat);
+	tf_signer_close(&s);
+	if (named && !rename(tmp, path)) {
+		sync_dir(path);
+		pr_warn("log key `%s': a rotation cut short is completed (the log names `%s')\n", path,
+			tmp);
+	} else if (!named && !unlink(tmp)) {
+		pr_warn("log key `%s': removed `%s', left by a rotation cut short before its key line\n",
+			path, tmp);
+	}
+}
+
 /* The host name, as a signed-note name allows it (no space, no '+'). */
 static void log_name_default(char *buf, size_t len)
 {
@@ -553,6 +618,7 @@ int tf_audit_open(struct tf_daemon *d)
 
 		if (!path[0])
 			continue;
+		finish_rotation(d, path, dir, key_type(i));
 		ret = tf_signer_open(path, dir, key_type(i), &a->key[i], err, sizeof(err));
 		if (ret) {
 			pr_warn("%s\n", err);
@@ -658,43 +724,36 @@ const char *tf_audit_last_note(const struct tf_daemon *d)
 	return d->audit && d->audit->checkpoints ? d->audit->note : NULL;
 }
 
-/* fsync the directory holding path (a rename into it must survive a crash). */
-static void sync_dir(const char *path)
-{
-	char dir[PATH_MAX];
-	int fd;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 /*
- * Replace key i: a new key at <path>.new, a sealed "key" line whose
- * endorsement (origin, the line's index, the old and the new verifier key)
- * both keys sign, then the new key renamed over the old one and used from
- * here on. A verifier that trusts the old key learns the new one from the
- * line (docs/audit.md). A crash before the rename leaves the old key in
- * place, which the verifier trusts too.
+ * Replace key i: a checkpoint by the old keys, a new key at <path>.new, a
+ * sealed "key" line whose endorsement (origin, the line's index, the root
+ * of the tree before it, the old and the new verifier key) both keys sign,
+ * then the new key renamed over the old one and used from here on. A
+ * verifier that trusts the old key learns the new one from the line and
+ * retires the old one there (docs/audit.md). A crash between the line and
+ * the rename is completed at the next start (finish_rotation()).
  */
 static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 {
 	struct tf_audit *a = d->audit;
 	char tmp[PATH_MAX], text[TF_NOTE_MAX], note[TF_NOTE_MAX], q[2 * TF_NOTE_MAX];
-	char vkey[TF_VKEY_MAX], line[4096], tbuf[48];
+	char vkey[TF_VKEY_MAX], line[4096], tbuf[48], root64[64];
 	const char *path = key_path(d, i);
+	__u8 root[TF_HASH_LEN];
 	struct tf_signer ns;
 	size_t n;
 	int len, ret;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	/* Nothing queued: the index the endorsement names is the one the line gets. */
-	if (tf_audit_flush(d)) {
-		snprintf(err, errlen, "event log: cannot write (the old key stays)");
+	/*
+	 * Sealed first, by the old key: the endorsement names the tree it hands
+	 * on from (its size, which is the key line's index, and its root), so
+	 * the new key cannot sign another history of what the old one sealed.
+	 */
+	if (tf_audit_seal(d, "key") || a->sealed_size != a->tree.size ||
+	    tf_merkle_root(&a->tree, root) || tf_b64_encode(root, TF_HASH_LEN, root64, sizeof(root64)) < 0) {
+		snprintf(err, errlen, "event log: cannot seal before the rotation (the old key stays)");
 		return -EIO;
 	}
 	unlink(tmp);	/* what a rotation cut short left: never used */
@@ -704,8 +763,8 @@ static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 	ret = -EIO;
 	if (tf_signer_vkey(&ns, vkey, sizeof(vkey)) < 0)
 		goto fail;
-	n = snprintf(text, sizeof(text), "tapfence key rotation\n%s\n%llu\n%s\n%s\n", a->origin,
-		     (unsigned long long)a->tree.size, a->vkey[i], vkey);
+	n = snprintf(text, sizeof(text), "tapfence key rotation\n%s\n%llu\n%s\n%s\n%s\n", a->origin,
+		     (unsigned long long)a->tree.size, root64, a->vkey[i], vkey);
 	if (n >= sizeof(text))
 		goto fail;
 	len = tf_note_sign(&a->key[i], text, note, sizeof(note));
@@ -723,6 +782,9 @@ static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 		snprintf(err, errlen, "event log: cannot write the key line (the old key stays)");
 		goto fail;
 	}
+	/* The line on disk before the key it names replaces the old one. */
+	if (fdatasync(a->fd))
+		pr_warn("event log: cannot sync the key line: %s\n", strerror(errno));
 	if (rename(tmp, path)) {
 		/* The line is written: the new key signs from here on, the old file stays the key. */
 		pr_warn("log key `%s': cannot replace it with `%s': %s (the old key stays on disk)\n",
@@ -762,6 +824,13 @@ int tf_audit_rotate_key(struct tf_daemon *d, char *err, size_t errlen)
 			continue;
 		ret = rotate_one(d, i, err, errlen);
 		done += !ret;
+	}
+	if (ret && done) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "the Ed25519 key was rotated (a sealed key line), not the ECDSA "
+			 "key: %s", why);
 	}
 	/* The rotation is sealed at once, by the new keys. */
 	if (done && tf_audit_seal(d, "key") && !ret) {

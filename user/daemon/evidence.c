@@ -23,10 +23,14 @@
 #include "common/seal.h"
 #include "daemon.h"
 
+/* Policy changes a statement lists at most (a peer looping rule add/del cannot grow it further). */
+#define EVIDENCE_POLICIES_MAX 4096
+
 struct tf_evidence {
 	char origin[TF_ORIGIN_MAX];	/* the epoch of its first line */
 	__u64 first;			/* the index of its first line there */
 	json_t *policies;		/* [{op, policy_version, spec_sha256, index, time}] */
+	__u64 omitted;			/* policy changes past EVIDENCE_POLICIES_MAX (their lines are in the log) */
 };
 
 int tf_spec_sha256(const struct tf_spec *spec, char hex[2 * TF_HASH_LEN + 1])
@@ -70,6 +74,10 @@ void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op)
 		s->ev->first = index;
 		snprintf(s->ev->origin, sizeof(s->ev->origin), "%s", tf_audit_origin(d) ?: "");
 		s->ev->policies = json_array();
+	}
+	if (strcmp(op, "del") && json_array_size(s->ev->policies) >= EVIDENCE_POLICIES_MAX - 1) {
+		s->ev->omitted++;
+		return;
 	}
 	now_rfc3339(tbuf, sizeof(tbuf));
 	json_array_append_new(s->ev->policies,
@@ -148,14 +156,15 @@ int tf_evidence_end(struct tf_daemon *d, struct tf_sess *s, char *path, size_t l
 	now_rfc3339(tbuf, sizeof(tbuf));
 	snprintf(subject, sizeof(subject), "session/%s", s->spec.id);
 	stmt = json_pack("{s:s, s:[{s:s, s:{s:s}}], s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:s, "
-			 "s:o, s:I, s:I, s:O}}",
+			 "s:o, s:I, s:I, s:O, s:I}}",
 			 "_type", "https://in-toto.io/Statement/v1", "subject", "name", subject,
 			 "digest", "sha256", hex, "predicateType", TF_EVIDENCE_PREDICATE,
 			 "predicate", "session", s->spec.id, "node", d->cfg.log_name, "ended_at", tbuf,
 			 "origin", s->ev->origin, "first_index", (json_int_t)s->ev->first,
 			 "last_index", (json_int_t)(last - 1), "checkpoint", note, "counters", counters,
 			 "events_lost", (json_int_t)cnt[TF_CNT_EVENTS_LOST], "events_suppressed",
-			 (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "policies", s->ev->policies);
+			 (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "policies", s->ev->policies,
+			 "policies_omitted", (json_int_t)s->ev->omitted);
 	env = stmt ? tf_attest_sign(d, stmt) : NULL;
 	if (env)
 		err = evidence_write(d, s->spec.id, env, path, len);
