@@ -11,6 +11,7 @@
 #define TF_PARSE_BPF_H
 
 #include "const.bpf.h"
+#include <tapfence/abi.h>
 
 /* off: how far pos is into the frame, so offsets are read, not re-derived. */
 struct cursor {

@@ -12,10 +12,10 @@
 #ifndef TF_POLICY_BPF_H
 #define TF_POLICY_BPF_H
 
-#include <tapfence/perm.h>
 #include "judge.bpf.h"
 #include "flow.bpf.h"
 #include "tls.bpf.h"
+#include <tapfence/perm.h>
 
 static __always_inline void *session_flows(__u32 sid)
 {
@@ -145,14 +145,14 @@ static __always_inline __u16 perm_check(__u32 sid, __u8 proto, __u8 family,
 	return perm_ports(sid, ver, v, e, proto, port) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 }
 
-/* The same for the guest -> host packet being judged. */
+/* perm_check() for the guest -> host packet being judged: its protocol and destination port. */
 static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
 					 const struct tf_rule_val *v)
 {
 	return perm_check(j->sid, j->p.proto, j->p.family, j->p.dport, ver, v);
 }
 
-/* The same for flow k. */
+/* perm_check() for flow k: its protocol and remote port. */
 static __always_inline __u16 flow_perm_reason(__u32 sid, const struct tf_flow_key *k,
 					      __u32 ver, const struct tf_rule_val *v)
 {

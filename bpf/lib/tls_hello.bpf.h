@@ -56,11 +56,12 @@ static __always_inline long tls_load(void *ctx, const int xdp, __u32 off, void *
 }
 
 /*
- * Packet bytes [pay_off, pay_off + n) into the held wire bytes from off on,
- * a chunk of TF_TLS_SLACK bytes per bpf_loop() iteration; or against them,
- * a word per iteration (reading the chunk in at its first word). A
- * callback without a loop in it is verified once, where loops would be
- * walked for every chunk and word with their own bounds.
+ * What the chunk callbacks below share: they copy packet bytes [pay_off,
+ * pay_off + n) into the held wire bytes from off on, a chunk of
+ * TF_TLS_SLACK bytes per bpf_loop() iteration (tls_append()), or compare
+ * them, a word per iteration, reading the chunk in at its first word
+ * (tls_differs()). A callback without a loop in it is verified once, where
+ * loops would be walked for every chunk and word with their own bounds.
  */
 struct tls_chunk_ctx {
 	void *ctx;		/* the program's context */
