@@ -107,7 +107,6 @@ static __always_inline enum judgement judge_ndp(struct judge *j, struct cursor *
 	const __u8 *receiver = out ? s->gw_ip6 : s->guest_ip6;
 	const __u8 *receiver_ll = out ? s->gw_ip6_ll : s->guest_ip6_ll;
 	const __u8 *receiver_mac = out ? s->gw_mac : s->guest_mac;
-	int mac_ok = mac_is_ip6_mcast(eth->h_dest) || mac_eq(eth->h_dest, receiver_mac);
 	__u8 type = j->p.icmp_type;
 	struct nd_target *t;
 
@@ -116,12 +115,12 @@ static __always_inline enum judgement judge_ndp(struct judge *j, struct cursor *
 	if (!ip6_eq(&ip6->saddr, sender) && !ip6_eq(&ip6->saddr, sender_ll) &&
 	    !(out && ip6_is_unspec(&ip6->saddr)))
 		return deny(j, out ? TF_REASON_SPOOFED_SRC : TF_REASON_NDP);
-	if (out && !mac_ok)
+	if (out && !mac_is_ip6_mcast(eth->h_dest) && !mac_eq(eth->h_dest, receiver_mac))
 		return deny(j, TF_REASON_L2_DST_MAC);
 	if (!ip6_is_ll_mcast(&ip6->daddr) && !ip6_eq(&ip6->daddr, receiver) &&
 	    !ip6_eq(&ip6->daddr, receiver_ll))
 		return deny(j, TF_REASON_NDP);
-	if (!mac_ok)
+	if (!out && !mac_is_ip6_mcast(eth->h_dest) && !mac_eq(eth->h_dest, receiver_mac))
 		return deny(j, TF_REASON_L2_DST_MAC);
 	if (!out || type == NDISC_ROUTER_SOLICITATION)
 		return allow(j, TF_REASON_ALLOW_NDP, 0);
