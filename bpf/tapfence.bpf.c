@@ -61,22 +61,6 @@ static __always_inline __u32 tc_first_pull(const struct __sk_buff *skb)
 }
 
 /*
- * Copy the DNS message of the judged packet into the scratch (it may lie
- * beyond the linear area); its length, or 0 after denying j.
- */
-static __always_inline __u32 tc_dns_copy(struct __sk_buff *skb, struct judge *j,
-					 struct dns_scratch *s)
-{
-	__u32 len = dns_msg_len(j);
-
-	if (!len || bpf_skb_load_bytes(skb, dns_msg_off(j), s->msg, len)) {
-		deny(j, TF_REASON_DNS_MALFORMED);
-		return 0;
-	}
-	return len;
-}
-
-/*
  * A GSO skb (a guest's UDP segmentation offload write: a virtio-net header
  * with a gso_type) is cut into several datagrams after us, so what the
  * resolver receives is not the message that was judged: a query that reads
@@ -88,34 +72,24 @@ static __always_inline int tc_is_gso(const struct __sk_buff *skb)
 	return skb->gso_size || skb->gso_segs > 1;
 }
 
-/* JUDGE_NEED_DNS guest -> host at TC: the query, judged by its content. */
-static __always_inline enum judgement tc_dns_query(struct __sk_buff *skb, struct judge *j)
+/*
+ * JUDGE_NEED_DNS at TC: the message copied into the scratch (it may lie
+ * beyond the linear area), then judged by its content: a query from the
+ * guest (one datagram, never GSO), or an answer to it.
+ */
+static __always_inline enum judgement tc_dns(struct __sk_buff *skb, struct judge *j,
+					     const int query)
 {
 	struct dns_scratch *s = dns_scratch();
-	__u32 len;
+	__u32 len = dns_msg_len(j);
 
-	if (tc_is_gso(skb))
+	if (query && tc_is_gso(skb))
 		return deny(j, TF_REASON_DNS_GSO);
 	if (!s)
 		return deny(j, TF_REASON_UNKNOWN);
-	len = tc_dns_copy(skb, j, s);
-	if (!len)
-		return JUDGE_DENY;
-	return dns_query(j, s, len);
-}
-
-/* JUDGE_NEED_DNS host -> guest: the answer, matched and learnt from. */
-static __always_inline enum judgement tc_dns_answer(struct __sk_buff *skb, struct judge *j)
-{
-	struct dns_scratch *s = dns_scratch();
-	__u32 len;
-
-	if (!s)
-		return deny(j, TF_REASON_UNKNOWN);
-	len = tc_dns_copy(skb, j, s);
-	if (!len)
-		return JUDGE_DENY;
-	return dns_answer(j, s, len);
+	if (!len || bpf_skb_load_bytes(skb, dns_msg_off(j), s->msg, len))
+		return deny(j, TF_REASON_DNS_MALFORMED);
+	return query ? dns_query(j, s, len) : dns_answer(j, s, len);
 }
 
 /* JUDGE_NEED_DNS at XDP: the query, copied with the XDP helper. */
@@ -148,7 +122,7 @@ int tc_from_guest(struct __sk_buff *skb)
 	case JUDGE_DENY:
 		break;
 	case JUDGE_NEED_DNS:
-		v = tc_dns_query(skb, &j);
+		v = tc_dns(skb, &j, 1);
 		break;
 	case JUDGE_NEED_TLS:
 		v = tls_segment_tc(skb, &j);
@@ -181,7 +155,7 @@ int tc_to_guest(struct __sk_buff *skb)
 	case JUDGE_DENY:
 		break;
 	case JUDGE_NEED_DNS:
-		v = tc_dns_answer(skb, &j);
+		v = tc_dns(skb, &j, 0);
 		break;
 	default:
 		v = deny(&j, TF_REASON_UNKNOWN);

@@ -44,18 +44,6 @@ static __always_inline int dns_parse_run(struct dns_parse *p, const __u8 *msg, _
 	return dns_parse_end(p);
 }
 
-/* tf_learned.name is only 2-aligned: copy it a half-word at a time, as a loop (not unrolled). */
-static __always_inline void copy_halves(void *dst, const void *src, __u32 n)
-{
-	__u16 *d = dst;
-	const __u16 *s = src;
-	__u32 i;
-
-#pragma clang loop unroll(disable)
-	for (i = 0; i < n / 2; i++)
-		d[i] = s[i];
-}
-
 static __always_inline struct dns_scratch *dns_scratch(void)
 {
 	__u32 zero = 0;
