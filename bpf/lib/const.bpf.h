@@ -16,6 +16,7 @@
 #define ETH_P_IPV6      0x86DD
 #define ETH_P_8021Q     0x8100
 #define ETH_P_8021AD    0x88A8
+#define ETH_ALEN        6
 #define ARPHRD_ETHER    1
 #define ARPOP_REQUEST   1
 #define ARPOP_REPLY     2
@@ -23,6 +24,8 @@
 #define IP_OFFSET       0x1FFF
 #define TC_ACT_UNSPEC   (-1)
 #define TC_ACT_SHOT     2
+/* The flags byte of the TCP header (RFC 9293 3.1), past the data offset's 4 bits and 4 reserved. */
+#define TCP_FLAGS_OFF   13
 #define TCP_FLAG_FIN    0x01
 #define TCP_FLAG_SYN    0x02
 #define TCP_FLAG_RST    0x04

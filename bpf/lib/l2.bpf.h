@@ -67,7 +67,7 @@ static __always_inline enum judgement judge_arp(struct judge *j, struct cursor *
 	if (!a)
 		return deny(j, TF_REASON_MALFORMED);
 	if (a->htype != bpf_htons(ARPHRD_ETHER) || a->ptype != bpf_htons(ETH_P_IP) ||
-	    a->hlen != 6 || a->plen != 4 ||
+	    a->hlen != ETH_ALEN || a->plen != sizeof(__be32) ||
 	    (a->op != bpf_htons(ARPOP_REQUEST) && a->op != bpf_htons(ARPOP_REPLY)))
 		return deny(j, TF_REASON_ARP);
 	if (!(s->flags & TF_SF_IPV4) || !mac_eq(a->sha, sender_mac) ||

@@ -181,7 +181,7 @@ static __always_inline struct ethhdr *parse_eth(struct cursor *c, struct pkt *p)
 
 	if (!eth)
 		return NULL;
-	__builtin_memcpy(p->smac, eth->h_source, 6);
+	__builtin_memcpy(p->smac, eth->h_source, ETH_ALEN);
 	p->ethertype = eth->h_proto;
 	return eth;
 }
@@ -247,7 +247,7 @@ static __always_inline int parse_l4(struct cursor *c, struct pkt *p)
 			return -1;
 		p->sport = th->source;
 		p->dport = th->dest;
-		p->tcp_flags = ((__u8 *)th)[13];
+		p->tcp_flags = ((__u8 *)th)[TCP_FLAGS_OFF];
 		p->tcp_hlen = th->doff * 4;
 		p->pay_off = p->l4_off + p->tcp_hlen;
 		p->tcp_seq = bpf_ntohl(th->seq);
