@@ -32,16 +32,21 @@ static __always_inline void flow_key_out(const struct pkt *p, struct tf_flow_key
 	k->proto = p->proto;
 }
 
+/* 1 if (addr, port) of family is session s's resolver. */
+static __always_inline int resolver_is(const struct tf_session *s, __u8 family, const __u8 *addr,
+				       __be16 port)
+{
+	if (port != s->resolver_port)
+		return 0;
+	if (family == TF_FAM_IPV4)
+		return (s->flags & TF_SF_RESOLVER4) && *(const __be32 *)addr == s->resolver_ip4;
+	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(addr, s->resolver_ip6);
+}
+
+/* 1 if the guest -> host packet goes to the session's resolver. */
 static __always_inline int is_resolver(const struct judge *j)
 {
-	const struct tf_session *s = j->s;
-
-	if (j->p.dport != s->resolver_port)
-		return 0;
-	if (j->p.family == TF_FAM_IPV4)
-		return (s->flags & TF_SF_RESOLVER4) &&
-		       *(__be32 *)j->p.daddr == s->resolver_ip4;
-	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.daddr, s->resolver_ip6);
+	return resolver_is(j->s, j->p.family, j->p.daddr, j->p.dport);
 }
 
 /*

@@ -99,13 +99,7 @@ static __always_inline enum judgement ip6_icmp_error(struct judge *j, struct cur
 /* UDP from the session's resolver address and port: a DNS answer. */
 static __always_inline int from_resolver(const struct judge *j)
 {
-	const struct tf_session *s = j->s;
-
-	if (j->p.proto != IPPROTO_UDP || j->p.sport != s->resolver_port)
-		return 0;
-	if (j->p.family == TF_FAM_IPV4)
-		return (s->flags & TF_SF_RESOLVER4) && *(__be32 *)j->p.saddr == s->resolver_ip4;
-	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.saddr, s->resolver_ip6);
+	return j->p.proto == IPPROTO_UDP && resolver_is(j->s, j->p.family, j->p.saddr, j->p.sport);
 }
 
 /*
