@@ -23,7 +23,7 @@ ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DTF_VERSION='"$(VERSIO
 	      -Iinclude -Iuser -I$(BUILD) -MMD -MP
 LDLIBS    := -lbpf -lelf -lz -lxdp -ljansson -lcap -lcrypto
 BPF_CFLAGS := -O2 -g $(WARN) -Wno-unused-function -target bpf -D__TARGET_ARCH_$(BPF_ARCH) \
-	      -Iinclude -Ibpf -Ivmlinux -include vmlinux/$(ARCH).h -MMD -MP
+	      -Iinclude -Ibpf -Ivmlinux -MMD -MP
 
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_OBJS    := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)

@@ -11,19 +11,24 @@
  * skb->vlan_tci (skb_vlan_untag() in __netif_receive_skb_core()), so the
  * tag is checked through vlan_present; XDP sees it in the frame.
  */
-#include <bpf/bpf_helpers.h>
+#include "vmlinux.h"
+#include "lib/const.bpf.h"
 #include "lib/from_guest.bpf.h"
 #include "lib/to_guest.bpf.h"
 #include "lib/dns.bpf.h"
 #include "lib/tls_hello.bpf.h"
+#include "lib/icmp.bpf.h"
+#include "lib/record.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* Headers the judges read at most: Ethernet + IPv6 + ICMPv6 + inner IPv6 + 8 bytes. */
 #define TF_PULL_LEN 128
-/* The outer headers alone: Ethernet + IPv4/IPv6 + the 20 bytes of TCP the judges read. */
-#define TF_HDR4_LEN (14 + 20 + 20)
-#define TF_HDR6_LEN (14 + 40 + 20)
+/* The outer headers alone: Ethernet + IPv4/IPv6 + the fixed TCP header the judges read. */
+#define TF_HDR4_LEN (ETH_HLEN + IP4_HLEN + TCP_HLEN_MIN)
+#define TF_HDR6_LEN (ETH_HLEN + IP6_HLEN + TCP_HLEN_MIN)
+_Static_assert(TF_PULL_LEN >= ETH_HLEN + IP6_HLEN + ICMP_HLEN + IP6_HLEN + ICMP_QUOTE_L4,
+	       "TF_PULL_LEN holds an ICMPv6 error's quote");
 
 /*
  * Pull up to want bytes into the linear area, only when they are not there
@@ -56,22 +61,6 @@ static __always_inline __u32 tc_first_pull(const struct __sk_buff *skb)
 }
 
 /*
- * Copy the DNS message of the judged packet into the scratch (it may lie
- * beyond the linear area); its length, or 0 after denying j.
- */
-static __always_inline __u32 tc_dns_copy(struct __sk_buff *skb, struct judge *j,
-					 struct dns_scratch *s)
-{
-	__u32 len = dns_msg_len(j);
-
-	if (!len || bpf_skb_load_bytes(skb, dns_msg_off(j), s->msg, len)) {
-		deny(j, TF_REASON_DNS_MALFORMED);
-		return 0;
-	}
-	return len;
-}
-
-/*
  * A GSO skb (a guest's UDP segmentation offload write: a virtio-net header
  * with a gso_type) is cut into several datagrams after us, so what the
  * resolver receives is not the message that was judged: a query that reads
@@ -83,83 +72,120 @@ static __always_inline int tc_is_gso(const struct __sk_buff *skb)
 	return skb->gso_size || skb->gso_segs > 1;
 }
 
+/*
+ * JUDGE_NEED_DNS at TC: the message copied into the scratch (it may lie
+ * beyond the linear area), then judged by its content: a query from the
+ * guest (one datagram, never GSO), or an answer to it.
+ */
+static __always_inline enum judgement tc_dns(struct __sk_buff *skb, struct judge *j,
+					     const int query)
+{
+	struct dns_scratch *s = dns_scratch();
+	__u32 len = dns_msg_len(j);
+
+	if (query && tc_is_gso(skb))
+		return deny(j, TF_REASON_DNS_GSO);
+	if (!s)
+		return deny(j, TF_REASON_UNKNOWN);
+	if (!len || bpf_skb_load_bytes(skb, dns_msg_off(j), s->msg, len))
+		return deny(j, TF_REASON_DNS_MALFORMED);
+	return query ? dns_query(j, s, len) : dns_answer(j, s, len);
+}
+
+/* JUDGE_NEED_DNS at XDP: the query, copied with the XDP helper. */
+static __always_inline enum judgement xdp_dns_query(struct xdp_md *ctx, struct judge *j)
+{
+	struct dns_scratch *s = dns_scratch();
+	__u32 len = dns_msg_len(j);
+
+	if (!s)
+		return deny(j, TF_REASON_UNKNOWN);
+	if (!len || bpf_xdp_load_bytes(ctx, dns_msg_off(j), s->msg, len))
+		return deny(j, TF_REASON_DNS_MALFORMED);
+	return dns_query(j, s, len);
+}
+
+/*
+ * Each entry point: judge, do what the judgement needs, record the
+ * verdict. A judgement the entry point has no step for denies, named.
+ */
 SEC("tc")
 int tc_from_guest(struct __sk_buff *skb)
 {
 	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
-	struct dns_scratch *s;
-	__u32 len;
-	int v;
+	enum judgement v;
 
 	tc_linearize(skb, tc_first_pull(skb));
 	v = judge_from_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
-	if (v == TF_JUDGE_DNS) {
-		s = dns_scratch();
-		if (tc_is_gso(skb))
-			v = deny(&j, TF_REASON_DNS_GSO);
-		else if (!s)
-			v = deny(&j, TF_REASON_UNKNOWN);
-		else if ((len = tc_dns_copy(skb, &j, s)))
-			v = dns_query(&j, s, len);
-		else
-			v = TF_VERDICT_DENY;
-	} else if (v == TF_JUDGE_TLS) {
+	switch (v) {
+	case JUDGE_ALLOW:
+	case JUDGE_DENY:
+		break;
+	case JUDGE_NEED_DNS:
+		v = tc_dns(skb, &j, 1);
+		break;
+	case JUDGE_NEED_TLS:
 		v = tls_segment_tc(skb, &j);
+		break;
+	default:
+		v = deny(&j, TF_REASON_UNKNOWN);
+		break;
 	}
-	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
+	return record(&j, v) == JUDGE_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }
 
 SEC("tc")
 int tc_to_guest(struct __sk_buff *skb)
 {
 	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
-	struct dns_scratch *s;
-	__u32 len;
-	int v;
+	enum judgement v;
 
 	tc_linearize(skb, tc_first_pull(skb));
 	v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
-	if (v == TF_JUDGE_PULL) {
+	if (v == JUDGE_NEED_PULL) {
 		tc_linearize(skb, TF_PULL_LEN);
 		j.pulled = 1;
 		v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	}
-	if (v == TF_JUDGE_DNS) {
-		s = dns_scratch();
-		if (!s)
-			v = deny(&j, TF_REASON_UNKNOWN);
-		else if ((len = tc_dns_copy(skb, &j, s)))
-			v = dns_answer(&j, s, len);
-		else
-			v = TF_VERDICT_DENY;
-	} else if (v == TF_VERDICT_ALLOW && j.trim) {
-		v = tc_icmp_trim(skb, &j);
+	switch (v) {
+	case JUDGE_ALLOW:
+		if (j.trim)
+			v = tc_icmp_trim(skb, &j);
+		break;
+	case JUDGE_DENY:
+		break;
+	case JUDGE_NEED_DNS:
+		v = tc_dns(skb, &j, 0);
+		break;
+	default:
+		v = deny(&j, TF_REASON_UNKNOWN);
+		break;
 	}
-	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
+	return record(&j, v) == JUDGE_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }
 
 SEC("xdp")
 int xdp_from_guest(struct xdp_md *ctx)
 {
 	struct judge j = { .ifindex = ctx->ingress_ifindex };
-	struct dns_scratch *s;
-	__u32 len;
-	int v;
+	enum judgement v;
 
 	v = judge_from_guest(&j, (void *)(long)ctx->data, (void *)(long)ctx->data_end);
-	if (v == TF_JUDGE_DNS) {
-		s = dns_scratch();
-		len = dns_msg_len(&j);
-		if (!s)
-			v = deny(&j, TF_REASON_UNKNOWN);
-		else if (!len || bpf_xdp_load_bytes(ctx, dns_msg_off(&j), s->msg, len))
-			v = deny(&j, TF_REASON_DNS_MALFORMED);
-		else
-			v = dns_query(&j, s, len);
-	} else if (v == TF_JUDGE_TLS) {
+	switch (v) {
+	case JUDGE_ALLOW:
+	case JUDGE_DENY:
+		break;
+	case JUDGE_NEED_DNS:
+		v = xdp_dns_query(ctx, &j);
+		break;
+	case JUDGE_NEED_TLS:
 		v = tls_segment_xdp(ctx, &j);
+		break;
+	default:
+		v = deny(&j, TF_REASON_UNKNOWN);
+		break;
 	}
-	return record(&j, v) == TF_VERDICT_ALLOW ? XDP_PASS : XDP_DROP;
+	return record(&j, v) == JUDGE_ALLOW ? XDP_PASS : XDP_DROP;
 }
 
 /*
@@ -168,17 +194,17 @@ int xdp_from_guest(struct xdp_md *ctx)
  * it whole) and cannot see that the stack cuts it into datagrams after
  * XDP_PASS; the skb here says so. A GSO skb to the resolver is refused as
  * tc_from_guest refuses it (dns_gso); anything else XDP has judged, and
- * passes untouched. A GSO skb that does not parse fails closed.
+ * passes untouched. A GSO skb that does not parse fails closed. XDP passed
+ * the same frame, so its IP header is whole and its version right.
  */
 SEC("tc")
 int tc_gso_guard(struct __sk_buff *skb)
 {
 	struct judge j = { .ifindex = skb->ifindex };
-	struct cursor c;
+	struct cursor c = {};
 	struct ethhdr *eth;
 	struct iphdr *iph;
-	struct ipv6hdr *ip6;
-	int v = TF_VERDICT_DENY;
+	enum judgement v = JUDGE_DENY;
 
 	if (!tc_is_gso(skb))
 		return TC_ACT_UNSPEC;
@@ -189,32 +215,21 @@ int tc_gso_guard(struct __sk_buff *skb)
 	if (!eth)
 		goto out;
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		iph = cur_pull(&c, sizeof(*iph));
+		iph = parse_ip4(&c, &j.p);
 		if (!iph || iph->ihl != 5) {
 			v = deny(&j, TF_REASON_MALFORMED);
 			goto out;
 		}
-		j.p.family = TF_FAM_IPV4;
-		j.p.proto = iph->protocol;
-		j.p.l4_len = bpf_ntohs(iph->tot_len) - 20;
-		ip4_copy(j.p.saddr, &iph->saddr);
-		ip4_copy(j.p.daddr, &iph->daddr);
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		ip6 = cur_pull(&c, sizeof(*ip6));
-		if (!ip6) {
+		if (!parse_ip6(&c, &j.p)) {
 			v = deny(&j, TF_REASON_MALFORMED);
 			goto out;
 		}
-		j.p.family = TF_FAM_IPV6;
-		j.p.proto = ip6->nexthdr;
-		j.p.l4_len = bpf_ntohs(ip6->payload_len);
-		ip6_copy(j.p.saddr, &ip6->saddr);
-		ip6_copy(j.p.daddr, &ip6->daddr);
 	} else {
 		v = deny(&j, TF_REASON_L2_ETHERTYPE);
 		goto out;
 	}
-	if (parse_l4(&j, &c)) {
+	if (parse_l4(&c, &j.p)) {
 		v = deny(&j, TF_REASON_MALFORMED);
 		goto out;
 	}
@@ -222,5 +237,5 @@ int tc_gso_guard(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC;
 	v = deny(&j, TF_REASON_DNS_GSO);
 out:
-	return record(&j, v) == TF_VERDICT_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
+	return record(&j, v) == JUDGE_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 }

@@ -20,9 +20,7 @@
 #define TF_DNS_BPF_H
 
 #include "policy.bpf.h"
-
-#define ETH_HLEN        14
-#define UDP_HLEN        8
+#include "record.bpf.h"
 
 /* TTLs of learnt addresses are clamped to [min, max] seconds; set by tapfenced before load. */
 const volatile __u32 cfg_ttl_min_s = 5;
@@ -46,18 +44,6 @@ static __always_inline int dns_parse_run(struct dns_parse *p, const __u8 *msg, _
 	return dns_parse_end(p);
 }
 
-/* tf_learned.name is only 2-aligned: copy it a half-word at a time, as a loop (not unrolled). */
-static __always_inline void copy_halves(void *dst, const void *src, __u32 n)
-{
-	__u16 *d = dst;
-	const __u16 *s = src;
-	__u32 i;
-
-#pragma clang loop unroll(disable)
-	for (i = 0; i < n / 2; i++)
-		d[i] = s[i];
-}
-
 static __always_inline struct dns_scratch *dns_scratch(void)
 {
 	__u32 zero = 0;
@@ -65,10 +51,10 @@ static __always_inline struct dns_scratch *dns_scratch(void)
 	return bpf_map_lookup_elem(&tf_dnsbuf, &zero);
 }
 
-/* Where the DNS message starts in the frame: options and extension headers were refused. */
+/* Where the DNS message starts in the frame: the UDP payload, as parse_l4() found it. */
 static __always_inline __u32 dns_msg_off(const struct judge *j)
 {
-	return ETH_HLEN + (j->p.family == TF_FAM_IPV4 ? 20 : 40) + UDP_HLEN;
+	return j->p.pay_off;
 }
 
 /*
@@ -90,7 +76,7 @@ static __always_inline __u32 dns_msg_len(const struct judge *j)
  * on a flow (so later packets of the port are known to the flow table,
  * as before host rules). Every query is judged, not just a flow's first.
  */
-static __always_inline int dns_query(struct judge *j, struct dns_scratch *s, __u32 len)
+static __always_inline enum judgement dns_query(struct judge *j, struct dns_scratch *s, __u32 len)
 {
 	struct tf_dnsq_key qk = { .sid = j->sid, .gport = j->p.sport };
 	struct tf_flow_key fk = {};
@@ -146,7 +132,7 @@ static __always_inline __u64 dns_ttl_ns(__u32 ttl)
 		ttl = cfg_ttl_min_s;
 	if (ttl > cfg_ttl_max_s)
 		ttl = cfg_ttl_max_s;
-	return (__u64)ttl * 1000000000ULL;
+	return (__u64)ttl * NSEC_PER_SEC;
 }
 
 /*
@@ -159,7 +145,7 @@ static __always_inline void dns_note(const struct judge *j, __u16 reason, const 
 	struct tf_event *e;
 
 	count(j->sid, reason);
-	e = event_fill(j, TF_VERDICT_DENY, reason);
+	e = event_fill(j, JUDGE_DENY, reason);
 	if (!e)
 		return;
 	if (r) {
@@ -248,7 +234,7 @@ static __always_inline void dns_learn(const struct judge *j, struct dns_scratch 
  * first answer whose question matches, whatever becomes of it, so a
  * duplicate is unmatched; a failed delete means another CPU consumed it.
  */
-static __always_inline int dns_answer(struct judge *j, struct dns_scratch *s, __u32 len)
+static __always_inline enum judgement dns_answer(struct judge *j, struct dns_scratch *s, __u32 len)
 {
 	struct tf_dnsq_key qk = { .sid = j->sid, .gport = j->p.dport };
 	struct tf_dnsq *q;
@@ -264,7 +250,7 @@ static __always_inline int dns_answer(struct judge *j, struct dns_scratch *s, __
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	/* A copy: an LRU element can be recycled under a reader. */
 	copy_words(&s->q, q, sizeof(s->q));
-	if (bpf_ktime_get_ns() - s->q.created_ns > (__u64)cfg_dnsq_timeout_s * 1000000000ULL) {
+	if (bpf_ktime_get_ns() - s->q.created_ns > (__u64)cfg_dnsq_timeout_s * NSEC_PER_SEC) {
 		bpf_map_delete_elem(qmap, &qk);
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	}

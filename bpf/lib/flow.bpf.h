@@ -9,8 +9,7 @@
 #ifndef TF_FLOW_BPF_H
 #define TF_FLOW_BPF_H
 
-#include "verdict.bpf.h"
-#include "parse.bpf.h"
+#include "judge.bpf.h"
 
 /*
  * Idle timeouts, s: set by the daemon at load from its "timeouts" config
@@ -43,7 +42,7 @@ static __always_inline __u64 flow_clock(void)
 /* Ticks of flow_clock() per second. */
 static __always_inline __u64 flow_hz(void)
 {
-	return CONFIG_HZ ? CONFIG_HZ : 1000000000ULL;
+	return CONFIG_HZ ? CONFIG_HZ : NSEC_PER_SEC;
 }
 
 static __always_inline __u32 flow_timeout_s(__u8 proto, __u8 flags)

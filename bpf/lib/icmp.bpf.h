@@ -15,11 +15,11 @@
 #ifndef TF_ICMP_BPF_H
 #define TF_ICMP_BPF_H
 
-#include "verdict.bpf.h"
+#include "judge.bpf.h"
 
 /* The ICMP message kept: its 8-byte header, the quoted IP header, 8 bytes. */
-#define TF_ICMP4_KEEP (8 + 20 + 8)
-#define TF_ICMP6_KEEP (8 + 40 + 8)
+#define TF_ICMP4_KEEP (ICMP_HLEN + IP4_HLEN + ICMP_QUOTE_L4)
+#define TF_ICMP6_KEEP (ICMP_HLEN + IP6_HLEN + ICMP_QUOTE_L4)
 
 static __always_inline __u16 csum_fold32(__s64 sum)
 {
@@ -42,17 +42,17 @@ static __always_inline int icmp4_trim(struct __sk_buff *skb)
 	struct iphdr *iph;
 	__u8 *icmp;
 
-	if (bpf_skb_change_tail(skb, sizeof(struct ethhdr) + 20 + TF_ICMP4_KEEP, 0))
+	if (bpf_skb_change_tail(skb, ETH_HLEN + IP4_HLEN + TF_ICMP4_KEEP, 0))
 		return -1;
 	data = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
-	iph = data + sizeof(struct ethhdr);
-	icmp = data + sizeof(struct ethhdr) + 20;
+	iph = data + ETH_HLEN;
+	icmp = data + ETH_HLEN + IP4_HLEN;
 	if (icmp + TF_ICMP4_KEEP > (__u8 *)end)
 		return -1;
-	iph->tot_len = bpf_htons(20 + TF_ICMP4_KEEP);
+	iph->tot_len = bpf_htons(IP4_HLEN + TF_ICMP4_KEEP);
 	iph->check = 0;
-	iph->check = csum_fold32(bpf_csum_diff(NULL, 0, (void *)iph, 20, 0));
+	iph->check = csum_fold32(bpf_csum_diff(NULL, 0, (void *)iph, IP4_HLEN, 0));
 	/* Destination unreachable, time exceeded, parameter problem: byte 5 is the RFC 4884 length. */
 	icmp[5] = 0;
 	icmp[2] = icmp[3] = 0;
@@ -68,12 +68,12 @@ static __always_inline int icmp6_trim(struct __sk_buff *skb)
 	__s64 sum;
 	__u8 *icmp;
 
-	if (bpf_skb_change_tail(skb, sizeof(struct ethhdr) + 40 + TF_ICMP6_KEEP, 0))
+	if (bpf_skb_change_tail(skb, ETH_HLEN + IP6_HLEN + TF_ICMP6_KEEP, 0))
 		return -1;
 	data = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
-	ip6 = data + sizeof(struct ethhdr);
-	icmp = data + sizeof(struct ethhdr) + 40;
+	ip6 = data + ETH_HLEN;
+	icmp = data + ETH_HLEN + IP6_HLEN;
 	if (icmp + TF_ICMP6_KEEP > (__u8 *)end)
 		return -1;
 	ip6->payload_len = bpf_htons(TF_ICMP6_KEEP);
@@ -93,17 +93,17 @@ static __always_inline int icmp6_trim(struct __sk_buff *skb)
  * refuses it. A frame shorter than what its IP header claims is malformed:
  * the cut would pad it with zeros instead.
  */
-static __always_inline int tc_icmp_trim(struct __sk_buff *skb, struct judge *j)
+static __always_inline enum judgement tc_icmp_trim(struct __sk_buff *skb, struct judge *j)
 {
 	int v4 = j->p.family == TF_FAM_IPV4;
 	int err;
 
-	if (skb->len < sizeof(struct ethhdr) + (v4 ? 20 + TF_ICMP4_KEEP : 40 + TF_ICMP6_KEEP))
+	if (skb->len < ETH_HLEN + (v4 ? IP4_HLEN + TF_ICMP4_KEEP : IP6_HLEN + TF_ICMP6_KEEP))
 		return deny(j, TF_REASON_MALFORMED);
 	err = v4 ? icmp4_trim(skb) : icmp6_trim(skb);
 	if (err)
 		return deny(j, TF_REASON_ICMP_ERROR_SIZE);
-	return TF_VERDICT_ALLOW;
+	return JUDGE_ALLOW;
 }
 
 #endif /* TF_ICMP_BPF_H */

@@ -6,7 +6,7 @@
 #ifndef TF_MAPS_BPF_H
 #define TF_MAPS_BPF_H
 
-#include <bpf/bpf_helpers.h>
+#include "const.bpf.h"
 #include <tapfence/abi.h>
 #include <tapfence/dns.h>
 #include <tapfence/tls.h>
@@ -177,7 +177,7 @@ struct {
  * Room to de-frame and parse one ClientHello, per CPU, one run at a time
  * (as tf_dnsbuf below). @chunk holds resent bytes being compared.
  */
-#define TF_TCP_OPTS_MAX 40
+#define TF_TCP_OPTS_MAX 40	/* RFC 9293 3.1: data offset 15 words, 5 of them the fixed header */
 
 struct tls_scratch {
 	__u8 hs[TF_TLS_BUF + TF_TLS_SLACK];
@@ -189,7 +189,7 @@ struct tls_scratch {
 	struct tf_name_key key;
 	struct tf_bind_key bkey;
 	struct tf_flow_key fkey;	/* the segment's flow (keys may live in map values) */
-	struct tf_flow flow;		/* TF_JUDGE_TLS: a copy of the segment's flow (tls_flow_out()) */
+	struct tf_flow flow;		/* JUDGE_NEED_TLS: a copy of the segment's flow (tls_flow_out()) */
 	__u8 chunk[TF_TLS_SLACK];
 };
 
@@ -260,7 +260,7 @@ struct {
 
 /*
  * Over-budget events by (session, reason, remote end): when each last got
- * out (verdict.bpf.h). Shared: a session flooding distinct remote ends
+ * out (record.bpf.h). Shared: a session flooding distinct remote ends
  * evicts others' entries, which only lets their next event out sooner,
  * within their own second budget.
  */

@@ -12,15 +12,10 @@
 #ifndef TF_POLICY_BPF_H
 #define TF_POLICY_BPF_H
 
-#include "verdict.bpf.h"
-#include "parse.bpf.h"
-#include "tls.bpf.h"
+#include "judge.bpf.h"
 #include "flow.bpf.h"
-
-#define DNS_PORT    53
-#define DOT_PORT    853		/* RFC 7858 (TCP), RFC 9250 (QUIC) */
-#define MDNS_PORT   5353	/* RFC 6762 */
-#define LLMNR_PORT  5355	/* RFC 4795 */
+#include "tls.bpf.h"
+#include <tapfence/perm.h>
 
 static __always_inline void *session_flows(__u32 sid)
 {
@@ -37,16 +32,21 @@ static __always_inline void flow_key_out(const struct pkt *p, struct tf_flow_key
 	k->proto = p->proto;
 }
 
+/* 1 if (addr, port) of family is session s's resolver. */
+static __always_inline int resolver_is(const struct tf_session *s, __u8 family, const __u8 *addr,
+				       __be16 port)
+{
+	if (port != s->resolver_port)
+		return 0;
+	if (family == TF_FAM_IPV4)
+		return (s->flags & TF_SF_RESOLVER4) && *(const __be32 *)addr == s->resolver_ip4;
+	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(addr, s->resolver_ip6);
+}
+
+/* 1 if the guest -> host packet goes to the session's resolver. */
 static __always_inline int is_resolver(const struct judge *j)
 {
-	const struct tf_session *s = j->s;
-
-	if (j->p.dport != s->resolver_port)
-		return 0;
-	if (j->p.family == TF_FAM_IPV4)
-		return (s->flags & TF_SF_RESOLVER4) &&
-		       *(__be32 *)j->p.daddr == s->resolver_ip4;
-	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.daddr, s->resolver_ip6);
+	return resolver_is(j->s, j->p.family, j->p.daddr, j->p.dport);
 }
 
 /*
@@ -113,37 +113,29 @@ static __always_inline int port_bit(__u32 sid, __u32 ver, __u16 cls, __u8 proto,
 	};
 	struct tf_port_bits *b = bpf_map_lookup_elem(&tf_ports, &k);
 
-	if (!b)
-		return 0;
-	port &= 0xff;
-	return (b->w[(port >> 6) & 3] >> (port & 63)) & 1;
+	return b && tf_port_bits_has(b, port);
 }
 
-static __always_inline int port_allowed(__u32 sid, __u8 proto, __be16 port, __u32 ver,
-					const struct tf_rule_val *v, __u8 bit)
+/*
+ * 1 if evaluation e of permission v (of generation ver, tapfence/perm.h)
+ * allows port (network order): at once, or by the chunk of v's class that
+ * the bitmaps of proto (an IP protocol, or TF_PORTS_TLS) hold.
+ */
+static __always_inline int perm_ports(__u32 sid, __u32 ver, const struct tf_rule_val *v,
+				      enum tf_perm e, __u8 proto, __be16 port)
 {
-	if (v->all_ports & bit)
+	if (e == TF_PERM_ALLOW)
 		return 1;
-	if (!(v->protos & bit) || !v->cls)
+	if (e != TF_PERM_PORT)
 		return 0;
 	return port_bit(sid, ver, v->cls, proto, bpf_ntohs(port));
 }
 
-/*
- * 1 if permission v (of generation ver) makes the flow's port a TLS port:
- * a TCP connection there must show an allowed SNI, and UDP there (QUIC)
- * gets no SNI check, so it is refused unless a CIDR rule allows it.
- */
+/* 1 if permission v (of generation ver) makes the flow's port a TLS port (tf_perm_tls()). */
 static __always_inline int tls_port(__u32 sid, const struct tf_flow_key *k, __u32 ver,
 				    const struct tf_rule_val *v)
 {
-	if (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP)
-		return 0;
-	if (v->all_ports & TF_PB_TLS)
-		return 1;
-	if (!(v->protos & TF_PB_TLS) || !v->cls)
-		return 0;
-	return port_bit(sid, ver, v->cls, TF_PORTS_TLS, bpf_ntohs(k->rport));
+	return perm_ports(sid, ver, v, tf_perm_tls(v, k->proto), TF_PORTS_TLS, k->rport);
 }
 
 /*
@@ -153,35 +145,19 @@ static __always_inline int tls_port(__u32 sid, const struct tf_flow_key *k, __u3
 static __always_inline __u16 perm_check(__u32 sid, __u8 proto, __u8 family,
 					__be16 port, __u32 ver, const struct tf_rule_val *v)
 {
-	__u8 bit;
+	enum tf_perm e = tf_perm_eval(v, tf_perm_bit(proto, family));
 
-	switch (proto) {
-	case IPPROTO_TCP:
-		bit = TF_PB_TCP;
-		break;
-	case IPPROTO_UDP:
-		bit = TF_PB_UDP;
-		break;
-	case IPPROTO_ICMP:
-	case IPPROTO_ICMPV6:
-		/* Only the family's own ICMP is "icmp"; ICMPv6 inside IPv4 is just another protocol. */
-		if ((proto == IPPROTO_ICMP) == (family == TF_FAM_IPV4))
-			return (v->protos & TF_PB_ICMP) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
-		return (v->protos & TF_PB_OTHER) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
-	default:
-		return (v->protos & TF_PB_OTHER) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
-	}
-	return port_allowed(sid, proto, port, ver, v, bit) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
+	return perm_ports(sid, ver, v, e, proto, port) ? 0 : TF_REASON_PORT_NOT_ALLOWED;
 }
 
-/* The same for the guest -> host packet being judged. */
+/* perm_check() for the guest -> host packet being judged: its protocol and destination port. */
 static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
 					 const struct tf_rule_val *v)
 {
 	return perm_check(j->sid, j->p.proto, j->p.family, j->p.dport, ver, v);
 }
 
-/* The same for flow k. */
+/* perm_check() for flow k: its protocol and remote port. */
 static __always_inline __u16 flow_perm_reason(__u32 sid, const struct tf_flow_key *k,
 					      __u32 ver, const struct tf_rule_val *v)
 {
@@ -357,8 +333,8 @@ static __always_inline __u16 judge_flow(const struct judge *j, const struct tf_f
 }
 
 /* Insert or refresh the flow; a failed insert denies (fail closed). */
-static __always_inline int open_flow(struct judge *j, void *flows, const struct tf_flow_key *k,
-				     __u16 reason)
+static __always_inline enum judgement open_flow(struct judge *j, void *flows,
+						const struct tf_flow_key *k, __u16 reason)
 {
 	struct tf_flow f = {
 		.seen = flow_clock(),
@@ -417,8 +393,8 @@ static __always_inline __u16 flow_rejudged(struct judge *j, void *flows,
 }
 
 /* Guest -> host on a live flow f of the generation in force (the map's element or a copy). */
-static __always_inline int flow_out(struct judge *j, const struct tf_flow_key *k,
-				    const struct tf_flow *f)
+static __always_inline enum judgement flow_out(struct judge *j, const struct tf_flow_key *k,
+						const struct tf_flow *f)
 {
 	if (f->state == TF_FLOW_OPEN) {
 		/*
@@ -443,11 +419,11 @@ static __always_inline int flow_out(struct judge *j, const struct tf_flow_key *k
  * new flow, without a SYN, and goes on or is revoked (flow_rejudged()); an
  * expired flow counts as absent: judged as new, so TCP that is not a SYN
  * is tcp_no_flow. DNS to the session's resolver is the exception: every
- * UDP query is judged by its content (TF_JUDGE_DNS), and TCP is refused
+ * UDP query is judged by its content (JUDGE_NEED_DNS), and TCP is refused
  * (dns_tcp: a TCP stream would need reassembly to be read, so it is not
  * read at all).
  */
-static __always_inline int decide_out(struct judge *j)
+static __always_inline enum judgement decide_out(struct judge *j)
 {
 	struct tf_flow_key k = {};
 	void *flows = session_flows(j->sid);
@@ -462,7 +438,7 @@ static __always_inline int decide_out(struct judge *j)
 		return deny(j, TF_REASON_NO_SESSION);
 	flow_key_out(&j->p, &k);
 	if (j->p.proto == IPPROTO_UDP && is_resolver(j))
-		return TF_JUDGE_DNS;
+		return JUDGE_NEED_DNS;
 	if (j->p.proto == IPPROTO_TCP && is_resolver(j)) {
 		reason = TF_REASON_DNS_TCP;
 		goto refuse;

@@ -4,7 +4,7 @@
  * permission that allowed it starts in TF_FLOW_TLS_WAIT: packets without
  * payload pass both ways (the handshake, ACKs, FIN, RST), the guest's
  * payload goes to the ClientHello reader (tls_hello.bpf.h, through
- * TF_JUDGE_TLS) and the server's is held back. An allowed hello moves the
+ * JUDGE_NEED_TLS) and the server's is held back. An allowed hello moves the
  * flow to TF_FLOW_TLS_VERIFY: the guest's resent hello bytes must equal
  * the judged ones, and its records after the hello are followed (a later
  * ClientHello is judged like the first), until the server acknowledges the
@@ -18,7 +18,7 @@
 #ifndef TF_TLS_BPF_H
 #define TF_TLS_BPF_H
 
-#include "verdict.bpf.h"
+#include "judge.bpf.h"
 #include "flow.bpf.h"
 
 static __always_inline __u32 tcp_payload_len(const struct judge *j)
@@ -26,9 +26,45 @@ static __always_inline __u32 tcp_payload_len(const struct judge *j)
 	return j->p.l4_len - j->p.tcp_hlen;
 }
 
-#define TCPOPT_EOL   0
-#define TCPOPT_NOP   1
-#define TCPOPT_MPTCP 30	/* RFC 8684 */
+/*
+ * A SYN's TCP options into the per-CPU scratch, for tcp_syn_mptcp() to
+ * read in this same run: every byte behind a check against the packet's
+ * end at a constant offset, the one form of bound the verifier follows
+ * here; bytes past the end leave syn_optlen short of syn_optwant, which
+ * reads as malformed.
+ */
+static __always_inline void tcp_opts_copy(struct judge *j, const struct cursor *c, __u32 n)
+{
+	__u32 zero = 0, k;
+	const __u8 *o = c->pos;
+	struct tls_scratch *t = bpf_map_lookup_elem(&tf_tlsscratch, &zero);
+
+	if (!t)
+		return;
+	t->syn_optlen = 0;
+	t->syn_optwant = (__u8)n;
+#pragma unroll
+	for (k = 0; k < TF_TCP_OPTS_MAX; k++) {
+		if (k < n && (void *)(o + k + 1) <= c->end) {
+			t->syn_opts[k] = o[k];
+			t->syn_optlen = k + 1;
+		}
+	}
+	j->p.tcp_opts = 1;
+}
+
+/*
+ * A guest's SYN: keep its options for a TLS port's check. Called by the
+ * guest -> host judges only (a SYN-ACK to the guest needs nothing of it),
+ * with c just past the fixed TCP header parse_l4() read.
+ */
+static __always_inline void syn_opts_from_guest(struct judge *j, const struct cursor *c)
+{
+	if (j->p.proto == IPPROTO_TCP &&
+	    (j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN &&
+	    j->p.tcp_hlen > TCP_HLEN_MIN)
+		tcp_opts_copy(j, c, j->p.tcp_hlen - TCP_HLEN_MIN);
+}
 
 struct tcp_opts_ctx {
 	const __u8 *o;
@@ -102,8 +138,8 @@ static __always_inline void tls_buf_drop(__u32 sid, const struct tf_flow_key *k)
  * that a permission allows on a TLS port. bind: the SNI must also be a
  * name the destination was learnt for (it was allowed as a learnt address).
  */
-static __always_inline int tls_flow_new(struct judge *j, void *flows, const struct tf_flow_key *k,
-					__u8 bind, __u16 reason)
+static __always_inline enum judgement tls_flow_new(struct judge *j, void *flows,
+						   const struct tf_flow_key *k, __u8 bind, __u16 reason)
 {
 	struct tf_flow f = {
 		.seen = flow_clock(),
@@ -130,8 +166,8 @@ static __always_inline int tls_flow_new(struct judge *j, void *flows, const stru
  * judged are the server's stream from its first byte, not bytes of another
  * connection attempt on the tuple that the server never accepted.
  */
-static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_key *k,
-					const struct tf_flow *f)
+static __always_inline enum judgement tls_flow_out(struct judge *j, const struct tf_flow_key *k,
+						   const struct tf_flow *f)
 {
 	struct tls_scratch *t;
 	__u32 zero = 0;
@@ -151,7 +187,7 @@ static __always_inline int tls_flow_out(struct judge *j, const struct tf_flow_ke
 		    (!t->flow.armed || !(j->p.tcp_flags & TCP_FLAG_ACK) ||
 		     j->p.tcp_ack != t->flow.srv_isn + 1))
 			return deny(j, TF_REASON_TLS_PENDING);
-		return TF_JUDGE_TLS;
+		return JUDGE_NEED_TLS;
 	}
 	/*
 	 * A connection that ends frees its buffer, also after the verdict: a
@@ -183,8 +219,8 @@ static __always_inline void tls_flow_open(struct judge *j, const struct tf_flow_
  * only packets without payload pass. Transitions are single stores into
  * the flow: the guest's side writes tls_open_at meanwhile.
  */
-static __always_inline int tls_flow_reply(struct judge *j, void *flows, const struct tf_flow_key *k,
-					  struct tf_flow *f)
+static __always_inline enum judgement tls_flow_reply(struct judge *j, void *flows,
+						     const struct tf_flow_key *k, struct tf_flow *f)
 {
 	__u8 syn_ack = j->p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK);
 	struct tf_flow nf;

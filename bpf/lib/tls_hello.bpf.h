@@ -56,11 +56,12 @@ static __always_inline long tls_load(void *ctx, const int xdp, __u32 off, void *
 }
 
 /*
- * Packet bytes [pay_off, pay_off + n) into the held wire bytes from off on,
- * a chunk of TF_TLS_SLACK bytes per bpf_loop() iteration; or against them,
- * a word per iteration (reading the chunk in at its first word). A
- * callback without a loop in it is verified once, where loops would be
- * walked for every chunk and word with their own bounds.
+ * What the chunk callbacks below share: they copy packet bytes [pay_off,
+ * pay_off + n) into the held wire bytes from off on, a chunk of
+ * TF_TLS_SLACK bytes per bpf_loop() iteration (tls_append()), or compare
+ * them, a word per iteration, reading the chunk in at its first word
+ * (tls_differs()). A callback without a loop in it is verified once, where
+ * loops would be walked for every chunk and word with their own bounds.
  */
 struct tls_chunk_ctx {
 	void *ctx;		/* the program's context */
@@ -83,45 +84,60 @@ static __always_inline __u64 tls_chunk_len(const struct tls_chunk_ctx *c, __u64 
 	return len > TF_TLS_SLACK ? TF_TLS_SLACK : len;
 }
 
-/* One pair of callbacks per context type: the helper that reads packet bytes differs. */
-#define TLS_CHUNK_CBS(type, load_bytes)                                         \
-static long tls_append_##type##_cb(__u64 i, void *ctx)                          \
-{                                                                               \
-	struct tls_chunk_ctx *c = ctx;                                          \
-	__u64 done = i * TF_TLS_SLACK, len = tls_chunk_len(c, i);              \
-                                                                                \
-	if (len == 0)                                                           \
-		return 1;                                                       \
-	if (load_bytes(c->ctx, c->pay_off + done,                               \
-		       c->wire + ((c->off + done) & TF_TLS_MASK), len)) {       \
-		c->differ = 1;                                                  \
-		return 1;                                                       \
-	}                                                                       \
-	return 0;                                                               \
-}                                                                               \
-                                                                                \
-static long tls_cmp_##type##_cb(__u64 i, void *ctx)                             \
-{                                                                               \
-	struct tls_chunk_ctx *c = ctx;                                          \
-	__u64 d, left, done = i * 8, len = tls_chunk_len(c, i / 32);           \
-                                                                                \
-	if (done >= c->n || len == 0)                                           \
-		return 1;                                                       \
-	if (!(i & 31) && load_bytes(c->ctx, c->pay_off + done, c->chunk, len)) { \
-		c->differ = 1;                                                  \
-		return 1;                                                       \
-	}                                                                       \
-	d = *(const __u64 *)(c->chunk + (done & (TF_TLS_SLACK - 1))) ^          \
-	    *(const __u64 *)(c->wire + ((c->off + done) & TF_TLS_MASK));        \
-	left = c->n - done;                                                     \
-	if (left < 8)                                                           \
-		d &= (1ULL << (left * 8)) - 1;                                  \
-	c->differ |= d;                                                         \
-	return c->differ != 0;                                                  \
+/* Append chunk i of the packet's bytes to the held ones. */
+static __always_inline long tls_append_step(struct tls_chunk_ctx *c, const int xdp, __u64 i)
+{
+	__u64 done = i * TF_TLS_SLACK, len = tls_chunk_len(c, i);
+
+	if (len == 0)
+		return 1;
+	if (tls_load(c->ctx, xdp, c->pay_off + done, c->wire + ((c->off + done) & TF_TLS_MASK), len)) {
+		c->differ = 1;
+		return 1;
+	}
+	return 0;
 }
 
-TLS_CHUNK_CBS(skb, bpf_skb_load_bytes)
-TLS_CHUNK_CBS(xdp, bpf_xdp_load_bytes)
+/* Compare word i of the packet's bytes with the held ones, reading its chunk in at its first word. */
+static __always_inline long tls_cmp_step(struct tls_chunk_ctx *c, const int xdp, __u64 i)
+{
+	__u64 d, left, done = i * 8, len = tls_chunk_len(c, i / 32);
+
+	if (done >= c->n || len == 0)
+		return 1;
+	if (!(i & 31) && tls_load(c->ctx, xdp, c->pay_off + done, c->chunk, len)) {
+		c->differ = 1;
+		return 1;
+	}
+	d = *(const __u64 *)(c->chunk + (done & (TF_TLS_SLACK - 1))) ^
+	    *(const __u64 *)(c->wire + ((c->off + done) & TF_TLS_MASK));
+	left = c->n - done;
+	if (left < 8)
+		d &= (1ULL << (left * 8)) - 1;
+	c->differ |= d;
+	return c->differ != 0;
+}
+
+/* The bpf_loop() callbacks, one per context type: each keeps one helper that reads packet bytes. */
+static long tls_append_skb_cb(__u64 i, void *ctx)
+{
+	return tls_append_step(ctx, 0, i);
+}
+
+static long tls_append_xdp_cb(__u64 i, void *ctx)
+{
+	return tls_append_step(ctx, 1, i);
+}
+
+static long tls_cmp_skb_cb(__u64 i, void *ctx)
+{
+	return tls_cmp_step(ctx, 0, i);
+}
+
+static long tls_cmp_xdp_cb(__u64 i, void *ctx)
+{
+	return tls_cmp_step(ctx, 1, i);
+}
 
 /* Append n bytes of the packet at pay_off to b's wire bytes (have + n <= TF_TLS_BUF). */
 static __always_inline int tls_append(struct tls_chunk_ctx *c, const int xdp, __u32 pay_off,
@@ -213,7 +229,7 @@ static long tls_sweep_cb(void *map, const void *key, void *value, void *ctx)
 	const struct tf_tls_buf *b = value;
 	struct tls_sweep_ctx *c = ctx;
 
-	if (!b->busy && c->now - b->created_ns > (__u64)cfg_tls_timeout_s * 1000000000ULL)
+	if (!b->busy && c->now - b->created_ns > (__u64)cfg_tls_timeout_s * NSEC_PER_SEC)
 		bpf_map_delete_elem(map, key);
 	return 0;
 }
@@ -240,7 +256,7 @@ static __always_inline struct tf_tls_buf *tls_buf_new(void *bufs, const struct t
 }
 
 /* Refuse the hello: the flow passes no payload again, its buffer goes. */
-static __always_inline int tls_refuse(struct judge *j, const struct tf_flow_key *k, __u16 reason)
+static __always_inline enum judgement tls_refuse(struct judge *j, const struct tf_flow_key *k, __u16 reason)
 {
 	void *flows = session_flows(j->sid);
 	struct tf_flow *cur = flows ? bpf_map_lookup_elem(flows, k) : NULL;
@@ -367,10 +383,11 @@ static __always_inline int tls_in_hello(const struct tf_tls_buf *b, __u32 off, _
  * judged, and the segment that completed it passes. Once the first
  * application_data record's header is read, bytes past it pass unread.
  */
-static __always_inline int tls_segment_held(struct tls_chunk_ctx *c, const int xdp,
-					    struct judge *j, void *flows,
-					    const struct tf_flow_key *k, struct tf_tls_buf *b,
-					    struct tls_scratch *t, __u32 pay_off, __u32 off, __u32 n)
+static __always_inline enum judgement tls_segment_held(struct tls_chunk_ctx *c, const int xdp,
+							struct judge *j, void *flows,
+							const struct tf_flow_key *k,
+							struct tf_tls_buf *b, struct tls_scratch *t,
+							__u32 pay_off, __u32 off, __u32 n)
 {
 	__u32 have, take, fresh, open_at;
 	int st, judged = 0, first = 0;
@@ -462,16 +479,16 @@ static __always_inline int tls_segment_held(struct tls_chunk_ctx *c, const int x
 }
 
 /* Guest payload on a flow in TF_FLOW_TLS_WAIT, _VERIFY or _FOLLOW (its copy: t->flow). */
-static __always_inline int tls_segment(void *ctx, const int xdp, struct judge *j)
+static __always_inline enum judgement tls_segment(void *ctx, const int xdp, struct judge *j)
 {
 	struct tls_chunk_ctx c = { .ctx = ctx };
 	struct tls_scratch *t = tls_scratch();
-	__u32 pay_off = 14 + (j->p.family == TF_FAM_IPV4 ? 20 : 40) + j->p.tcp_hlen;
+	__u32 pay_off = j->p.pay_off;
 	__u32 n = tcp_payload_len(j), off;
 	struct tf_flow_key *k;
 	struct tf_tls_buf *b;
 	void *flows, *bufs;
-	int v;
+	enum judgement v;
 
 	bufs = bpf_map_lookup_elem(&tf_tlsbuf, &j->sid);
 	flows = session_flows(j->sid);
@@ -510,19 +527,20 @@ static __always_inline int tls_segment(void *ctx, const int xdp, struct judge *j
  * Global functions: the verifier checks each once, on its own, with j as
  * plain memory of its size (nothing here follows j->s), instead of once
  * for every path of the judge that reaches it: that walk took the entry
- * programs to 450,000 instructions and seconds of load time.
+ * programs to 450,000 instructions and seconds of load time. They return
+ * JUDGE_ALLOW or JUDGE_DENY (a global function returns a plain int).
  */
 __noinline int tls_segment_tc(struct __sk_buff *skb, struct judge *j)
 {
 	if (!j)
-		return TF_VERDICT_DENY;
+		return JUDGE_DENY;
 	return tls_segment(skb, 0, j);
 }
 
 __noinline int tls_segment_xdp(struct xdp_md *ctx, struct judge *j)
 {
 	if (!j)
-		return TF_VERDICT_DENY;
+		return JUDGE_DENY;
 	return tls_segment(ctx, 1, j);
 }
 

@@ -8,27 +8,9 @@
 #ifndef TF_TO_GUEST_BPF_H
 #define TF_TO_GUEST_BPF_H
 
-#include "ip.bpf.h"
+#include "l2.bpf.h"
+#include "policy.bpf.h"
 #include "icmp.bpf.h"
-
-static __always_inline int arp_to_guest(struct judge *j, struct cursor *c, const struct ethhdr *eth)
-{
-	const struct tf_session *s = j->s;
-	struct arp_eth *a = cur_pull(c, sizeof(*a));
-
-	if (!a)
-		return deny(j, TF_REASON_MALFORMED);
-	if (a->htype != bpf_htons(1) || a->ptype != bpf_htons(ETH_P_IP) ||
-	    a->hlen != 6 || a->plen != 4 ||
-	    (a->op != bpf_htons(ARPOP_REQUEST) && a->op != bpf_htons(ARPOP_REPLY)))
-		return deny(j, TF_REASON_ARP);
-	if (!(s->flags & TF_SF_IPV4) || !mac_eq(a->sha, s->gw_mac) ||
-	    *(__be32 *)a->spa != s->gw_ip4 || *(__be32 *)a->tpa != s->guest_ip4)
-		return deny(j, TF_REASON_ARP);
-	if (!mac_is_bcast(eth->h_dest) && !mac_eq(eth->h_dest, s->guest_mac))
-		return deny(j, TF_REASON_L2_DST_MAC);
-	return allow(j, TF_REASON_ALLOW_ARP, 0);
-}
 
 /*
  * Tracked flow lookup for what an ICMP error quotes (remote = the quoted
@@ -74,13 +56,13 @@ static __always_inline int inner_flow_known(const struct judge *j, struct cursor
 	return 0;
 }
 
-static __always_inline int ip4_icmp_error(struct judge *j, struct cursor *c)
+static __always_inline enum judgement ip4_icmp_error(struct judge *j, struct cursor *c)
 {
 	struct iphdr *in;
 	__u8 raddr[16] = {};
 
-	if (c->pos + sizeof(*in) + 8 > c->end && !j->pulled)
-		return TF_JUDGE_PULL;
+	if (c->pos + sizeof(*in) + ICMP_QUOTE_L4 > c->end && !j->pulled)
+		return JUDGE_NEED_PULL;
 	in = cur_pull(c, sizeof(*in));
 
 	if (!in || in->version != 4 || in->ihl != 5)
@@ -94,13 +76,13 @@ static __always_inline int ip4_icmp_error(struct judge *j, struct cursor *c)
 	return allow(j, TF_REASON_ALLOW_ICMP_ERROR, 1);
 }
 
-static __always_inline int ip6_icmp_error(struct judge *j, struct cursor *c)
+static __always_inline enum judgement ip6_icmp_error(struct judge *j, struct cursor *c)
 {
 	struct ipv6hdr *in;
 	__u8 raddr[16];
 
-	if (c->pos + sizeof(*in) + 8 > c->end && !j->pulled)
-		return TF_JUDGE_PULL;
+	if (c->pos + sizeof(*in) + ICMP_QUOTE_L4 > c->end && !j->pulled)
+		return JUDGE_NEED_PULL;
 	in = cur_pull(c, sizeof(*in));
 
 	if (!in || in->version != 6)
@@ -117,13 +99,7 @@ static __always_inline int ip6_icmp_error(struct judge *j, struct cursor *c)
 /* UDP from the session's resolver address and port: a DNS answer. */
 static __always_inline int from_resolver(const struct judge *j)
 {
-	const struct tf_session *s = j->s;
-
-	if (j->p.proto != IPPROTO_UDP || j->p.sport != s->resolver_port)
-		return 0;
-	if (j->p.family == TF_FAM_IPV4)
-		return (s->flags & TF_SF_RESOLVER4) && *(__be32 *)j->p.saddr == s->resolver_ip4;
-	return (s->flags & TF_SF_RESOLVER6) && ip6_eq(j->p.saddr, s->resolver_ip6);
+	return j->p.proto == IPPROTO_UDP && resolver_is(j->s, j->p.family, j->p.saddr, j->p.sport);
 }
 
 /*
@@ -160,10 +136,10 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 /*
  * TCP, UDP and ICMP echo replies: the flow the guest opened, seen from its
  * far end (TCP in a TLS state decides in tls_flow_reply()). DNS answers
- * are judged by content instead (TF_JUDGE_DNS): the outstanding query they
+ * are judged by content instead (JUDGE_NEED_DNS): the outstanding query they
  * must match is more than the flow says.
  */
-static __always_inline int reply_to_guest(struct judge *j)
+static __always_inline enum judgement reply_to_guest(struct judge *j)
 {
 	struct tf_flow_key k = {
 		.family = j->p.family,
@@ -176,7 +152,7 @@ static __always_inline int reply_to_guest(struct judge *j)
 	__u16 reason;
 
 	if (from_resolver(j))
-		return TF_JUDGE_DNS;
+		return JUDGE_NEED_DNS;
 	if (j->p.proto == IPPROTO_ICMP || j->p.proto == IPPROTO_ICMPV6) {
 		k.gport = j->p.sport;	/* echo id */
 		k.rport = 0;
@@ -201,25 +177,20 @@ static __always_inline int reply_to_guest(struct judge *j)
 	return tls_flow_reply(j, flows, &k, cur);
 }
 
-static __always_inline int ip4_to_guest(struct judge *j, struct cursor *c)
+static __always_inline enum judgement ip4_to_guest(struct judge *j, struct cursor *c)
 {
 	const struct tf_session *s = j->s;
-	struct iphdr *iph = cur_pull(c, sizeof(*iph));
+	struct iphdr *iph = parse_ip4(c, &j->p);
+	__u16 reason;
 
-	if (!iph || iph->version != 4 || iph->ihl < 5 || bpf_ntohs(iph->tot_len) < iph->ihl * 4)
+	if (!iph)
 		return deny(j, TF_REASON_MALFORMED);
-	j->p.family = TF_FAM_IPV4;
-	j->p.l4_len = bpf_ntohs(iph->tot_len) - iph->ihl * 4;
-	j->p.proto = iph->protocol;
-	ip4_copy(j->p.saddr, &iph->saddr);
-	ip4_copy(j->p.daddr, &iph->daddr);
-	if (iph->ihl != 5)
-		return deny(j, TF_REASON_IP_OPTIONS);
-	if (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET))
-		return deny(j, TF_REASON_FRAGMENT);
+	reason = ip4_reason(iph);
+	if (reason)
+		return deny(j, reason);
 	if (!(s->flags & TF_SF_IPV4) || iph->daddr != s->guest_ip4)
 		return deny(j, TF_REASON_DST_NOT_GUEST);
-	if (parse_l4(j, c))
+	if (parse_l4(c, &j->p))
 		return deny(j, TF_REASON_MALFORMED);
 	if (j->p.proto == IPPROTO_ICMP) {
 		switch (j->p.icmp_type) {
@@ -238,38 +209,25 @@ static __always_inline int ip4_to_guest(struct judge *j, struct cursor *c)
 	return reply_to_guest(j);
 }
 
-static __always_inline int ip6_to_guest(struct judge *j, struct cursor *c, const struct ethhdr *eth)
+static __always_inline enum judgement ip6_to_guest(struct judge *j, struct cursor *c,
+						   const struct ethhdr *eth)
 {
 	const struct tf_session *s = j->s;
-	struct ipv6hdr *ip6 = cur_pull(c, sizeof(*ip6));
+	struct ipv6hdr *ip6 = parse_ip6(c, &j->p);
 	__u16 reason;
 
-	if (!ip6 || ip6->version != 6)
+	if (!ip6)
 		return deny(j, TF_REASON_MALFORMED);
-	j->p.family = TF_FAM_IPV6;
-	j->p.l4_len = bpf_ntohs(ip6->payload_len);
-	j->p.proto = ip6->nexthdr;
-	ip6_copy(j->p.saddr, &ip6->saddr);
-	ip6_copy(j->p.daddr, &ip6->daddr);
 	reason = ip6_nexthdr_reason(ip6->nexthdr);
 	if (reason)
 		return deny(j, reason);
 	if (!(s->flags & TF_SF_IPV6))
 		return deny(j, TF_REASON_DST_NOT_GUEST);
-	if (parse_l4(j, c))
+	if (parse_l4(c, &j->p))
 		return deny(j, TF_REASON_MALFORMED);
 	if (j->p.proto == IPPROTO_ICMPV6 &&
-	    (is_ndp_type(j->p.icmp_type) || j->p.icmp_type == NDISC_ROUTER_ADVERTISEMENT)) {
-		/* NDP from the gateway: its MAC, its addresses, hop limit 255. */
-		if (ip6->hop_limit != 255 ||
-		    (!ip6_eq(&ip6->saddr, s->gw_ip6) && !ip6_eq(&ip6->saddr, s->gw_ip6_ll)) ||
-		    (!ip6_is_ll_mcast(&ip6->daddr) && !ip6_eq(&ip6->daddr, s->guest_ip6) &&
-		     !ip6_eq(&ip6->daddr, s->guest_ip6_ll)))
-			return deny(j, TF_REASON_NDP);
-		if (!mac_is_ip6_mcast(eth->h_dest) && !mac_eq(eth->h_dest, s->guest_mac))
-			return deny(j, TF_REASON_L2_DST_MAC);
-		return allow(j, TF_REASON_ALLOW_NDP, 0);
-	}
+	    (is_ndp_type(j->p.icmp_type) || j->p.icmp_type == NDISC_ROUTER_ADVERTISEMENT))
+		return judge_ndp(j, c, ip6, eth, TF_DIR_TO_GUEST);
 	if (!mac_eq(eth->h_dest, s->guest_mac))
 		return deny(j, TF_REASON_L2_DST_MAC);
 	if (!ip6_eq(&ip6->daddr, s->guest_ip6) &&
@@ -294,16 +252,16 @@ static __always_inline int ip6_to_guest(struct judge *j, struct cursor *c, const
 	return reply_to_guest(j);
 }
 
-static __always_inline int judge_to_guest(struct judge *j, void *data, void *data_end)
+static __always_inline enum judgement judge_to_guest(struct judge *j, void *data, void *data_end)
 {
 	struct cursor c = { .pos = data, .end = data_end };
 	struct ethhdr *eth = judge_l2(j, &c, TF_DIR_TO_GUEST);
 
 	if (!eth)
-		return TF_VERDICT_DENY;
+		return JUDGE_DENY;
 	switch (eth->h_proto) {
 	case bpf_htons(ETH_P_ARP):
-		return arp_to_guest(j, &c, eth);
+		return judge_arp(j, &c, eth, TF_DIR_TO_GUEST);
 	case bpf_htons(ETH_P_IP):
 		if (!mac_eq(eth->h_dest, j->s->guest_mac))
 			return deny(j, TF_REASON_L2_DST_MAC);

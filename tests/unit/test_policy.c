@@ -541,20 +541,14 @@ static int rules_allow_name(const struct tf_rule *rules, unsigned int n, const c
 /* The compiled answer, as the datapath computes it from tf_names and tf_ports. */
 static int policy_allows_name(const struct tf_policy *p, const char *q, __u8 proto, __u16 port)
 {
-	__u8 rev[TF_DNS_NAME_MAX], bit = proto_bit(TF_FAM_IPV4, proto);
+	__u8 rev[TF_DNS_NAME_MAX];
 	struct tf_rule_val v;
-	unsigned int len = tf_host_reverse(q, rev), i;
+	unsigned int len = tf_host_reverse(q, rev);
 	int sub;
 
-	if (tf_policy_name_perm(p, rev, len, 0, &v, &sub) < 0 || !(v.protos & bit))
+	if (tf_policy_name_perm(p, rev, len, 0, &v, &sub) < 0)
 		return 0;
-	if (bit & (TF_PB_ICMP | TF_PB_OTHER) || v.all_ports & bit)
-		return 1;
-	for (i = 0; i < p->nchunks; i++)
-		if (p->chunks[i].cls == v.cls && v.cls && p->chunks[i].proto == proto &&
-		    p->chunks[i].hi == port >> 8)
-			return (int)(p->chunks[i].bits.w[(port & 0xff) / 64] >> (port % 64) & 1);
-	return 0;
+	return tf_policy_perm_allows(p, &v, TF_FAM_IPV4, proto, port);
 }
 
 static void test_names(void)

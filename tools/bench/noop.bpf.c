@@ -5,8 +5,8 @@
  * BPF_PROG_TEST_RUN of it costs (the test-run loop, the program call, the
  * timer) can be taken out of, or divided into, what a datapath path costs.
  */
-#include <bpf/bpf_helpers.h>
-#include "lib/parse.bpf.h"	/* TC_ACT_UNSPEC; parsers only, no maps */
+#include "vmlinux.h"
+#include "lib/const.bpf.h"	/* TC_ACT_UNSPEC; no maps */
 
 char LICENSE[] SEC("license") = "GPL";
 

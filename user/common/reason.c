@@ -3,27 +3,15 @@
 #include <string.h>
 #include "reason.h"
 
-#define TF_VERDICT_IS_ALLOW_ALLOW 1
-#define TF_VERDICT_IS_ALLOW_DENY  0
-
-static const struct {
-	const char *name;
-	int allow;
-} tf_reasons[TF_REASON_MAX] = {
-#define TF_REASON_ROW_(name, str, verdict) \
-	[TF_REASON_##name] = { str, TF_VERDICT_IS_ALLOW_##verdict },
+static const char *const tf_reasons[TF_REASON_MAX] = {
+#define TF_REASON_ROW_(num, name, str) [num] = str,
 	TF_REASONS(TF_REASON_ROW_)
 #undef TF_REASON_ROW_
 };
 
 const char *tf_reason_name(unsigned int r)
 {
-	return r < TF_REASON_MAX ? tf_reasons[r].name : "unknown";
-}
-
-int tf_reason_is_allow(unsigned int r)
-{
-	return r < TF_REASON_MAX && tf_reasons[r].allow;
+	return r < TF_REASON_MAX ? tf_reasons[r] : "unknown";
 }
 
 int tf_reason_from_name(const char *s)
@@ -31,7 +19,7 @@ int tf_reason_from_name(const char *s)
 	unsigned int r;
 
 	for (r = 0; s && r < TF_REASON_MAX; r++)
-		if (!strcmp(tf_reasons[r].name, s))
+		if (!strcmp(tf_reasons[r], s))
 			return (int)r;
 	return -1;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Names and verdicts of enum tf_reason, generated from the TF_REASONS X-macro. */
+/* Names of enum tf_reason, generated from the TF_REASONS X-macro. */
 #ifndef TF_COMMON_REASON_H
 #define TF_COMMON_REASON_H
 
@@ -7,8 +7,6 @@
 
 /* The feed name of reason r ("no_rule"), or "unknown" if r is out of range. */
 const char *tf_reason_name(unsigned int r);
-/* 1 if r is an ALLOW reason; 0 for DENY reasons and out-of-range values. */
-int tf_reason_is_allow(unsigned int r);
 /* The reason named s, or -1 if there is none. */
 int tf_reason_from_name(const char *s);
 

@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tapfence/perm.h>
 #include "policy.h"
 
 #define MAX_CLASSES 65535	/* tf_rule_val.cls is a __u16; 0 means none */
@@ -536,11 +537,9 @@ int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16]
 		     __u8 proto, __u16 port)
 {
 	const struct tf_policy_entry *best = NULL, *e;
-	const struct tf_policy_chunk *c;
 	struct tf_ip ip = { .family = family };
 	struct tf_cidr pfx;
 	unsigned int i;
-	__u8 bit;
 
 	memcpy(ip.addr, addr, sizeof(ip.addr));
 	for (i = 0; i < p->nentries; i++) {
@@ -551,24 +550,27 @@ int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16]
 		if (tf_cidr_contains(&pfx, &ip) && (!best || e->prefixlen > best->prefixlen))
 			best = e;
 	}
-	if (!best)
-		return 0;
-	if (proto == IPPROTO_TCP)
-		bit = TF_PB_TCP;
-	else if (proto == IPPROTO_UDP)
-		bit = TF_PB_UDP;
-	else if (proto == (family == TF_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6))
-		bit = TF_PB_ICMP;
-	else
-		bit = TF_PB_OTHER;
-	if (!(best->val.protos & bit))
-		return 0;
-	if (bit & (TF_PB_ICMP | TF_PB_OTHER) || best->val.all_ports & bit)
+	return best && tf_policy_perm_allows(p, &best->val, family, proto, port);
+}
+
+int tf_policy_perm_allows(const struct tf_policy *p, const struct tf_rule_val *v, __u8 family,
+			  __u8 proto, __u16 port)
+{
+	const struct tf_policy_chunk *c;
+	unsigned int i;
+
+	switch (tf_perm_eval(v, tf_perm_bit(proto, family))) {
+	case TF_PERM_ALLOW:
 		return 1;
-	for (i = 0; i < p->nchunks; i++) {
-		c = &p->chunks[i];
-		if (c->cls == best->val.cls && c->proto == proto && c->hi == port >> 8)
-			return (int)(c->bits.w[(port & 0xff) / 64] >> (port % 64) & 1);
+	case TF_PERM_PORT:
+		for (i = 0; i < p->nchunks; i++) {
+			c = &p->chunks[i];
+			if (c->cls == v->cls && c->proto == proto && c->hi == port >> 8)
+				return tf_port_bits_has(&c->bits, port);
+		}
+		return 0;
+	case TF_PERM_DENY:
+		break;
 	}
 	return 0;
 }

@@ -67,6 +67,13 @@ int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16]
 		     __u8 proto, __u16 port);
 
 /*
+ * Does permission v (an entry's, a name's) of p allow (family, proto,
+ * port)? The datapath's evaluation (tapfence/perm.h) over p's chunks.
+ */
+int tf_policy_perm_allows(const struct tf_policy *p, const struct tf_rule_val *v, __u8 family,
+			  __u8 proto, __u16 port);
+
+/*
  * What the policy allows a query for name (reversed form, len bytes), as
  * the datapath decides it with tf_names: the longest entry that is a
  * prefix; its exact half if it is the whole name, else its sub half.

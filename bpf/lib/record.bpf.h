@@ -1,82 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The judgement of one packet, and how it is recorded: decide first, then
- * count, then emit. A full ringbuf only costs the event (counted as lost);
- * it never changes the verdict.
+ * The record step, after the judgement: count the packet under its
+ * reason, then emit its event within the session's budget. A full ringbuf
+ * only costs the event (counted as lost); it never changes the verdict.
  */
-#ifndef TF_VERDICT_BPF_H
-#define TF_VERDICT_BPF_H
+#ifndef TF_RECORD_BPF_H
+#define TF_RECORD_BPF_H
 
-#include "maps.bpf.h"
-
-/* What the parsers learnt about the packet; also the event's payload. */
-struct pkt {
-	__u8 saddr[16];
-	__u8 daddr[16];
-	__u8 smac[6];
-	__be16 ethertype;
-	__be16 sport;
-	__be16 dport;
-	__u8 family;
-	__u8 proto;
-	__u8 tcp_flags;
-	__u8 icmp_type;
-	__u16 l4_len;	/* IP payload length, from the IP header (host order) */
-	__u16 udp_len;	/* UDP length field (host order) */
-	__u16 tcp_hlen;	/* TCP header length in bytes */
-	__u8 tcp_opts;	/* a SYN with options: they are in tf_tlsscratch (syn_opts) */
-	__u8 pad[3];
-	__u32 tcp_seq;	/* host order */
-	__u32 tcp_ack;	/* host order */
-} __attribute__((aligned(8)));	/* addresses are read as __u32 words: keep them aligned on the stack */
-
-struct judge {
-	const struct tf_session *s;
-	__u32 ifindex;
-	__u32 sid;
-	__u32 ver;
-	__u16 reason;
-	__u8 dir;
-	__u8 emit;	/* an allow worth an event (a new flow) */
-	__u8 vlan;	/* the skb carried a tag the stack already took off */
-	__u8 pulled;	/* TC pulled TF_PULL_LEN already: no TF_JUDGE_PULL again */
-	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
-	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
-	__u8 trim;	/* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
-	struct pkt p;
-};
-
-/*
- * Not a verdict: the packet is a DNS message to judge by its content,
- * which only the entry program can copy (bpf_skb_load_bytes() and
- * bpf_xdp_load_bytes() each exist for one program type). The judges
- * return it; the entry program turns it into a verdict before record().
- */
-#define TF_JUDGE_DNS        2
-/*
- * Not a verdict: an ICMP error's quoted headers lie past the linear area
- * (TC pulls only the outer headers of large packets). The entry program
- * pulls more and judges again; the judges set nothing before returning it.
- */
-#define TF_JUDGE_PULL       3
-/*
- * Not a verdict: guest payload on a flow whose ClientHello is awaited or
- * being verified (its copy in tf_tlsscratch); the entry program reads the bytes (tls.bpf.h).
- */
-#define TF_JUDGE_TLS        4
-
-static __always_inline int deny(struct judge *j, __u16 reason)
-{
-	j->reason = reason;
-	return TF_VERDICT_DENY;
-}
-
-static __always_inline int allow(struct judge *j, __u16 reason, __u8 emit)
-{
-	j->reason = reason;
-	j->emit = emit;
-	return TF_VERDICT_ALLOW;
-}
+#include "judge.bpf.h"
 
 static __always_inline void count(__u32 sid, __u32 slot)
 {
@@ -93,33 +24,6 @@ static __always_inline void stat_inc(__u32 stat)
 
 	if (v)
 		(*v)++;
-}
-
-/*
- * Copy n bytes, a multiple of 8, between 8-aligned buffers, one word at a
- * time. clang expands a large __builtin_memcpy into all its loads before
- * all its stores, which spills most of them to the stack.
- */
-static __always_inline void copy_words(void *dst, const void *src, __u32 n)
-{
-	__u64 *d = dst;
-	const __u64 *s = src;
-	__u32 i;
-
-	for (i = 0; i < n / 8; i++)
-		d[i] = s[i];
-}
-
-/* The same for 4-aligned buffers, n a multiple of 4. */
-static __always_inline void copy_u32s(void *dst, const void *src, __u32 n)
-{
-	__u32 *d = dst;
-	const __u32 *s = src;
-	__u32 i;
-
-#pragma clang loop unroll(disable)
-	for (i = 0; i < n / 4; i++)
-		d[i] = s[i];
 }
 
 /*
@@ -214,7 +118,8 @@ static __always_inline int event_budget(const struct judge *j, __u16 reason, __u
  * holds it back (counted as suppressed) or the ringbuf is full (counted as
  * lost).
  */
-static __always_inline struct tf_event *event_fill(const struct judge *j, int verdict, __u16 reason)
+static __always_inline struct tf_event *event_fill(const struct judge *j, enum judgement verdict,
+						   __u16 reason)
 {
 	struct tf_event *e;
 	struct dns_scratch *s;
@@ -236,7 +141,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, int ve
 	e->ifindex = j->ifindex;
 	e->policy_ver = j->ver;
 	e->reason = reason;
-	e->verdict = verdict;
+	e->verdict = verdict;	/* JUDGE_ALLOW or JUDGE_DENY: the TF_VERDICT_* numbers */
 	e->dir = j->dir;
 	e->family = j->p.family;
 	e->proto = j->p.proto;
@@ -272,7 +177,7 @@ static __always_inline void event_send(struct tf_event *e)
 	stat_inc(TF_STAT_EVENTS);
 }
 
-static __always_inline void emit_event(const struct judge *j, int verdict)
+static __always_inline void emit_event(const struct judge *j, enum judgement verdict)
 {
 	struct tf_event *e = event_fill(j, verdict, j->reason);
 
@@ -281,16 +186,16 @@ static __always_inline void emit_event(const struct judge *j, int verdict)
 }
 
 /*
- * Record a decided packet; returns the verdict unchanged. A segment held
- * while a ClientHello is read (tls_pending) is counted, not reported: the
- * hello's verdict is the event.
+ * Record a decided packet (JUDGE_ALLOW or JUDGE_DENY); returns the verdict
+ * unchanged. A segment held while a ClientHello is read (tls_pending) is
+ * counted, not reported: the hello's verdict is the event.
  */
-static __always_inline int record(const struct judge *j, int verdict)
+static __always_inline enum judgement record(const struct judge *j, enum judgement verdict)
 {
 	count(j->sid, j->reason);
-	if ((verdict == TF_VERDICT_DENY && j->reason != TF_REASON_TLS_PENDING) || j->emit)
+	if ((verdict == JUDGE_DENY && j->reason != TF_REASON_TLS_PENDING) || j->emit)
 		emit_event(j, verdict);
 	return verdict;
 }
 
-#endif /* TF_VERDICT_BPF_H */
+#endif /* TF_RECORD_BPF_H */

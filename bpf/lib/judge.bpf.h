@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The judgement of one packet: what the judges return, and the state they
+ * fill on the way (struct judge) for the record step (record.bpf.h).
+ */
+#ifndef TF_JUDGE_BPF_H
+#define TF_JUDGE_BPF_H
+
+#include "maps.bpf.h"
+#include "parse.bpf.h"
+
+/*
+ * What a judge says of a packet. DENY and ALLOW are verdicts, with the
+ * reason in j->reason. The NEED_* judgements are work only the entry
+ * program can do, which it does before it records a verdict:
+ * - NEED_DNS: a DNS message to judge by its content, which only the entry
+ *   program can copy (bpf_skb_load_bytes() and bpf_xdp_load_bytes() each
+ *   exist for one program type; dns.bpf.h);
+ * - NEED_PULL: an ICMP error's quoted headers lie past the linear area (TC
+ *   pulls only the outer headers of large packets): pull more and judge
+ *   again; the judges set nothing before returning it;
+ * - NEED_TLS: guest payload on a flow whose ClientHello is awaited or
+ *   being verified (its copy in tf_tlsscratch): read the bytes
+ *   (tls_hello.bpf.h).
+ */
+enum judgement {
+	JUDGE_DENY,
+	JUDGE_ALLOW,
+	JUDGE_NEED_DNS,
+	JUDGE_NEED_PULL,
+	JUDGE_NEED_TLS,
+};
+_Static_assert(JUDGE_DENY == TF_VERDICT_DENY && JUDGE_ALLOW == TF_VERDICT_ALLOW,
+	       "a recorded judgement is the event's verdict");
+
+struct judge {
+	const struct tf_session *s;
+	__u32 ifindex;
+	__u32 sid;
+	__u32 ver;
+	__u16 reason;
+	__u8 dir;
+	__u8 emit;	/* an allow worth an event (a new flow) */
+	__u8 vlan;	/* the skb carried a tag the stack already took off */
+	__u8 pulled;	/* TC pulled TF_PULL_LEN already: no JUDGE_NEED_PULL again */
+	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
+	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
+	__u8 trim;	/* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
+	struct pkt p;
+};
+
+static __always_inline enum judgement deny(struct judge *j, __u16 reason)
+{
+	j->reason = reason;
+	return JUDGE_DENY;
+}
+
+/* emit: the allow is worth an event (a new flow, an answer learnt from, a hello judged). */
+static __always_inline enum judgement allow(struct judge *j, __u16 reason, __u8 emit)
+{
+	j->reason = reason;
+	j->emit = emit;
+	return JUDGE_ALLOW;
+}
+
+#endif /* TF_JUDGE_BPF_H */
