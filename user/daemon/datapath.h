@@ -105,6 +105,28 @@ void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver);
  */
 void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
 			const struct tf_policy *new);
+/* One policy generation of a session: the spec it was compiled from and what it wrote. */
+struct tf_dp_gen {
+	const struct tf_spec *spec;
+	const struct tf_policy *policy;
+	__u32 ver;
+};
+
+/*
+ * Switch device ifindex (slot sid) from generation from to generation to,
+ * both written: learnt addresses and outstanding queries move to to, then
+ * the device's tf_sessions entry changes in one update. On failure they
+ * move back and from stays in force. Neither generation is erased.
+ */
+int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
+			const struct tf_dp_gen *to) __attribute__((warn_unused_result));
+/*
+ * A policy change (rule add/del): write generation to beside from, switch
+ * to it; on failure to is erased and from stays in force. The caller
+ * erases from (tf_dp_policy_erase()) once the change is kept.
+ */
+int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
+			const struct tf_dp_gen *to) __attribute__((warn_unused_result));
 /* Call fn for every learnt address of sid; stops at and returns fn's first non-zero. */
 int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
