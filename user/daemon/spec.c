@@ -151,9 +151,9 @@ static int get_str(const json_t *obj, const char *where, const char *key, int re
 	return ret;
 }
 
-static int valid_id(const char *s)
+int tf_id_valid(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = s ? strlen(s) : 0;
 
 	/* "." and ".." are refused too: ids may end up in paths. */
 	return n >= 1 && n <= TF_ID_MAX && strcmp(s, ".") && strcmp(s, "..") &&
@@ -732,7 +732,7 @@ int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
 		ret = get_str(j, "", "ifname", 1, &ifname, err, errlen);
 	if (ret)
 		goto cleanup;
-	if (!valid_id(id)) {
+	if (!tf_id_valid(id)) {
 		ret = fail(err, errlen, "id: invalid session id `%s' (want 1-%d of A-Z a-z 0-9 _ . -)",
 			   quote_str(id, q), TF_ID_MAX);
 		goto cleanup;
