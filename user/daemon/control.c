@@ -429,11 +429,10 @@ static void client_accept(struct tf_daemon *d)
 	}
 }
 
-void tf_ctl_event(struct tf_daemon *d, int unused, void *ptr, __u32 events)
+void tf_ctl_event(struct tf_daemon *d, void *ptr, __u32 events)
 {
 	struct tf_client *c = ptr;
 
-	(void)unused;
 	if (ptr == &d->listen_fd) {
 		client_accept(d);
 		return;

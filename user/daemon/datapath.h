@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The datapath as the daemon sees it: load the BPF object (reusing pinned
- * maps), write sessions, policies and the hard floor into the maps, attach
- * and detach per device. Every write that can fail is done so that a
- * failure leaves the device denying, never open.
+ * maps; datapath_load.c), write the hard floor (datapath_floor.c), make a
+ * slot's own tables (datapath_slots.c), write sessions and policies
+ * (datapath_maps.c), attach and detach per device (datapath_attach.c).
+ * Every write that can fail is done so that a failure leaves the device
+ * denying, never open.
  */
 #ifndef TF_DATAPATH_H
 #define TF_DATAPATH_H
@@ -15,7 +17,7 @@
 
 struct tapfence_bpf;
 struct xdp_program;
-/* The per-slot tables: an inner map per session in each of these. */
+/* The per-slot tables: an inner map per session in each (described in datapath_slots.c). */
 enum tf_slot_map {
 	TF_SLOT_FLOWS,
 	TF_SLOT_DNSQ,
