@@ -101,9 +101,10 @@ void tf_dp_policy_erase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver);
 
 /*
- * After switching sid to generation ver (policy new, replacing old): move
- * learnt addresses and outstanding queries over, dropping those the new
- * policy no longer allows. new = NULL drops them all (session deleted).
+ * Move sid's learnt addresses and outstanding queries (the tables with
+ * generation fields) to generation ver (policy new, replacing old),
+ * dropping those the new policy no longer allows; new = NULL drops them
+ * all. Part of tf_dp_policy_switch() and of re-adopting a slot.
  */
 void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
 			const struct tf_policy *new);

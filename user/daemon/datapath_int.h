@@ -13,6 +13,15 @@
 #include "datapath.h"
 
 /**
+ * struct tf_slot_gen - where a table's values name the policy generation
+ * that allowed them: offsets of __u32 ver, struct tf_rule_val perm, __u16
+ * name_idx and __u8 sub in the value. tf_dp_names_rebase() rewrites them.
+ */
+struct tf_slot_gen {
+	size_t ver, perm, name_idx, sub;
+};
+
+/**
  * struct tf_slot_desc - one per-session table: an outer map-in-map of the
  * object holding one inner map per slot, each created from this.
  * @name:      the outer map's name; inner maps are "<name>_<sid>"
@@ -20,6 +29,7 @@
  * @type:      the inner maps' type; @flags their map_flags
  * @key_size:  @value_size: the inner maps' key and value
  * @max:       offset of the unsigned int in struct tf_config sizing them
+ * @gen:       its values' generation fields; NULL if they have none
  */
 struct tf_slot_desc {
 	const char *name;
@@ -28,6 +38,7 @@ struct tf_slot_desc {
 	__u32 flags;
 	__u32 key_size, value_size;
 	size_t max;
+	const struct tf_slot_gen *gen;
 };
 
 extern const struct tf_slot_desc tf_slot_descs[TF_SLOT_MAPS];

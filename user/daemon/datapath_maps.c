@@ -168,11 +168,8 @@ void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver)
 }
 
 /*
- * Move the session's learnt addresses and outstanding queries to policy
- * generation ver: each keeps what the new policy gives the name entry it
- * was allowed through (old->names[idx]), or goes if that is nothing.
- * Runs after the switch and before the old generation is erased, so an
- * entry always points at a generation whose port classes exist.
+ * What an entry allowed through old->names[*idx] (half *sub) gets under
+ * new: 0 with *idx, *sub and *perm rewritten, or -1 if new gives it nothing.
  */
 static int rederive(const struct tf_policy *old, const struct tf_policy *new, __u16 *idx, __u8 *sub,
 		    struct tf_rule_val *perm)
@@ -191,41 +188,54 @@ static int rederive(const struct tf_policy *old, const struct tf_policy *new, __
 	return 0;
 }
 
+/* Rebase the entries of slot sid's table which (one with generation fields, g). */
+static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct tf_slot_gen *g,
+			 __u32 sid, __u32 ver, const struct tf_policy *old,
+			 const struct tf_policy *new)
+{
+	const struct tf_slot_desc *t = &tf_slot_descs[which];
+	int fd = tf_dp_slot_map(dp, which, sid), more;
+	__u8 key[512], next[512], val[512];
+	struct tf_rule_val perm;
+	__u16 idx;
+	__u8 sub;
+
+	if (t->key_size > sizeof(key) || t->value_size > sizeof(val))
+		return;
+	for (more = fd >= 0 && !bpf_map_get_next_key(fd, NULL, next); more;) {
+		memcpy(key, next, t->key_size);
+		more = !bpf_map_get_next_key(fd, key, next);
+		if (bpf_map_lookup_elem(fd, key, val))
+			continue;
+		memcpy(&idx, val + g->name_idx, sizeof(idx));
+		memcpy(&sub, val + g->sub, sizeof(sub));
+		memcpy(&perm, val + g->perm, sizeof(perm));
+		if (new && !rederive(old, new, &idx, &sub, &perm)) {
+			memcpy(val + g->name_idx, &idx, sizeof(idx));
+			memcpy(val + g->sub, &sub, sizeof(sub));
+			memcpy(val + g->perm, &perm, sizeof(perm));
+			memcpy(val + g->ver, &ver, sizeof(ver));
+			if (!bpf_map_update_elem(fd, key, val, BPF_EXIST))
+				continue;
+		}
+		bpf_map_delete_elem(fd, key);
+	}
+}
+
+/*
+ * Every entry keeps what the new policy gives the name entry it was allowed
+ * through, or goes if that is nothing. Both generations are written while
+ * this runs (tf_dp_policy_switch()), so an entry always points at a
+ * generation whose port classes exist.
+ */
 void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
 			const struct tf_policy *new)
 {
-	int lfd = tf_dp_slot_map(dp, TF_SLOT_LEARNED, sid);
-	int qfd = tf_dp_slot_map(dp, TF_SLOT_DNSQ, sid);
-	struct tf_learn_key lk, lnext;
-	struct tf_dnsq_key qk, qnext;
-	struct tf_learned lv;
-	struct tf_dnsq qv;
-	int more;
+	enum tf_slot_map m;
 
-	for (more = lfd >= 0 && !bpf_map_get_next_key(lfd, NULL, &lnext); more;) {
-		lk = lnext;
-		more = !bpf_map_get_next_key(lfd, &lk, &lnext);
-		if (bpf_map_lookup_elem(lfd, &lk, &lv))
-			continue;
-		if (new && !rederive(old, new, &lv.name_idx, &lv.sub, &lv.perm)) {
-			lv.ver = ver;
-			if (!bpf_map_update_elem(lfd, &lk, &lv, BPF_EXIST))
-				continue;
-		}
-		bpf_map_delete_elem(lfd, &lk);
-	}
-	for (more = qfd >= 0 && !bpf_map_get_next_key(qfd, NULL, &qnext); more;) {
-		qk = qnext;
-		more = !bpf_map_get_next_key(qfd, &qk, &qnext);
-		if (bpf_map_lookup_elem(qfd, &qk, &qv))
-			continue;
-		if (new && !rederive(old, new, &qv.name_idx, &qv.sub, &qv.perm)) {
-			qv.ver = ver;
-			if (!bpf_map_update_elem(qfd, &qk, &qv, BPF_EXIST))
-				continue;
-		}
-		bpf_map_delete_elem(qfd, &qk);
-	}
+	for (m = 0; m < TF_SLOT_MAPS; m++)
+		if (tf_slot_descs[m].gen)
+			rebase_table(dp, m, tf_slot_descs[m].gen, sid, ver, old, new);
 }
 
 int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,

@@ -16,15 +16,21 @@
 #define OUTER(m) offsetof(struct tapfence_bpf, maps.m)
 #define LIMIT(f) offsetof(struct tf_config, f)
 
+#define GEN(v) { offsetof(v, ver), offsetof(v, perm), offsetof(v, name_idx), offsetof(v, sub) }
+
+static const struct tf_slot_gen dnsq_gen = GEN(struct tf_dnsq);
+static const struct tf_slot_gen learned_gen = GEN(struct tf_learned);
+
 const struct tf_slot_desc tf_slot_descs[TF_SLOT_MAPS] = {
 	[TF_SLOT_FLOWS] = { "tf_flows", OUTER(tf_flows), BPF_MAP_TYPE_LRU_HASH, 0,
 			    sizeof(struct tf_flow_key), sizeof(struct tf_flow),
 			    LIMIT(flows_per_session) },
 	[TF_SLOT_DNSQ] = { "tf_dnsq", OUTER(tf_dnsq), BPF_MAP_TYPE_LRU_HASH, 0,
-			   sizeof(struct tf_dnsq_key), sizeof(struct tf_dnsq), LIMIT(dns_queries) },
+			   sizeof(struct tf_dnsq_key), sizeof(struct tf_dnsq), LIMIT(dns_queries),
+			   &dnsq_gen },
 	[TF_SLOT_LEARNED] = { "tf_learned", OUTER(tf_learned), BPF_MAP_TYPE_LRU_HASH, 0,
 			      sizeof(struct tf_learn_key), sizeof(struct tf_learned),
-			      LIMIT(learned_entries) },
+			      LIMIT(learned_entries), &learned_gen },
 	/* A plain hash (no eviction of a hello being read), not preallocated (maps.bpf.h). */
 	[TF_SLOT_TLSBUF] = { "tf_tlsbuf", OUTER(tf_tlsbuf), BPF_MAP_TYPE_HASH, BPF_F_NO_PREALLOC,
 			     sizeof(struct tf_flow_key), sizeof(struct tf_tls_buf),
