@@ -66,21 +66,6 @@ cleanup:
 	return err;
 }
 
-static int print_added(const json_t *resp, const void *ctx)
-{
-	(void)ctx;
-	fputs("session ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "id"));
-	fputs(" added: ifindex ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "ifindex"));
-	fputs(", slot ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "slot"));
-	fputs(", policy version ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "policy_version"));
-	fputc('\n', stdout);
-	return 0;
-}
-
 static int session_add(const struct ctl_opts *o, const struct ctl_cmd *self,
 		       int argc, char *argv[])
 {
@@ -100,16 +85,9 @@ static int session_add(const struct ctl_opts *o, const struct ctl_cmd *self,
 	free(buf);
 	if (err)
 		return err;
-	return ctl_call(o, ctl_req_set(ctl_req("session.add"), "spec", spec), print_added, NULL);
-}
-
-static int print_deleted(const json_t *resp, const void *ctx)
-{
-	(void)ctx;
-	fputs("session ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "id"));
-	fputs(" deleted\n", stdout);
-	return 0;
+	return ctl_call(o, ctl_req_set(ctl_req("session.add"), "spec", spec), ctl_print_line,
+			"session {id} added: ifindex {ifindex}, slot {slot}, "
+			"policy version {policy_version}\n");
 }
 
 static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self,
@@ -117,7 +95,8 @@ static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self,
 {
 	(void)self;
 	(void)argc;
-	return ctl_call(o, ctl_req_id(ctl_req("session.del"), "id", argv[1]), print_deleted, NULL);
+	return ctl_call(o, ctl_req_id(ctl_req("session.del"), "id", argv[1]), ctl_print_line,
+			"session {id} deleted\n");
 }
 
 static const struct {

@@ -6,17 +6,6 @@
 #define TF_VERSION "unknown"
 #endif
 
-static int print_version(const json_t *resp, const void *ctx)
-{
-	(void)ctx;
-	fputs("tapfenced ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "version"));
-	fputs(" (abi ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "abi"));
-	fputs(")\n", stdout);
-	return 0;
-}
-
 int cmd_version(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
 {
 	(void)self, (void)argc, (void)argv;
@@ -24,5 +13,5 @@ int cmd_version(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, 
 		fputs(CTL_PROG " " TF_VERSION "\n", stdout);
 		fflush(stdout);
 	}
-	return ctl_call(o, ctl_req("version"), print_version, NULL);
+	return ctl_call(o, ctl_req("version"), ctl_print_line, "tapfenced {version} (abi {abi})\n");
 }

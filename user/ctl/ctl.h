@@ -140,6 +140,11 @@ size_t ctl_value_width(const json_t *v);
 void ctl_pad(FILE *f, size_t have, size_t want);
 /* --json: the response without "ok", indented. */
 int ctl_print_json(json_t *resp);
+/*
+ * A ctl_print_fn: the template tmpl (a string) on stdout, each "{key}" in it
+ * replaced by resp's member key as ctl_print_value() prints it.
+ */
+int ctl_print_line(const json_t *resp, const void *tmpl);
 /* key/value block of an object, keys aligned, nested objects indented. */
 void ctl_print_kv(FILE *f, const json_t *obj, int indent);
 void ctl_print_kv_line(FILE *f, int indent, const char *key, size_t keyw, const json_t *v);
