@@ -32,8 +32,8 @@ SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 # The pure core: parsing and compiling (specs, rules, requests, config, policy, addresses,
 # reasons), no I/O and no libbpf, built without build/ on the include path so no skeleton can
 # reach it. A static library that the daemon, the CLI, the unit tests and the fuzzers link.
-CORE_SRCS   := user/common/addr.c user/common/reason.c user/daemon/spec.c user/daemon/policy.c \
-	       user/daemon/config.c user/daemon/request.c
+CORE_SRCS   := user/common/addr.c user/common/reason.c user/daemon/jcheck.c user/daemon/spec.c \
+	       user/daemon/policy.c user/daemon/config.c user/daemon/request.c
 CORE_LIB    := $(BUILD)/libtfcore.a
 COMMON_SRCS := $(filter-out $(CORE_SRCS),$(wildcard user/common/*.c))
 DAEMON_LIB  := $(filter-out user/daemon/main.c $(CORE_SRCS),$(wildcard user/daemon/*.c))
