@@ -1405,7 +1405,7 @@ static int host_floor(struct env *e)
 	return ret;
 }
 
-/* The "timeouts" config object: defaults, values, ranges, names (what set_knobs() loads). */
+/* The "timeouts" config object: defaults, values, ranges, names (what tf_dp_set_knobs() loads). */
 static void test_config(void)
 {
 	static const char ok[] = "{\"timeouts\":{\"udp_s\":2,\"tcp_established_s\":86400}}";
