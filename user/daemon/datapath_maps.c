@@ -443,50 +443,39 @@ void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), vo
 			tf_dp_slot_release(dp, sid);
 }
 
-static int percpu_sum(int fd, __u32 idx, __u64 *values, int ncpu, __u64 *sum)
+/* out[i], for i < n: the per-CPU values of entry first + i of fd, summed. */
+static int percpu_sums(int fd, __u32 first, __u32 n, __u64 *out)
 {
-	int i;
+	int ncpu = libbpf_num_possible_cpus(), c, err = 0;
+	__u64 *values;
+	__u32 i, idx;
 
-	if (bpf_map_lookup_elem(fd, &idx, values))
-		return -errno;
-	*sum = 0;
-	for (i = 0; i < ncpu; i++)
-		*sum += values[i];
-	return 0;
+	if (ncpu < 0)
+		return ncpu;
+	values = calloc(ncpu, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		idx = first + i;
+		if (bpf_map_lookup_elem(fd, &idx, values)) {
+			err = -errno;
+			break;
+		}
+		out[i] = 0;
+		for (c = 0; c < ncpu; c++)
+			out[i] += values[c];
+	}
+	free(values);
+	return err;
 }
 
 int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS])
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_counters);
-	__u64 *values;
-	__u32 i;
-	int err = 0;
-
-	if (ncpu < 0)
-		return ncpu;
-	values = calloc(ncpu, sizeof(*values));
-	if (!values)
-		return -ENOMEM;
-	for (i = 0; i < TF_CNT_SLOTS && !err; i++)
-		err = percpu_sum(fd, sid * TF_CNT_SLOTS + i, values, ncpu, &out[i]);
-	free(values);
-	return err;
+	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS, TF_CNT_SLOTS,
+			   out);
 }
 
 int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX])
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_stats);
-	__u64 *values;
-	__u32 i;
-	int err = 0;
-
-	if (ncpu < 0)
-		return ncpu;
-	values = calloc(ncpu, sizeof(*values));
-	if (!values)
-		return -ENOMEM;
-	for (i = 0; i < TF_STAT_MAX && !err; i++)
-		err = percpu_sum(fd, i, values, ncpu, &out[i]);
-	free(values);
-	return err;
+	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_stats), 0, TF_STAT_MAX, out);
 }
