@@ -29,13 +29,20 @@ BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_OBJS    := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 
-COMMON_SRCS := $(wildcard user/common/*.c)
-DAEMON_LIB  := $(filter-out user/daemon/main.c,$(wildcard user/daemon/*.c))
+# The pure core: parsing and compiling (specs, rules, requests, config, policy, addresses,
+# reasons), no I/O and no libbpf, built without build/ on the include path so no skeleton can
+# reach it. A static library that the daemon, the CLI, the unit tests and the fuzzers link.
+CORE_SRCS   := user/common/addr.c user/common/reason.c user/daemon/jcheck.c user/daemon/spec.c \
+	       user/daemon/policy.c user/daemon/config.c user/daemon/request.c
+CORE_LIB    := $(BUILD)/libtfcore.a
+COMMON_SRCS := $(filter-out $(CORE_SRCS),$(wildcard user/common/*.c))
+DAEMON_LIB  := $(filter-out user/daemon/main.c $(CORE_SRCS),$(wildcard user/daemon/*.c))
 CTL_SRCS    := $(wildcard user/ctl/*.c)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+CORE_OBJS   := $(call obj,$(CORE_SRCS))
 COMMON_OBJS := $(call obj,$(COMMON_SRCS))
 DAEMON_OBJS := $(call obj,$(DAEMON_LIB))
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -69,17 +76,27 @@ $(BUILD)/obj/%.o: %.c | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/tapfenced: $(BUILD)/obj/user/daemon/main.o $(DAEMON_OBJS) $(COMMON_OBJS)
+CORE_CFLAGS := $(filter-out -I$(BUILD),$(ALL_CFLAGS))
+$(CORE_OBJS): $(BUILD)/obj/%.o: %.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CORE_CFLAGS) -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/tapfenced: $(BUILD)/obj/user/daemon/main.o $(DAEMON_OBJS) $(COMMON_OBJS) $(CORE_LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
-# The CLI parses specs as the daemon does (tapfence attest verify --spec): the pure spec parser.
-$(BUILD)/tapfence: $(call obj,$(CTL_SRCS)) $(COMMON_OBJS) $(call obj,user/daemon/spec.c)
+# The CLI parses specs as the daemon does (tapfence attest verify --spec): the core.
+$(BUILD)/tapfence: $(call obj,$(CTL_SRCS)) $(COMMON_OBJS) $(CORE_LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
-# Unit test binaries link the daemon's library objects (not its main).
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(DAEMON_OBJS) $(COMMON_OBJS)
+# Unit test binaries link the daemon's library objects (not its main) and the core.
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(DAEMON_OBJS) $(COMMON_OBJS) $(CORE_LIB)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
@@ -101,16 +118,26 @@ san:
 FUZZ_SECONDS ?= 60
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_CFLAGS  := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-fno-omit-frame-pointer $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser
-# The pure parsers a harness may call (no I/O, no BPF).
-FUZZ_LIBS    := user/common/addr.c user/daemon/spec.c user/daemon/policy.c user/daemon/config.c \
-		user/daemon/request.c
+FUZZ_SAN     := address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -O1 -g $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser
+# The core again, instrumented for coverage (fuzzer-no-link): what a harness may call.
+FUZZ_CORE    := $(BUILD)/fuzz/libtfcore.a
+FUZZ_CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBS)
+$(FUZZ_CORE_OBJS): $(BUILD)/fuzz/obj/%.o: %.c
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -MMD -MP -MF $@.d $< $(FUZZ_LIBS) -ljansson -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -MMD -MP -c $< -o $@
+
+$(FUZZ_CORE): $(FUZZ_CORE_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -MMD -MP -MF $@.d $< $(FUZZ_CORE) \
+		-ljansson -o $@
 
 fuzz: deps $(FUZZ_BINS)
 	$(Q)for b in $(FUZZ_BINS); do \
@@ -154,9 +181,9 @@ $(BUILD)/bench/%.skel.h: $(BUILD)/bench/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
-$(BENCH_BINS): $(BUILD)/bench/%: tools/bench/%.c $(DAEMON_OBJS) $(COMMON_OBJS) | $(SKELS) $(BENCH_SKELS)
+$(BENCH_BINS): $(BUILD)/bench/%: tools/bench/%.c $(DAEMON_OBJS) $(COMMON_OBJS) $(CORE_LIB) | $(SKELS) $(BENCH_SKELS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -MF $@.d -MT $@ $< $(DAEMON_OBJS) $(COMMON_OBJS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -MF $@.d -MT $@ $< $(DAEMON_OBJS) $(COMMON_OBJS) $(CORE_LIB) $(LDLIBS) -o $@
 
 # `make battery': the isolation battery (tools/battery.sh) against this build and kernel; its report,
 # copied to <state_dir>/battery.json, is what `tapfence attest' binds (docs/attest.md).

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(r.root == NULL && r.spec.rules == NULL);
 		return 0;
 	}
-	FUZZ_CHECK(r.op <= TF_OP_SUBSCRIBE && r.root != NULL);
+	FUZZ_CHECK(r.op < TF_OP_MAX && r.root != NULL);
 	switch (r.op) {
 	case TF_OP_SESSION_ADD:
 		check_id(r.spec.id);

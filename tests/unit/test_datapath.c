@@ -719,13 +719,14 @@ static void session_del(struct env *e, struct sess *s)
 	dp_session_del(&e->dp, s);
 }
 
-/* What the daemon's rule del does: write generation ver + 1, switch, erase the old one. */
+/* What the daemon's rule del does: tf_dp_policy_change() to generation ver + 1, erase the old one. */
 static int rule_del(struct env *e, struct sess *s, const char *text)
 {
 	char buf[512], err[TF_ERR_MAX] = "";
 	struct tf_spec next = {};
 	struct tf_policy pol = {};
-	struct tf_session v;
+	struct tf_dp_gen cur = { .spec = &s->spec, .policy = &s->pol, .ver = s->ver };
+	struct tf_dp_gen nxt = { .spec = &next, .policy = &pol, .ver = s->ver + 1 };
 	struct tf_rule r;
 	json_t *j;
 	int ret;
@@ -743,11 +744,7 @@ static int rule_del(struct env *e, struct sess *s, const char *text)
 	if (!ret)
 		ret = tf_policy_compile(next.rules, next.nrules, &pol);
 	if (!ret)
-		ret = tf_dp_policy_write(&e->dp, s->sid, s->ver + 1, &pol);
-	if (!ret) {
-		tf_dp_session_value(&next, s->sid, s->ver + 1, &v);
-		ret = tf_dp_session_set(&e->dp, s->ifindex, &v);
-	}
+		ret = tf_dp_policy_change(&e->dp, s->sid, s->ifindex, &cur, &nxt);
 	if (ret) {
 		tf_policy_free(&pol);
 		tf_spec_free(&next);
@@ -1408,7 +1405,7 @@ static int host_floor(struct env *e)
 	return ret;
 }
 
-/* The "timeouts" config object: defaults, values, ranges, names (what set_knobs() loads). */
+/* The "timeouts" config object: defaults, values, ranges, names (what tf_dp_set_knobs() loads). */
 static void test_config(void)
 {
 	static const char ok[] = "{\"timeouts\":{\"udp_s\":2,\"tcp_established_s\":86400}}";

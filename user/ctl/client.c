@@ -384,6 +384,50 @@ json_t *ctl_req(const char *op)
 	return req;
 }
 
+json_t *ctl_req_set(json_t *req, const char *key, json_t *v)
+{
+	if (!req) {
+		json_decref(v);
+		return NULL;
+	}
+	if (json_object_set_new(req, key, v)) {	/* steals v, even on failure */
+		ctl_err("out of memory");
+		json_decref(req);
+		return NULL;
+	}
+	return req;
+}
+
+json_t *ctl_req_id(json_t *req, const char *key, const char *id)
+{
+	json_t *v;
+
+	if (!req)
+		return NULL;
+	v = json_string(id);
+	if (!v) {
+		ctl_err("session ID is not valid UTF-8");
+		json_decref(req);
+		return NULL;
+	}
+	return ctl_req_set(req, key, v);
+}
+
+int ctl_call(const struct ctl_opts *o, json_t *req, ctl_print_fn *print, const void *ctx)
+{
+	json_t *resp = NULL;
+	int err;
+
+	if (!req)
+		return -ENOMEM;
+	err = ctl_request(o, req, &resp);
+	json_decref(req);
+	if (!err)
+		err = o->json ? ctl_print_json(resp) : print ? print(resp, ctx) : 0;
+	json_decref(resp);
+	return err;
+}
+
 int ctl_parse_object(const char *buf, size_t len, const char *what, json_t **out)
 {
 	json_error_t jerr;

@@ -207,13 +207,10 @@ int cmd_events(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, c
 	}
 
 	req = ctl_req("events.subscribe");
+	if (session)
+		req = ctl_req_id(req, "session", session);
 	if (!req)
 		return -ENOMEM;
-	if (session && json_object_set_new(req, "session", json_string(session))) {
-		ctl_err("session ID is not valid UTF-8");
-		json_decref(req);
-		return -EBADMSG;
-	}
 
 	err = ctl_connect(o, &c);
 	if (err) {

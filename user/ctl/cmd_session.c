@@ -7,7 +7,10 @@
 
 #include "ctl.h"
 
-/* A spec file may be pretty-printed; the compact request must still fit CTL_REQUEST_MAX. */
+/*
+ * A spec file may be pretty-printed; the compact request must still fit
+ * the daemon's max_request_bytes.
+ */
 #define SPEC_FILE_MAX (16u << 20)
 
 static int read_all(const char *path, char **bufp, size_t *lenp)
@@ -67,7 +70,7 @@ static int session_add(const struct ctl_opts *o, const struct ctl_cmd *self,
 		       int argc, char *argv[])
 {
 	const char *path = argv[1];
-	json_t *spec = NULL, *req = NULL, *resp = NULL;
+	json_t *spec;
 	size_t len = 0;
 	char *buf = NULL;
 	int err;
@@ -79,83 +82,35 @@ static int session_add(const struct ctl_opts *o, const struct ctl_cmd *self,
 		return err;
 	/* Only the shape is checked here; validating the spec is the daemon's job. */
 	err = ctl_parse_object(buf, len, strcmp(path, "-") ? path : "standard input", &spec);
-	if (err)
-		goto cleanup;
-	req = ctl_req("session.add");
-	if (!req) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	err = json_object_set_new(req, "spec", spec);	/* steals spec, even on failure */
-	spec = NULL;
-	if (err) {
-		ctl_err("out of memory");
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	err = ctl_request(o, req, &resp);
-	if (err)
-		goto cleanup;
-	if (o->json) {
-		err = ctl_print_json(resp);
-		goto cleanup;
-	}
-	fputs("session ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "id"));
-	fputs(" added: ifindex ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "ifindex"));
-	fputs(", slot ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "slot"));
-	fputs(", policy version ", stdout);
-	ctl_print_value(stdout, json_object_get(resp, "policy_version"));
-	fputc('\n', stdout);
-cleanup:
-	json_decref(spec);
-	json_decref(req);
-	json_decref(resp);
 	free(buf);
-	return err;
+	if (err)
+		return err;
+	return ctl_call(o, ctl_req_set(ctl_req("session.add"), "spec", spec), ctl_print_line,
+			"session {id} added: ifindex {ifindex}, slot {slot}, "
+			"policy version {policy_version}\n");
 }
 
-/* {"op":op,"id":id} and its response. */
-static int id_request(const struct ctl_opts *o, const char *op, const char *id, json_t **resp)
+/* "session ID deleted", and where its evidence statement went (log.session_evidence). */
+static int print_del(const json_t *resp, const void *ctx)
 {
-	json_t *req;
-	int err;
+	const char *ev = json_string_value(json_object_get(resp, "evidence"));
+	const char *ev_err = json_string_value(json_object_get(resp, "evidence_error"));
 
-	req = ctl_req(op);
-	if (!req)
-		return -ENOMEM;
-	if (json_object_set_new(req, "id", json_string(id))) {
-		ctl_err("session ID is not valid UTF-8");
-		json_decref(req);
-		return -EBADMSG;
-	}
-	err = ctl_request(o, req, resp);
-	json_decref(req);
-	return err;
+	(void)ctx;
+	printf("session %s deleted\n", json_string_value(json_object_get(resp, "id")) ?: "?");
+	if (ev)
+		printf("evidence: %s\n", ev);
+	if (ev_err)
+		printf("evidence: %s\n", ev_err);
+	return 0;
 }
 
 static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self,
 		       int argc, char *argv[])
 {
-	json_t *resp;
-	int err;
-
 	(void)self;
 	(void)argc;
-	err = id_request(o, "session.del", argv[1], &resp);
-	if (err)
-		return err;
-	if (o->json) {
-		err = ctl_print_json(resp);
-	} else {
-		fputs("session ", stdout);
-		ctl_print_value(stdout, json_object_get(resp, "id"));
-		fputs(" deleted\n", stdout);
-	}
-	json_decref(resp);
-	return err;
+	return ctl_call(o, ctl_req_id(ctl_req("session.del"), "id", argv[1]), print_del, NULL);
 }
 
 static const struct {
@@ -166,11 +121,13 @@ static const struct {
 };
 #define NCOLS (sizeof(list_cols) / sizeof(list_cols[0]))
 
-static int print_list(const json_t *sessions)
+static int print_list(const json_t *resp, const void *ctx)
 {
+	const json_t *sessions = json_object_get(resp, "sessions");
 	size_t w[NCOLS], i, k, vw;
 	json_t *s, *v;
 
+	(void)ctx;
 	if (!json_is_array(sessions)) {
 		ctl_err("malformed response from daemon");
 		return -EPROTO;
@@ -208,22 +165,10 @@ static int print_list(const json_t *sessions)
 static int session_list(const struct ctl_opts *o, const struct ctl_cmd *self,
 			int argc, char *argv[])
 {
-	json_t *req, *resp = NULL;
-	int err;
-
 	(void)self;
 	(void)argc;
 	(void)argv;
-	req = ctl_req("session.list");
-	if (!req)
-		return -ENOMEM;
-	err = ctl_request(o, req, &resp);
-	json_decref(req);
-	if (err)
-		return err;
-	err = o->json ? ctl_print_json(resp) : print_list(json_object_get(resp, "sessions"));
-	json_decref(resp);
-	return err;
+	return ctl_call(o, ctl_req("session.list"), print_list, NULL);
 }
 
 /* "tcp 198.51.100.0/24 ports 80,8000-8100", then any fields this CLI does not know. */
@@ -272,13 +217,14 @@ static void print_rule(FILE *f, const json_t *rule)
  * The session's own fields, then its spec's (guest, gateway, resolver, and
  * whatever else the daemon reports), then the allowlist and the counters.
  */
-static int print_show(const json_t *sess)
+static int print_show(const json_t *resp, const void *ctx)
 {
-	const json_t *spec, *allow, *v;
+	const json_t *sess = json_object_get(resp, "session"), *spec, *allow, *v;
 	json_t *view;
 	const char *key;
 	size_t i, w = strlen("counters");
 
+	(void)ctx;
 	if (!json_is_object(sess)) {
 		ctl_err("malformed response from daemon");
 		return -EPROTO;
@@ -323,17 +269,9 @@ static int print_show(const json_t *sess)
 static int session_show(const struct ctl_opts *o, const struct ctl_cmd *self,
 			int argc, char *argv[])
 {
-	json_t *resp;
-	int err;
-
 	(void)self;
 	(void)argc;
-	err = id_request(o, "session.show", argv[1], &resp);
-	if (err)
-		return err;
-	err = o->json ? ctl_print_json(resp) : print_show(json_object_get(resp, "session"));
-	json_decref(resp);
-	return err;
+	return ctl_call(o, ctl_req_id(ctl_req("session.show"), "id", argv[1]), print_show, NULL);
 }
 
 const struct ctl_cmd ctl_session_cmds[] = {

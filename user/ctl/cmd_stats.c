@@ -2,33 +2,21 @@
 /* tapfence stats */
 #include "ctl.h"
 
-int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
+static int print_stats(const json_t *resp, const void *ctx)
 {
-	json_t *req, *resp = NULL, *stats;
-	int err;
+	const json_t *stats = json_object_get(resp, "stats");
 
-	(void)self;
-	(void)argc;
-	(void)argv;
-	req = ctl_req("stats");
-	if (!req)
-		return -ENOMEM;
-	err = ctl_request(o, req, &resp);
-	json_decref(req);
-	if (err)
-		return err;
-	if (o->json) {
-		err = ctl_print_json(resp);
-		goto cleanup;
-	}
-	stats = json_object_get(resp, "stats");
+	(void)ctx;
 	if (!json_is_object(stats)) {
 		ctl_err("malformed response from daemon");
-		err = -EPROTO;
-		goto cleanup;
+		return -EPROTO;
 	}
 	ctl_print_kv(stdout, stats, 0);
-cleanup:
-	json_decref(resp);
-	return err;
+	return 0;
+}
+
+int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
+{
+	(void)self, (void)argc, (void)argv;
+	return ctl_call(o, ctl_req("stats"), print_stats, NULL);
 }

@@ -109,8 +109,25 @@ int ctl_roundtrip(struct ctl_conn *c, const json_t *req, json_t **resp)
 /* Connect, ctl_roundtrip(), close. */
 int ctl_request(const struct ctl_opts *o, const json_t *req, json_t **resp)
 	__attribute__((warn_unused_result));
-/* A new request object {"op":op}; NULL (message printed) if out of memory. */
+/*
+ * Requests: a new {"op":op}, then fields added; each returns the request or
+ * NULL (message printed, request freed), and takes NULL for a request that
+ * could not be made, so calls chain into ctl_call().
+ */
 json_t *ctl_req(const char *op);
+/* req[key] = v, v stolen (freed if req is NULL). */
+json_t *ctl_req_set(json_t *req, const char *key, json_t *v);
+/* req[key] = the session id id; NULL if id is not valid UTF-8. */
+json_t *ctl_req_id(json_t *req, const char *key, const char *id);
+/* Prints a successful response resp as text (a subcommand's printer); 0 or -errno. */
+typedef int ctl_print_fn(const json_t *resp, const void *ctx);
+/*
+ * One subcommand's exchange: send req (consumed; NULL: it could not be
+ * made, and said so), then print the response, as JSON with --json, else
+ * with print(resp, ctx) (NULL: nothing to print).
+ */
+int ctl_call(const struct ctl_opts *o, json_t *req, ctl_print_fn *print, const void *ctx)
+	__attribute__((warn_unused_result));
 /* Parse a JSON object given on the command line or in a file; what names it in errors. */
 int ctl_parse_object(const char *buf, size_t len, const char *what, json_t **out)
 	__attribute__((warn_unused_result));
@@ -123,6 +140,11 @@ size_t ctl_value_width(const json_t *v);
 void ctl_pad(FILE *f, size_t have, size_t want);
 /* --json: the response without "ok", indented. */
 int ctl_print_json(json_t *resp);
+/*
+ * A ctl_print_fn: the template tmpl (a string) on stdout, each "{key}" in it
+ * replaced by resp's member key as ctl_print_value() prints it.
+ */
+int ctl_print_line(const json_t *resp, const void *tmpl);
 /* key/value block of an object, keys aligned, nested objects indented. */
 void ctl_print_kv(FILE *f, const json_t *obj, int indent);
 void ctl_print_kv_line(FILE *f, int indent, const char *key, size_t keyw, const json_t *v);

@@ -385,6 +385,25 @@ void ctl_print_kv_line(FILE *f, int indent, const char *key, size_t keyw, const 
 	fputc('\n', f);
 }
 
+int ctl_print_line(const json_t *resp, const void *tmpl)
+{
+	const char *p, *end;
+	char key[64];
+
+	for (p = tmpl; *p; p++) {
+		end = *p == '{' ? strchr(p, '}') : NULL;
+		if (!end || (size_t)(end - p - 1) >= sizeof(key)) {
+			fputc(*p, stdout);
+			continue;
+		}
+		memcpy(key, p + 1, end - p - 1);
+		key[end - p - 1] = '\0';
+		ctl_print_value(stdout, json_object_get(resp, key));
+		p = end;
+	}
+	return 0;
+}
+
 void ctl_print_kv(FILE *f, const json_t *obj, int indent)
 {
 	const char *key;

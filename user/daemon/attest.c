@@ -28,7 +28,7 @@
 #include "daemon.h"
 
 #define ATTEST_POLL_S 1
-/* uapi values newer than Debian 12's headers (as in datapath.c). */
+/* uapi values newer than Debian 12's headers (as in datapath_attach.c). */
 #define TCX_INGRESS 46
 #define TCX_EGRESS  47
 

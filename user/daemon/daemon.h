@@ -74,9 +74,10 @@ void tf_sess_reconcile(struct tf_daemon *d);
 /* Forget every session in memory; enforcement stays pinned. */
 void tf_sess_forget_all(struct tf_daemon *d);
 
-/* Control socket (control.c). */
+/* Control socket (control.c, the transport; control_ops.c, the operations). */
 int tf_ctl_open(struct tf_daemon *d) __attribute__((warn_unused_result));
-void tf_ctl_event(struct tf_daemon *d, int epfd_ev, void *ptr, __u32 events);
+/* An epoll event whose data.ptr is the listener's or a client's. */
+void tf_ctl_event(struct tf_daemon *d, void *ptr, __u32 events);
 void tf_ctl_tick(struct tf_daemon *d);
 /* Free the clients ended during this loop iteration. */
 void tf_ctl_reap(struct tf_daemon *d);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The datapath as the daemon sees it: load the BPF object (reusing pinned
- * maps), write sessions, policies and the hard floor into the maps, attach
- * and detach per device. Every write that can fail is done so that a
- * failure leaves the device denying, never open.
+ * maps; datapath_load.c), write the hard floor (datapath_floor.c), make a
+ * slot's own tables (datapath_slots.c), write sessions and policies
+ * (datapath_maps.c), attach and detach per device (datapath_attach.c).
+ * Every write that can fail is done so that a failure leaves the device
+ * denying, never open.
  */
 #ifndef TF_DATAPATH_H
 #define TF_DATAPATH_H
@@ -15,7 +17,7 @@
 
 struct tapfence_bpf;
 struct xdp_program;
-/* The per-slot tables: an inner map per session in each of these. */
+/* The per-slot tables: an inner map per session in each (described in datapath_slots.c). */
 enum tf_slot_map {
 	TF_SLOT_FLOWS,
 	TF_SLOT_DNSQ,
@@ -99,12 +101,35 @@ void tf_dp_policy_erase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver);
 
 /*
- * After switching sid to generation ver (policy new, replacing old): move
- * learnt addresses and outstanding queries over, dropping those the new
- * policy no longer allows. new = NULL drops them all (session deleted).
+ * Move sid's learnt addresses and outstanding queries (the tables with
+ * generation fields) to generation ver (policy new, replacing old),
+ * dropping those the new policy no longer allows; new = NULL drops them
+ * all. Part of tf_dp_policy_switch() and of re-adopting a slot.
  */
 void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
 			const struct tf_policy *new);
+/* One policy generation of a session: the spec it was compiled from and what it wrote. */
+struct tf_dp_gen {
+	const struct tf_spec *spec;
+	const struct tf_policy *policy;
+	__u32 ver;
+};
+
+/*
+ * Switch device ifindex (slot sid) from generation from to generation to,
+ * both written: learnt addresses and outstanding queries move to to, then
+ * the device's tf_sessions entry changes in one update. On failure they
+ * move back and from stays in force. Neither generation is erased.
+ */
+int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
+			const struct tf_dp_gen *to) __attribute__((warn_unused_result));
+/*
+ * A policy change (rule add/del): write generation to beside from, switch
+ * to it; on failure to is erased and from stays in force. The caller
+ * erases from (tf_dp_policy_erase()) once the change is kept.
+ */
+int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
+			const struct tf_dp_gen *to) __attribute__((warn_unused_result));
 /* Call fn for every learnt address of sid; stops at and returns fn's first non-zero. */
 int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),

@@ -170,12 +170,12 @@ static int mkdirs(const char *path, mode_t mode)
 	return chmod_dir(tmp, mode);
 }
 
-static void rm_dir_entries(const char *dir, int detach_links)
+/* Call fn(path) for every entry of dir but the hidden ones. */
+static void dir_each(const char *dir, void (*fn)(const char *path))
 {
 	char path[PATH_MAX * 2];
 	struct dirent *de;
 	DIR *dp = opendir(dir);
-	int fd;
 
 	if (!dp)
 		return;
@@ -183,45 +183,53 @@ static void rm_dir_entries(const char *dir, int detach_links)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (detach_links) {
-			fd = bpf_obj_get(path);
-			if (fd >= 0) {
-				bpf_link_detach(fd);
-				close(fd);
-			}
-		}
-		unlink(path);
+		fn(path);
 	}
 	closedir(dp);
+}
+
+static void rm_file(const char *path)
+{
+	unlink(path);
+}
+
+/* A pinned link: detached, then its pin removed. */
+static void rm_link(const char *path)
+{
+	int fd = bpf_obj_get(path);
+
+	if (fd >= 0) {
+		bpf_link_detach(fd);
+		close(fd);
+	}
+	rm_file(path);
+}
+
+static void rm_dir_entries(const char *dir, int detach_links)
+{
+	dir_each(dir, detach_links ? rm_link : rm_file);
 	rmdir(dir);
+}
+
+/* Detach our XDP program from the device of one saved session. */
+static void xdp_detach_saved(const char *path)
+{
+	json_t *o = json_load_file(path, 0, NULL);
+	const char *ifname = json_string_value(json_object_get(json_object_get(o, "spec"), "ifname"));
+	unsigned int ifindex = ifname ? if_nametoindex(ifname) : 0;
+
+	if (ifindex)
+		tf_dp_xdp_detach(ifindex);
+	json_decref(o);
 }
 
 /* XDP attachments are not pinned: find their devices through the saved sessions. */
 static void cleanup_xdp(const struct tf_config *cfg)
 {
-	char dir[PATH_MAX + 16], path[PATH_MAX * 2];
-	struct dirent *de;
-	const char *ifname;
-	unsigned int ifindex;
-	json_t *o;
-	DIR *dp;
+	char dir[PATH_MAX + 16];
 
 	snprintf(dir, sizeof(dir), "%s/sessions", cfg->state_dir);
-	dp = opendir(dir);
-	if (!dp)
-		return;
-	while ((de = readdir(dp))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		o = json_load_file(path, 0, NULL);
-		ifname = json_string_value(json_object_get(json_object_get(o, "spec"), "ifname"));
-		ifindex = ifname ? if_nametoindex(ifname) : 0;
-		if (ifindex)
-			tf_dp_xdp_detach(ifindex);
-		json_decref(o);
-	}
-	closedir(dp);
+	dir_each(dir, xdp_detach_saved);
 }
 
 /* Detach every pinned link, drop every pinned map, forget every session. */
@@ -345,7 +353,7 @@ static int run(struct tf_daemon *d)
 			else if (evs[i].data.ptr == &host_tag)
 				host = 1;
 			else if (evs[i].data.ptr != &rb_tag)
-				tf_ctl_event(d, 0, evs[i].data.ptr, evs[i].events);
+				tf_ctl_event(d, evs[i].data.ptr, evs[i].events);
 		}
 		tf_host_event(d, host);
 		tf_events_drain(d);

@@ -6,11 +6,66 @@
 
 #include "request.h"
 
-struct op {
+/**
+ * struct op_desc - what a request of one op may hold.
+ * @name:   the "op" string
+ * @fields: the fields allowed besides "op", NULL-terminated
+ * @parse:  reads them into the request (NULL: the op takes none); 0 or -EINVAL with err set
+ */
+struct op_desc {
 	const char *name;
-	enum tf_op op;
-	const char *const *fields;	/* allowed fields besides "op" */
+	const char *const *fields;
+	int (*parse)(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+		     size_t errlen);
 };
+
+/* A session id (tf_id_valid()) in field, so a lookup never sees junk. */
+static const char *get_id(json_t *req, const char *field, char *err, size_t errlen)
+{
+	const char *id = json_string_value(json_object_get(req, field));
+
+	if (!tf_id_valid(id)) {
+		snprintf(err, errlen, "%s: expected a session id (1-%d of A-Z a-z 0-9 _ . -)", field,
+			 TF_ID_MAX);
+		return NULL;
+	}
+	return id;
+}
+
+static int parse_spec(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+		      size_t errlen)
+{
+	return tf_spec_from_json(json_object_get(r->root, "spec"), lim, &r->spec, err, errlen)
+		       ? -EINVAL : 0;
+}
+
+static int parse_id(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+		    size_t errlen)
+{
+	(void)lim;
+	r->id = get_id(r->root, "id", err, errlen);
+	return r->id ? 0 : -EINVAL;
+}
+
+static int parse_rule(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+		      size_t errlen)
+{
+	if (parse_id(r, lim, err, errlen) ||
+	    tf_rule_from_json(json_object_get(r->root, "rule"), "rule", &r->rule, err, errlen))
+		return -EINVAL;
+	return 0;
+}
+
+/* An optional "session": NULL for all. */
+static int parse_session(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+			 size_t errlen)
+{
+	(void)lim;
+	if (!json_object_get(r->root, "session"))
+		return 0;
+	r->session = get_id(r->root, "session", err, errlen);
+	return r->session ? 0 : -EINVAL;
+}
 
 static const char *const f_none[] = { NULL };
 static const char *const f_spec[] = { "spec", NULL };
@@ -18,18 +73,18 @@ static const char *const f_id[] = { "id", NULL };
 static const char *const f_rule[] = { "id", "rule", NULL };
 static const char *const f_sub[] = { "session", NULL };
 
-static const struct op ops[] = {
-	{ "version", TF_OP_VERSION, f_none },
-	{ "stats", TF_OP_STATS, f_none },
-	{ "session.add", TF_OP_SESSION_ADD, f_spec },
-	{ "session.del", TF_OP_SESSION_DEL, f_id },
-	{ "session.list", TF_OP_SESSION_LIST, f_none },
-	{ "session.show", TF_OP_SESSION_SHOW, f_id },
-	{ "rule.add", TF_OP_RULE_ADD, f_rule },
-	{ "rule.del", TF_OP_RULE_DEL, f_rule },
-	{ "events.subscribe", TF_OP_SUBSCRIBE, f_sub },
-	{ "attest", TF_OP_ATTEST, f_sub },
-	{ "log.rotate_key", TF_OP_LOG_ROTATE_KEY, f_none },
+static const struct op_desc ops[TF_OP_MAX] = {
+	[TF_OP_VERSION] = { "version", f_none, NULL },
+	[TF_OP_STATS] = { "stats", f_none, NULL },
+	[TF_OP_SESSION_ADD] = { "session.add", f_spec, parse_spec },
+	[TF_OP_SESSION_DEL] = { "session.del", f_id, parse_id },
+	[TF_OP_SESSION_LIST] = { "session.list", f_none, NULL },
+	[TF_OP_SESSION_SHOW] = { "session.show", f_id, parse_id },
+	[TF_OP_RULE_ADD] = { "rule.add", f_rule, parse_rule },
+	[TF_OP_RULE_DEL] = { "rule.del", f_rule, parse_rule },
+	[TF_OP_SUBSCRIBE] = { "events.subscribe", f_sub, parse_session },
+	[TF_OP_ATTEST] = { "attest", f_sub, parse_session },
+	[TF_OP_LOG_ROTATE_KEY] = { "log.rotate_key", f_none, NULL },
 };
 
 static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)
@@ -51,29 +106,13 @@ static int check_fields(json_t *req, const char *const *fields, char *err, size_
 	return 0;
 }
 
-/* A session id as the spec parser accepts it, so a lookup never sees junk. */
-static const char *get_id(json_t *req, const char *field, char *err, size_t errlen)
-{
-	const char *id = json_string_value(json_object_get(req, field));
-	size_t i, n = id ? strlen(id) : 0;
-
-	for (i = 0; i < n; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", id[i]))
-			break;
-	if (!id || !n || n > TF_ID_MAX || i < n) {
-		snprintf(err, errlen, "%s: expected a session id (1-%d of A-Z a-z 0-9 _ . -)", field,
-			 TF_ID_MAX);
-		return NULL;
-	}
-	return id;
-}
-
 int tf_request_parse(const char *line, size_t len, const struct tf_spec_limits *lim,
 		     struct tf_request *out, char *err, size_t errlen)
 {
+	const struct op_desc *d;
 	const char *opname;
 	json_error_t jerr;
-	size_t i;
+	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
 	out->root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -86,41 +125,18 @@ int tf_request_parse(const char *line, size_t len, const struct tf_spec_limits *
 		snprintf(err, errlen, "op: expected a request object with an \"op\" string");
 		goto fail;
 	}
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (!strcmp(ops[i].name, opname))
-			break;
-	if (i == sizeof(ops) / sizeof(ops[0])) {
+	for (i = 0; i < TF_OP_MAX && strcmp(ops[i].name, opname); i++)
+		;
+	if (i == TF_OP_MAX) {
 		snprintf(err, errlen, "op: unknown operation `%.64s'", opname);
 		goto fail;
 	}
-	out->op = ops[i].op;
-	if (check_fields(out->root, ops[i].fields, err, errlen))
+	d = &ops[i];
+	out->op = (enum tf_op)i;
+	if (check_fields(out->root, d->fields, err, errlen))
 		goto fail;
-	switch (out->op) {
-	case TF_OP_SESSION_ADD:
-		if (tf_spec_from_json(json_object_get(out->root, "spec"), lim, &out->spec, err, errlen))
-			goto fail;
-		break;
-	case TF_OP_SESSION_DEL:
-	case TF_OP_SESSION_SHOW:
-		if (!(out->id = get_id(out->root, "id", err, errlen)))
-			goto fail;
-		break;
-	case TF_OP_RULE_ADD:
-	case TF_OP_RULE_DEL:
-		if (!(out->id = get_id(out->root, "id", err, errlen)) ||
-		    tf_rule_from_json(json_object_get(out->root, "rule"), "rule", &out->rule, err, errlen))
-			goto fail;
-		break;
-	case TF_OP_SUBSCRIBE:
-	case TF_OP_ATTEST:
-		if (json_object_get(out->root, "session") &&
-		    !(out->session = get_id(out->root, "session", err, errlen)))
-			goto fail;
-		break;
-	default:
-		break;
-	}
+	if (d->parse && d->parse(out, lim, err, errlen))
+		goto fail;
 	return 0;
 fail:
 	tf_request_free(out);

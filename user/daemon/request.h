@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include "spec.h"
 
+/* The control operations; request.c's table gives each its name and fields, control_ops.c its handler. */
 enum tf_op {
 	TF_OP_VERSION,
 	TF_OP_STATS,
@@ -22,6 +23,7 @@ enum tf_op {
 	TF_OP_SUBSCRIBE,
 	TF_OP_ATTEST,
 	TF_OP_LOG_ROTATE_KEY,
+	TF_OP_MAX
 };
 
 /**

@@ -291,8 +291,7 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	struct tf_sess *s = tf_sess_find(d, id);
 	struct tf_spec next = {};
 	struct tf_policy pol = {};
-	struct tf_session val;
-	__u32 ver;
+	struct tf_dp_gen cur, nxt;
 	int ret;
 
 	if (!s) {
@@ -319,26 +318,11 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		snprintf(err, errlen, "rule: cannot compile the rules: %s", strerror(-ret));
 		goto cleanup;
 	}
-	ver = s->ver + 1;
-	ret = tf_dp_policy_write(&d->dp, s->sid, ver, &pol);
-	if (!ret) {
-		/*
-		 * Learnt addresses and outstanding queries move to the new
-		 * generation before the switch: from the switch on, every flow
-		 * is re-judged by it at its next packet, and one through a
-		 * learnt address must find the address there. Until the switch,
-		 * flows are judged by the old generation and need no address
-		 * (only new flows to learnt addresses wait, as they would after).
-		 */
-		tf_dp_names_rebase(&d->dp, s->sid, ver, &s->policy, &pol);
-		tf_dp_session_value(&next, s->sid, ver, &val);
-		ret = tf_dp_session_set(&d->dp, s->ifindex, &val);
-		if (ret)
-			tf_dp_names_rebase(&d->dp, s->sid, s->ver, &pol, &s->policy);
-	}
+	cur = (struct tf_dp_gen){ .spec = &s->spec, .policy = &s->policy, .ver = s->ver };
+	nxt = (struct tf_dp_gen){ .spec = &next, .policy = &pol, .ver = s->ver + 1 };
+	ret = tf_dp_policy_change(&d->dp, s->sid, s->ifindex, &cur, &nxt);
 	if (ret) {
 		/* The old generation is still in force: nothing changed for packets. */
-		tf_dp_policy_erase(&d->dp, s->sid, ver, &pol);
 		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
 		goto cleanup;
 	}
@@ -348,15 +332,11 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	 */
 	ret = sess_save(d, &next, s->sid);
 	if (ret) {
-		tf_dp_session_value(&s->spec, s->sid, s->ver, &val);
-		if (tf_dp_session_set(&d->dp, s->ifindex, &val))
+		if (tf_dp_policy_switch(&d->dp, s->sid, s->ifindex, &nxt, &cur))
 			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
 				id, s->ver);
-		else {
-			/* The learnt addresses went to the new generation before the switch: back. */
-			tf_dp_names_rebase(&d->dp, s->sid, s->ver, &pol, &s->policy);
-			tf_dp_policy_erase(&d->dp, s->sid, ver, &pol);
-		}
+		else
+			tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, &pol);
 		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
 			 d->cfg.state_dir, strerror(-ret));
 		goto cleanup;
@@ -368,7 +348,7 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	tf_spec_free(&s->spec);
 	s->spec = next;
 	memset(&next, 0, sizeof(next));
-	s->ver = ver;
+	s->ver = nxt.ver;
 	tf_evidence_policy(d, s, add ? "rule.add" : "rule.del");
 cleanup:
 	tf_policy_free(&pol);

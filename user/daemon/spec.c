@@ -12,10 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tapfence/abi.h>
+#include "jcheck.h"
 #include "spec.h"
 
-#define QUOTE_BUF 72	/* a quoted value: 68 bytes, "..." if cut, NUL */
-#define PATH_BUF  128	/* a field path: "allow[12].ports[3]" */
 
 #define TF_PB_ALL (TF_PB_TCP | TF_PB_UDP | TF_PB_ICMP | TF_PB_OTHER)
 
@@ -29,131 +28,9 @@ static const struct {
 	{ "any", TF_PB_ALL },
 };
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int tf_id_valid(const char *s)
 {
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
-static int fail_nomem(char *err, size_t errlen)
-{
-	fail(err, errlen, "out of memory");
-	return -ENOMEM;
-}
-
-static const char *quote_str(const char *s, char *q)
-{
-	size_t i, n = strlen(s), max = QUOTE_BUF - 4;
-	int cut = n > max;
-
-	if (cut)	/* back up to a UTF-8 character boundary */
-		for (n = max; n && ((unsigned char)s[n] & 0xc0) == 0x80; n--)
-			;
-	for (i = 0; i < n; i++)
-		q[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	strcpy(q + i, cut ? "..." : "");
-	return q;
-}
-
-/* A JSON value as messages quote it: strings raw, anything else as compact JSON. */
-static const char *quote(const json_t *v, char *q)
-{
-	char *text;
-
-	if (json_is_string(v))
-		return quote_str(json_string_value(v), q);
-	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-	quote_str(text ? text : "?", q);
-	free(text);
-	return q;
-}
-
-static const char *join(char *path, const char *where, const char *key)
-{
-	snprintf(path, PATH_BUF, "%s%s%s", where, *where ? "." : "", key);
-	return path;
-}
-
-static const char *type_name(json_type t)
-{
-	switch (t) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	default:
-		return "an integer";
-	}
-}
-
-/* Unknown fields are errors: a misspelt "proto" must not silently mean "any". */
-static int check_keys(const json_t *obj, const char *where, const char *const *keys,
-		      char *err, size_t errlen)
-{
-	const char *const *k;
-	const char *key;
-	char q[QUOTE_BUF];
-	json_t *v;
-
-	json_object_foreach((json_t *)obj, key, v) {
-		for (k = keys; *k && strcmp(*k, key); k++)
-			;
-		if (!*k)
-			return fail(err, errlen, "%s%sunknown field `%s'", where,
-				    *where ? ": " : "", quote_str(key, q));
-	}
-	return 0;
-}
-
-/*
- * obj[key] checked to be of type t; *out is NULL if the field is absent or
- * null, which is an error only if required. Strings must not hold a NUL.
- */
-static int get(const json_t *obj, const char *where, const char *key, json_type t,
-	       int required, json_t **out, char *err, size_t errlen)
-{
-	json_t *v = json_object_get(obj, key);
-	char path[PATH_BUF], q[QUOTE_BUF];
-
-	*out = NULL;
-	if (json_is_null(v))
-		v = NULL;
-	if (!v && !required)
-		return 0;
-	join(path, where, key);
-	if (!v)
-		return fail(err, errlen, "%s: missing", path);
-	if (json_typeof(v) != t)
-		return fail(err, errlen, "%s: expected %s, not `%s'", path, type_name(t),
-			    quote(v, q));
-	if (t == JSON_STRING && strlen(json_string_value(v)) != json_string_length(v))
-		return fail(err, errlen, "%s: `%s' contains a NUL byte", path, quote(v, q));
-	*out = v;
-	return 0;
-}
-
-static int get_str(const json_t *obj, const char *where, const char *key, int required,
-		   const char **out, char *err, size_t errlen)
-{
-	json_t *v;
-	int ret = get(obj, where, key, JSON_STRING, required, &v, err, errlen);
-
-	*out = v ? json_string_value(v) : NULL;
-	return ret;
-}
-
-static int valid_id(const char *s)
-{
-	size_t n = strlen(s);
+	size_t n = s ? strlen(s) : 0;
 
 	/* "." and ".." are refused too: ids may end up in paths. */
 	return n >= 1 && n <= TF_ID_MAX && strcmp(s, ".") && strcmp(s, "..") &&
@@ -205,46 +82,46 @@ static const char *not_host_addr(const struct tf_ip *ip)
 static int parse_addr(const json_t *obj, const char *where, const char *key, __u8 family,
 		      int host, struct tf_ip *ip, char *err, size_t errlen)
 {
-	char path[PATH_BUF], q[QUOTE_BUF];
+	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
 	const char *s, *why;
 	int ret;
 
 	memset(ip, 0, sizeof(*ip));
-	ret = get_str(obj, where, key, 0, &s, err, errlen);
+	ret = tf_jget_str(obj, where, key, 0, &s, err, errlen);
 	if (ret || !s)
 		return ret;
-	join(path, where, key);
+	tf_jpath(path, where, key);
 	if (tf_parse_ip(s, ip) || ip->family != family) {
 		memset(ip, 0, sizeof(*ip));
-		return fail(err, errlen, "%s: invalid IPv%u address `%s'", path, family,
-			    quote_str(s, q));
+		return tf_jfail(err, errlen, "%s: invalid IPv%u address `%s'", path, family,
+				tf_jquote_str(s, q));
 	}
 	why = host ? not_host_addr(ip) : NULL;
 	if (why)
-		return fail(err, errlen, "%s: %s address `%s' not allowed", path, why,
-			    quote_str(s, q));
+		return tf_jfail(err, errlen, "%s: %s address `%s' not allowed", path, why,
+				tf_jquote_str(s, q));
 	return 0;
 }
 
 static int parse_mac(const json_t *obj, const char *where, __u8 mac[6], char *err, size_t errlen)
 {
 	static const __u8 zero[6];
-	char path[PATH_BUF], q[QUOTE_BUF];
+	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
 	const char *s;
 	int ret;
 
-	ret = get_str(obj, where, "mac", 1, &s, err, errlen);
+	ret = tf_jget_str(obj, where, "mac", 1, &s, err, errlen);
 	if (ret)
 		return ret;
-	join(path, where, "mac");
+	tf_jpath(path, where, "mac");
 	if (tf_parse_mac(s, mac))
-		return fail(err, errlen, "%s: invalid MAC `%s'", path, quote_str(s, q));
+		return tf_jfail(err, errlen, "%s: invalid MAC `%s'", path, tf_jquote_str(s, q));
 	if (mac[0] & 1)
-		return fail(err, errlen, "%s: multicast MAC `%s' not allowed", path,
-			    quote_str(s, q));
+		return tf_jfail(err, errlen, "%s: multicast MAC `%s' not allowed", path,
+				tf_jquote_str(s, q));
 	if (!memcmp(mac, zero, 6))
-		return fail(err, errlen, "%s: all-zero MAC `%s' not allowed", path,
-			    quote_str(s, q));
+		return tf_jfail(err, errlen, "%s: all-zero MAC `%s' not allowed", path,
+				tf_jquote_str(s, q));
 	return 0;
 }
 
@@ -256,9 +133,9 @@ static int parse_end(const json_t *j, const char *key, __u8 mac[6], struct tf_ip
 	json_t *o;
 	int ret;
 
-	ret = get(j, "", key, JSON_OBJECT, 1, &o, err, errlen);
+	ret = tf_jget(j, "", key, JSON_OBJECT, 1, &o, err, errlen);
 	if (!ret)
-		ret = check_keys(o, key, keys, err, errlen);
+		ret = tf_jcheck_keys(o, key, keys, err, errlen);
 	if (!ret)
 		ret = parse_mac(o, key, mac, err, errlen);
 	if (!ret)
@@ -287,24 +164,24 @@ static int parse_ends(const json_t *j, struct tf_spec *s, char *err, size_t errl
 	s->has_ip4 = s->guest_ip4.family != 0;
 	s->has_ip6 = s->guest_ip6.family != 0;
 	if (!s->has_ip4 && !s->has_ip6)
-		return fail(err, errlen, "guest: needs an ipv4 or an ipv6 address");
+		return tf_jfail(err, errlen, "guest: needs an ipv4 or an ipv6 address");
 	if (s->has_ip4 && !s->gw_ip4.family)
-		return fail(err, errlen, "gateway.ipv4: missing (guest.ipv4 is set)");
+		return tf_jfail(err, errlen, "gateway.ipv4: missing (guest.ipv4 is set)");
 	if (!s->has_ip4 && s->gw_ip4.family)
-		return fail(err, errlen, "gateway.ipv4: `%s' set but guest.ipv4 is not",
-			    tf_fmt_ip(s->gw_ip4.family, s->gw_ip4.addr, buf));
+		return tf_jfail(err, errlen, "gateway.ipv4: `%s' set but guest.ipv4 is not",
+				tf_fmt_ip(s->gw_ip4.family, s->gw_ip4.addr, buf));
 	if (!s->has_ip6 && s->gw_ip6.family)
-		return fail(err, errlen, "gateway.ipv6: `%s' set but guest.ipv6 is not",
-			    tf_fmt_ip(s->gw_ip6.family, s->gw_ip6.addr, buf));
+		return tf_jfail(err, errlen, "gateway.ipv6: `%s' set but guest.ipv6 is not",
+				tf_fmt_ip(s->gw_ip6.family, s->gw_ip6.addr, buf));
 	if (!memcmp(s->guest_mac, s->gw_mac, 6))
-		return fail(err, errlen, "gateway.mac: `%s' is the guest's MAC",
-			    tf_fmt_mac(s->gw_mac, buf));
+		return tf_jfail(err, errlen, "gateway.mac: `%s' is the guest's MAC",
+				tf_fmt_mac(s->gw_mac, buf));
 	if (s->has_ip4 && ip_equal(&s->guest_ip4, &s->gw_ip4))
-		return fail(err, errlen, "gateway.ipv4: `%s' is the guest's address",
-			    tf_fmt_ip(s->gw_ip4.family, s->gw_ip4.addr, buf));
+		return tf_jfail(err, errlen, "gateway.ipv4: `%s' is the guest's address",
+				tf_fmt_ip(s->gw_ip4.family, s->gw_ip4.addr, buf));
 	if (s->has_ip6 && ip_equal(&s->guest_ip6, &s->gw_ip6))
-		return fail(err, errlen, "gateway.ipv6: `%s' is the guest's address",
-			    tf_fmt_ip(s->gw_ip6.family, s->gw_ip6.addr, buf));
+		return tf_jfail(err, errlen, "gateway.ipv6: `%s' is the guest's address",
+				tf_fmt_ip(s->gw_ip6.family, s->gw_ip6.addr, buf));
 	return 0;
 }
 
@@ -316,25 +193,25 @@ static int parse_ends(const json_t *j, struct tf_spec *s, char *err, size_t errl
 static int parse_resolver(const json_t *j, struct tf_spec *s, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "ipv4", "ipv6", "port", NULL };
-	char buf[TF_ADDRSTRLEN], llbuf[TF_ADDRSTRLEN], q[QUOTE_BUF];
+	char buf[TF_ADDRSTRLEN], llbuf[TF_ADDRSTRLEN], q[TF_JQUOTE_MAX];
 	struct tf_ip ll = { .family = TF_FAM_IPV6 };
 	const char *a4, *a6, *path;
 	json_t *r, *port;
 	int ret, v4;
 
 	s->resolver_port = 53;
-	ret = get(j, "", "resolver", JSON_OBJECT, 0, &r, err, errlen);
+	ret = tf_jget(j, "", "resolver", JSON_OBJECT, 0, &r, err, errlen);
 	if (ret || !r)
 		return ret;
-	ret = check_keys(r, "resolver", keys, err, errlen);
+	ret = tf_jcheck_keys(r, "resolver", keys, err, errlen);
 	if (!ret)
-		ret = get_str(r, "resolver", "ipv4", 0, &a4, err, errlen);
+		ret = tf_jget_str(r, "resolver", "ipv4", 0, &a4, err, errlen);
 	if (!ret)
-		ret = get_str(r, "resolver", "ipv6", 0, &a6, err, errlen);
+		ret = tf_jget_str(r, "resolver", "ipv6", 0, &a6, err, errlen);
 	if (ret)
 		return ret;
 	if (!a4 == !a6)
-		return fail(err, errlen, "resolver: needs exactly one of ipv4 and ipv6");
+		return tf_jfail(err, errlen, "resolver: needs exactly one of ipv4 and ipv6");
 	v4 = a4 != NULL;
 	path = v4 ? "resolver.ipv4" : "resolver.ipv6";
 	ret = parse_addr(r, "resolver", v4 ? "ipv4" : "ipv6", v4 ? TF_FAM_IPV4 : TF_FAM_IPV6,
@@ -342,25 +219,25 @@ static int parse_resolver(const json_t *j, struct tf_spec *s, char *err, size_t 
 	if (ret)
 		return ret;
 	if (!(v4 ? s->has_ip4 : s->has_ip6))
-		return fail(err, errlen, "%s: `%s' but the guest has no IPv%d address", path,
-			    quote_str(v4 ? a4 : a6, q), v4 ? 4 : 6);
+		return tf_jfail(err, errlen, "%s: `%s' but the guest has no IPv%d address", path,
+				tf_jquote_str(v4 ? a4 : a6, q), v4 ? 4 : 6);
 	tf_ip6_ll_from_mac(s->gw_mac, ll.addr);
 	if (v4 && !ip_equal(&s->resolver, &s->gw_ip4))
-		return fail(err, errlen,
-			    "%s: `%s' is not the gateway's address %s (the resolver lives at the gateway)",
-			    path, quote_str(a4, q), tf_fmt_ip(TF_FAM_IPV4, s->gw_ip4.addr, buf));
+		return tf_jfail(err, errlen,
+				"%s: `%s' is not the gateway's address %s (the resolver lives at the gateway)",
+				path, tf_jquote_str(a4, q), tf_fmt_ip(TF_FAM_IPV4, s->gw_ip4.addr, buf));
 	if (!v4 && !ip_equal(&s->resolver, &s->gw_ip6) && !ip_equal(&s->resolver, &ll))
-		return fail(err, errlen,
-			    "%s: `%s' is not the gateway's address %s or %s (the resolver lives at the gateway)",
-			    path, quote_str(a6, q),
-			    s->gw_ip6.family ? tf_fmt_ip(TF_FAM_IPV6, s->gw_ip6.addr, buf) : "(none)",
-			    tf_fmt_ip(TF_FAM_IPV6, ll.addr, llbuf));
-	ret = get(r, "resolver", "port", JSON_INTEGER, 0, &port, err, errlen);
+		return tf_jfail(err, errlen,
+				"%s: `%s' is not the gateway's address %s or %s (the resolver lives at the gateway)",
+				path, tf_jquote_str(a6, q),
+				s->gw_ip6.family ? tf_fmt_ip(TF_FAM_IPV6, s->gw_ip6.addr, buf) : "(none)",
+				tf_fmt_ip(TF_FAM_IPV6, ll.addr, llbuf));
+	ret = tf_jget(r, "resolver", "port", JSON_INTEGER, 0, &port, err, errlen);
 	if (ret || !port)
 		return ret;
 	if (json_integer_value(port) < 1 || json_integer_value(port) > 65535)
-		return fail(err, errlen, "resolver.port: port `%s' out of range 1-65535",
-			    quote(port, q));
+		return tf_jfail(err, errlen, "resolver.port: port `%s' out of range 1-65535",
+				tf_jquote(port, q));
 	s->resolver_port = (__u16)json_integer_value(port);
 	return 0;
 }
@@ -406,37 +283,37 @@ static int parse_range(const char *s, long long *lo, long long *hi)
 static int parse_ports(const json_t *ports, const char *where, struct tf_rule *r,
 		       char *err, size_t errlen)
 {
-	char path[PATH_BUF], q[QUOTE_BUF];
+	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
 	size_t i, n = json_array_size(ports);
 	long long lo, hi;
 	json_t *v;
 
 	if (!n)
-		return fail(err, errlen, "%s.ports: empty list (omit \"ports\" for every port)",
-			    where);
+		return tf_jfail(err, errlen, "%s.ports: empty list (omit \"ports\" for every port)",
+				where);
 	if (n > TF_RULE_MAX_RANGES)
-		return fail(err, errlen, "%s.ports: %zu entries, more than the limit of %d",
-			    where, n, TF_RULE_MAX_RANGES);
+		return tf_jfail(err, errlen, "%s.ports: %zu entries, more than the limit of %d",
+				where, n, TF_RULE_MAX_RANGES);
 	json_array_foreach(ports, i, v) {
 		snprintf(path, sizeof(path), "%s.ports[%zu]", where, i);
 		if (json_is_integer(v)) {
 			lo = hi = json_integer_value(v);
 			if (lo < 1 || lo > 65535)
-				return fail(err, errlen, "%s: port `%s' out of range 1-65535",
-					    path, quote(v, q));
+				return tf_jfail(err, errlen, "%s: port `%s' out of range 1-65535",
+						path, tf_jquote(v, q));
 		} else if (json_is_string(v)) {
 			if (parse_range(json_string_value(v), &lo, &hi))
-				return fail(err, errlen, "%s: invalid port range `%s' (want \"lo-hi\")",
-					    path, quote(v, q));
+				return tf_jfail(err, errlen, "%s: invalid port range `%s' (want \"lo-hi\")",
+						path, tf_jquote(v, q));
 			if (lo < 1 || lo > 65535 || hi < 1 || hi > 65535)
-				return fail(err, errlen, "%s: port range `%s' out of range 1-65535",
-					    path, quote(v, q));
+				return tf_jfail(err, errlen, "%s: port range `%s' out of range 1-65535",
+						path, tf_jquote(v, q));
 			if (lo > hi)
-				return fail(err, errlen, "%s: port range `%s' is reversed",
-					    path, quote(v, q));
+				return tf_jfail(err, errlen, "%s: port range `%s' is reversed",
+						path, tf_jquote(v, q));
 		} else {
-			return fail(err, errlen, "%s: invalid port `%s' (want a number or \"lo-hi\")",
-				    path, quote(v, q));
+			return tf_jfail(err, errlen, "%s: invalid port `%s' (want a number or \"lo-hi\")",
+					path, tf_jquote(v, q));
 		}
 		r->ranges[i].lo = (__u16)lo;
 		r->ranges[i].hi = (__u16)hi;
@@ -511,15 +388,15 @@ static int host_from_json(const json_t *j, const char *where, struct tf_rule *ou
 			  size_t errlen)
 {
 	const char *host;
-	char path[PATH_BUF], q[QUOTE_BUF];
-	int ret = get_str(j, where, "host", 1, &host, err, errlen);
+	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
+	int ret = tf_jget_str(j, where, "host", 1, &host, err, errlen);
 
 	if (ret)
 		return ret;
 	if (tf_host_parse(host, out->host, &out->wildcard))
-		return fail(err, errlen, "%s: invalid host name `%s' (labels of a-z 0-9 - _, "
-			    "at most %d characters, \"*.\" only in front of two or more labels, "
-			    "no IP literals)", join(path, where, "host"), quote_str(host, q), TF_HOST_MAX);
+		return tf_jfail(err, errlen, "%s: invalid host name `%s' (labels of a-z 0-9 - _, "
+				"at most %d characters, \"*.\" only in front of two or more labels, "
+				"no IP literals)", tf_jpath(path, where, "host"), tf_jquote_str(host, q), TF_HOST_MAX);
 	out->kind = TF_RULE_HOST;
 	return 0;
 }
@@ -530,7 +407,7 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 	static const char *const cidr_keys[] = { "cidr", "proto", "ports", "tls", NULL };
 	static const char *const host_keys[] = { "host", "proto", "ports", "tls", NULL };
 	const char *const *keys = cidr_keys;
-	char path[PATH_BUF], q[QUOTE_BUF];
+	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
 	const char *cidr = NULL, *proto;
 	json_t *ports, *tls;
 	size_t i;
@@ -538,28 +415,28 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 
 	memset(out, 0, sizeof(*out));
 	if (!j)
-		return fail(err, errlen, "%s: missing", where);
+		return tf_jfail(err, errlen, "%s: missing", where);
 	if (!json_is_object(j))
-		return fail(err, errlen, "%s: expected an object, not `%s'", where, quote(j, q));
+		return tf_jfail(err, errlen, "%s: expected an object, not `%s'", where, tf_jquote(j, q));
 	if (json_object_get(j, "host") && json_object_get(j, "cidr"))
-		return fail(err, errlen, "%s: a rule has either \"cidr\" or \"host\", not both",
-			    where);
+		return tf_jfail(err, errlen, "%s: a rule has either \"cidr\" or \"host\", not both",
+				where);
 	if (json_object_get(j, "host"))
 		keys = host_keys;
-	ret = check_keys(j, where, keys, err, errlen);
+	ret = tf_jcheck_keys(j, where, keys, err, errlen);
 	if (!ret && keys == host_keys)
 		ret = host_from_json(j, where, out, err, errlen);
 	else if (!ret)
-		ret = get_str(j, where, "cidr", 1, &cidr, err, errlen);
+		ret = tf_jget_str(j, where, "cidr", 1, &cidr, err, errlen);
 	if (!ret)
-		ret = get_str(j, where, "proto", 0, &proto, err, errlen);
+		ret = tf_jget_str(j, where, "proto", 0, &proto, err, errlen);
 	if (!ret)
-		ret = get(j, where, "ports", JSON_ARRAY, 0, &ports, err, errlen);
+		ret = tf_jget(j, where, "ports", JSON_ARRAY, 0, &ports, err, errlen);
 	if (ret)
 		goto cleanup;
 	if (cidr && tf_parse_cidr(cidr, &out->cidr)) {
-		ret = fail(err, errlen, "%s: invalid CIDR `%s'", join(path, where, "cidr"),
-			   quote_str(cidr, q));
+		ret = tf_jfail(err, errlen, "%s: invalid CIDR `%s'", tf_jpath(path, where, "cidr"),
+			       tf_jquote_str(cidr, q));
 		goto cleanup;
 	}
 	out->protos = TF_PB_ALL;
@@ -567,14 +444,14 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		if (!strcmp(proto, tf_protos[i].name))
 			break;
 	if (proto && i == sizeof(tf_protos) / sizeof(tf_protos[0])) {
-		ret = fail(err, errlen, "%s: unknown protocol `%s' (want tcp, udp, icmp or any)",
-			   join(path, where, "proto"), quote_str(proto, q));
+		ret = tf_jfail(err, errlen, "%s: unknown protocol `%s' (want tcp, udp, icmp or any)",
+			       tf_jpath(path, where, "proto"), tf_jquote_str(proto, q));
 		goto cleanup;
 	}
 	if (proto)
 		out->protos = tf_protos[i].protos;
 	if (ports && out->protos == TF_PB_ICMP) {
-		ret = fail(err, errlen, "%s.ports: ports given for proto `icmp'", where);
+		ret = tf_jfail(err, errlen, "%s.ports: ports given for proto `icmp'", where);
 		goto cleanup;
 	}
 	if (ports) {
@@ -587,13 +464,13 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		out->kind = TF_RULE_CIDR;
 	tls = json_object_get(j, "tls");
 	if (tls && !json_is_boolean(tls)) {
-		ret = fail(err, errlen, "%s: expected true or false, not `%s'",
-			   join(path, where, "tls"), quote(tls, q));
+		ret = tf_jfail(err, errlen, "%s: expected true or false, not `%s'",
+			       tf_jpath(path, where, "tls"), tf_jquote(tls, q));
 		goto cleanup;
 	}
 	if (tls && json_is_true(tls) && !(out->protos & TF_PB_TCP)) {
-		ret = fail(err, errlen, "%s: an SNI check needs TCP (proto `%s')",
-			   join(path, where, "tls"), quote_str(proto, q));
+		ret = tf_jfail(err, errlen, "%s: an SNI check needs TCP (proto `%s')",
+			       tf_jpath(path, where, "tls"), tf_jquote_str(proto, q));
 		goto cleanup;
 	}
 	if (tls)
@@ -653,14 +530,14 @@ static int rule_idx_cmp(const void *a, const void *b, void *rules)
 static int check_duplicates(const struct tf_spec *s, char *err, size_t errlen)
 {
 	unsigned int *idx, i, first = 0, dup = 0;
-	char q[QUOTE_BUF];
+	char q[TF_JQUOTE_MAX];
 	json_t *rule;
 
 	if (s->nrules < 2)
 		return 0;
 	idx = malloc(s->nrules * sizeof(*idx));
 	if (!idx)
-		return fail_nomem(err, errlen);
+		return tf_jnomem(err, errlen);
 	for (i = 0; i < s->nrules; i++)
 		idx[i] = i;
 	qsort_r(idx, s->nrules, sizeof(*idx), rule_idx_cmp, s->rules);
@@ -675,8 +552,8 @@ static int check_duplicates(const struct tf_spec *s, char *err, size_t errlen)
 	if (!dup)
 		return 0;
 	rule = tf_rule_to_json(&s->rules[dup]);
-	fail(err, errlen, "allow[%u]: duplicate of allow[%u] `%s'", dup, first,
-	     rule ? quote(rule, q) : "?");
+	tf_jfail(err, errlen, "allow[%u]: duplicate of allow[%u] `%s'", dup, first,
+		 rule ? tf_jquote(rule, q) : "?");
 	json_decref(rule);
 	return -EINVAL;
 }
@@ -684,21 +561,21 @@ static int check_duplicates(const struct tf_spec *s, char *err, size_t errlen)
 static int parse_allow(const json_t *j, const struct tf_spec_limits *lim, struct tf_spec *s,
 		       char *err, size_t errlen)
 {
-	char where[PATH_BUF];
+	char where[TF_JPATH_MAX];
 	json_t *allow, *v;
 	size_t i, n;
 	int ret;
 
-	ret = get(j, "", "allow", JSON_ARRAY, 0, &allow, err, errlen);
+	ret = tf_jget(j, "", "allow", JSON_ARRAY, 0, &allow, err, errlen);
 	n = json_array_size(allow);
 	if (ret || !n)
 		return ret;
 	if (n > lim->max_rules)
-		return fail(err, errlen, "allow: %zu rules, more than the limit of %u",
-			    n, lim->max_rules);
+		return tf_jfail(err, errlen, "allow: %zu rules, more than the limit of %u",
+				n, lim->max_rules);
 	s->rules = calloc(n, sizeof(*s->rules));
 	if (!s->rules)
-		return fail_nomem(err, errlen);
+		return tf_jnomem(err, errlen);
 	json_array_foreach(allow, i, v) {
 		snprintf(where, sizeof(where), "allow[%zu]", i);
 		ret = tf_rule_from_json(v, where, &s->rules[i], err, errlen);
@@ -717,28 +594,28 @@ int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
 	};
 	struct tf_spec s = {};
 	const char *id, *ifname;
-	char q[QUOTE_BUF];
+	char q[TF_JQUOTE_MAX];
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (!j)
-		return fail(err, errlen, "session spec: missing");
+		return tf_jfail(err, errlen, "session spec: missing");
 	if (!json_is_object(j))
-		return fail(err, errlen, "session spec: expected an object, not `%s'", quote(j, q));
-	ret = check_keys(j, "", keys, err, errlen);
+		return tf_jfail(err, errlen, "session spec: expected an object, not `%s'", tf_jquote(j, q));
+	ret = tf_jcheck_keys(j, "", keys, err, errlen);
 	if (!ret)
-		ret = get_str(j, "", "id", 1, &id, err, errlen);
+		ret = tf_jget_str(j, "", "id", 1, &id, err, errlen);
 	if (!ret)
-		ret = get_str(j, "", "ifname", 1, &ifname, err, errlen);
+		ret = tf_jget_str(j, "", "ifname", 1, &ifname, err, errlen);
 	if (ret)
 		goto cleanup;
-	if (!valid_id(id)) {
-		ret = fail(err, errlen, "id: invalid session id `%s' (want 1-%d of A-Z a-z 0-9 _ . -)",
-			   quote_str(id, q), TF_ID_MAX);
+	if (!tf_id_valid(id)) {
+		ret = tf_jfail(err, errlen, "id: invalid session id `%s' (want 1-%d of A-Z a-z 0-9 _ . -)",
+			       tf_jquote_str(id, q), TF_ID_MAX);
 		goto cleanup;
 	}
 	if (!valid_ifname(ifname)) {
-		ret = fail(err, errlen, "ifname: invalid interface name `%s'", quote_str(ifname, q));
+		ret = tf_jfail(err, errlen, "ifname: invalid interface name `%s'", tf_jquote_str(ifname, q));
 		goto cleanup;
 	}
 	strcpy(s.id, id);
@@ -766,8 +643,8 @@ int tf_spec_parse(const char *buf, size_t len, const struct tf_spec_limits *lim,
 	memset(out, 0, sizeof(*out));
 	j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!j)
-		return fail(err, errlen, "invalid JSON at line %d column %d: %s",
-			    jerr.line, jerr.column, jerr.text);
+		return tf_jfail(err, errlen, "invalid JSON at line %d column %d: %s",
+				jerr.line, jerr.column, jerr.text);
 	ret = tf_spec_from_json(j, lim, out, err, errlen);
 	json_decref(j);
 	return ret;

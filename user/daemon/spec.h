@@ -65,6 +65,12 @@ struct tf_spec {
 	struct tf_rule *rules;
 };
 
+/*
+ * 1 if s is a session id: 1-TF_ID_MAX of [A-Za-z0-9_.-], not "." or ".."
+ * (ids end up in paths). NULL is not.
+ */
+int tf_id_valid(const char *s);
+
 /* Limits that the operator config sets; passed in so parsing stays pure. */
 struct tf_spec_limits {
 	unsigned int max_rules;	/* per session */

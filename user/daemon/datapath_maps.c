@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Map writes: a session's device entry and guest addresses, its policy
+ * generations (rules, port classes, names) and their switch, learnt
+ * addresses carried across generations, the sweep of leftovers, counters.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "datapath_int.h"
+
+void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *v)
+{
+	unsigned int i;
+
+	memset(v, 0, sizeof(*v));
+	v->sid = sid;
+	v->policy_ver = ver;
+	memcpy(v->guest_mac, spec->guest_mac, 6);
+	memcpy(v->gw_mac, spec->gw_mac, 6);
+	if (spec->has_ip4) {
+		v->flags |= TF_SF_IPV4;
+		memcpy(&v->guest_ip4, spec->guest_ip4.addr, 4);
+		memcpy(&v->gw_ip4, spec->gw_ip4.addr, 4);
+	}
+	if (spec->has_ip6) {
+		v->flags |= TF_SF_IPV6;
+		memcpy(v->guest_ip6, spec->guest_ip6.addr, 16);
+		tf_ip6_ll_from_mac(spec->guest_mac, v->guest_ip6_ll);
+		if (spec->gw_ip6.family == TF_FAM_IPV6)
+			memcpy(v->gw_ip6, spec->gw_ip6.addr, 16);
+		tf_ip6_ll_from_mac(spec->gw_mac, v->gw_ip6_ll);
+	}
+	v->resolver_port = htons(spec->resolver_port);
+	for (i = 0; i < spec->nrules; i++)
+		if (spec->rules[i].kind == TF_RULE_HOST)
+			v->flags |= TF_SF_HOSTS;
+	if (spec->resolver.family == TF_FAM_IPV4) {
+		v->flags |= TF_SF_RESOLVER4;
+		memcpy(&v->resolver_ip4, spec->resolver.addr, 4);
+	} else if (spec->resolver.family == TF_FAM_IPV6) {
+		v->flags |= TF_SF_RESOLVER6;
+		memcpy(v->resolver_ip6, spec->resolver.addr, 16);
+	}
+}
+
+static void rule_key(__u32 sid, __u32 ver, const struct tf_policy_entry *e, struct tf_rule_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = TF_RULE_KEY_FIXED_BITS + e->prefixlen;
+	k->sid = sid;
+	k->ver = ver;
+	k->family = e->family;
+	memcpy(k->addr, e->addr, 16);
+}
+
+static void port_key(__u32 sid, __u32 ver, const struct tf_policy_chunk *c, struct tf_port_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->sid = sid;
+	k->ver = ver;
+	k->cls = c->cls;
+	k->proto = c->proto;
+	k->hi = c->hi;
+}
+
+static void name_key(__u32 sid, __u32 ver, const struct tf_policy_name *n, struct tf_name_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = TF_NAME_KEY_FIXED_BITS + 8 * n->len;
+	k->sid = sid;
+	k->ver = ver;
+	memcpy(k->name, n->name, sizeof(k->name));
+}
+
+int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
+{
+	int nfd = bpf_map__fd(dp->skel->maps.tf_names);
+	struct tf_name_key nk;
+	struct tf_name_val nv;
+	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	struct tf_rule_key rk;
+	struct tf_port_key pk;
+	unsigned int i;
+
+	/* Ports first: a rule entry must never point at a class not yet written. */
+	for (i = 0; i < p->nchunks; i++) {
+		port_key(sid, ver, &p->chunks[i], &pk);
+		if (bpf_map_update_elem(pfd, &pk, &p->chunks[i].bits, BPF_ANY))
+			return -errno;
+	}
+	for (i = 0; i < p->nentries; i++) {
+		rule_key(sid, ver, &p->entries[i], &rk);
+		if (bpf_map_update_elem(rfd, &rk, &p->entries[i].val, BPF_ANY))
+			return -errno;
+	}
+	for (i = 0; i < p->nnames; i++) {
+		name_key(sid, ver, &p->names[i], &nk);
+		memset(&nv, 0, sizeof(nv));
+		nv.exact = p->names[i].exact;
+		nv.sub = p->names[i].sub;
+		nv.len = p->names[i].len;
+		nv.idx = (__u16)i;
+		if (bpf_map_update_elem(nfd, &nk, &nv, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+void tf_dp_policy_erase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
+{
+	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	int nfd = bpf_map__fd(dp->skel->maps.tf_names);
+	struct tf_name_key nk;
+	struct tf_rule_key rk;
+	struct tf_port_key pk;
+	unsigned int i;
+
+	for (i = 0; i < p->nnames; i++) {
+		name_key(sid, ver, &p->names[i], &nk);
+		bpf_map_delete_elem(nfd, &nk);
+	}
+	for (i = 0; i < p->nentries; i++) {
+		rule_key(sid, ver, &p->entries[i], &rk);
+		bpf_map_delete_elem(rfd, &rk);
+	}
+	for (i = 0; i < p->nchunks; i++) {
+		port_key(sid, ver, &p->chunks[i], &pk);
+		bpf_map_delete_elem(pfd, &pk);
+	}
+}
+
+void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver)
+{
+	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	int nfd = bpf_map__fd(dp->skel->maps.tf_names);
+	struct tf_name_key nk, nnext;
+	struct tf_rule_key rk, rnext;
+	struct tf_port_key pk, pnext;
+	int more;
+
+	for (more = !bpf_map_get_next_key(rfd, NULL, &rnext); more;) {
+		rk = rnext;
+		more = !bpf_map_get_next_key(rfd, &rk, &rnext);
+		if (rk.sid == sid && rk.ver != keep_ver)
+			bpf_map_delete_elem(rfd, &rk);
+	}
+	for (more = !bpf_map_get_next_key(pfd, NULL, &pnext); more;) {
+		pk = pnext;
+		more = !bpf_map_get_next_key(pfd, &pk, &pnext);
+		if (pk.sid == sid && pk.ver != keep_ver)
+			bpf_map_delete_elem(pfd, &pk);
+	}
+	for (more = !bpf_map_get_next_key(nfd, NULL, &nnext); more;) {
+		nk = nnext;
+		more = !bpf_map_get_next_key(nfd, &nk, &nnext);
+		if (nk.sid == sid && nk.ver != keep_ver)
+			bpf_map_delete_elem(nfd, &nk);
+	}
+}
+
+/*
+ * What an entry allowed through old->names[*idx] (half *sub) gets under
+ * new: 0 with *idx, *sub and *perm rewritten, or -1 if new gives it nothing.
+ */
+static int rederive(const struct tf_policy *old, const struct tf_policy *new, __u16 *idx, __u8 *sub,
+		    struct tf_rule_val *perm)
+{
+	const struct tf_policy_name *n;
+	int s, i;
+
+	if (*idx >= old->nnames)
+		return -1;
+	n = &old->names[*idx];
+	i = tf_policy_name_perm(new, n->name, n->len, *sub, perm, &s);
+	if (i < 0)
+		return -1;
+	*idx = (__u16)i;
+	*sub = (__u8)s;
+	return 0;
+}
+
+/* Rebase the entries of slot sid's table which (one with generation fields, g). */
+static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct tf_slot_gen *g,
+			 __u32 sid, __u32 ver, const struct tf_policy *old,
+			 const struct tf_policy *new)
+{
+	const struct tf_slot_desc *t = &tf_slot_descs[which];
+	int fd = tf_dp_slot_map(dp, which, sid), more;
+	__u8 key[512], next[512], val[512];
+	struct tf_rule_val perm;
+	__u16 idx;
+	__u8 sub;
+
+	if (t->key_size > sizeof(key) || t->value_size > sizeof(val))
+		return;
+	for (more = fd >= 0 && !bpf_map_get_next_key(fd, NULL, next); more;) {
+		memcpy(key, next, t->key_size);
+		more = !bpf_map_get_next_key(fd, key, next);
+		if (bpf_map_lookup_elem(fd, key, val))
+			continue;
+		memcpy(&idx, val + g->name_idx, sizeof(idx));
+		memcpy(&sub, val + g->sub, sizeof(sub));
+		memcpy(&perm, val + g->perm, sizeof(perm));
+		if (new && !rederive(old, new, &idx, &sub, &perm)) {
+			memcpy(val + g->name_idx, &idx, sizeof(idx));
+			memcpy(val + g->sub, &sub, sizeof(sub));
+			memcpy(val + g->perm, &perm, sizeof(perm));
+			memcpy(val + g->ver, &ver, sizeof(ver));
+			if (!bpf_map_update_elem(fd, key, val, BPF_EXIST))
+				continue;
+		}
+		bpf_map_delete_elem(fd, key);
+	}
+}
+
+/*
+ * Every entry keeps what the new policy gives the name entry it was allowed
+ * through, or goes if that is nothing. Both generations are written while
+ * this runs (tf_dp_policy_switch()), so an entry always points at a
+ * generation whose port classes exist.
+ */
+void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
+			const struct tf_policy *new)
+{
+	enum tf_slot_map m;
+
+	for (m = 0; m < TF_SLOT_MAPS; m++)
+		if (tf_slot_descs[m].gen)
+			rebase_table(dp, m, tf_slot_descs[m].gen, sid, ver, old, new);
+}
+
+int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
+			const struct tf_dp_gen *to)
+{
+	struct tf_session v;
+	int err;
+
+	/*
+	 * Learnt addresses and outstanding queries move to the new
+	 * generation before the switch: from the switch on, every flow is
+	 * re-judged by it at its next packet, and one through a learnt
+	 * address must find the address there. Until the switch, flows are
+	 * judged by the old generation and need no address (only new flows
+	 * to learnt addresses wait, as they would after).
+	 */
+	tf_dp_names_rebase(dp, sid, to->ver, from->policy, to->policy);
+	tf_dp_session_value(to->spec, sid, to->ver, &v);
+	err = tf_dp_session_set(dp, ifindex, &v);
+	if (err)
+		tf_dp_names_rebase(dp, sid, from->ver, to->policy, from->policy);
+	return err;
+}
+
+int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
+			const struct tf_dp_gen *to)
+{
+	int err = tf_dp_policy_write(dp, sid, to->ver, to->policy);
+
+	if (!err)
+		err = tf_dp_policy_switch(dp, sid, ifindex, from, to);
+	if (err)
+		tf_dp_policy_erase(dp, sid, to->ver, to->policy);	/* from is still in force */
+	return err;
+}
+
+int tf_dp_learned(struct tf_dp *dp, __u32 sid,
+		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
+		  void *ctx)
+{
+	int lfd = tf_dp_slot_map(dp, TF_SLOT_LEARNED, sid);
+	struct tf_learn_key lk, lnext;
+	struct tf_learned lv;
+	int more, err = 0;
+
+	if (lfd < 0)
+		return lfd;
+	for (more = !bpf_map_get_next_key(lfd, NULL, &lnext); more && !err;) {
+		lk = lnext;
+		more = !bpf_map_get_next_key(lfd, &lk, &lnext);
+		if (!bpf_map_lookup_elem(lfd, &lk, &lv))
+			err = fn(&lk, &lv, ctx);
+	}
+	return err;
+}
+
+int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_sessions);
+
+	return bpf_map_update_elem(fd, &ifindex, v, BPF_ANY) ? -errno : 0;
+}
+
+int tf_dp_session_get(struct tf_dp *dp, __u32 ifindex, struct tf_session *v)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_sessions);
+
+	return bpf_map_lookup_elem(fd, &ifindex, v) ? -errno : 0;
+}
+
+void tf_dp_session_unset(struct tf_dp *dp, __u32 ifindex)
+{
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.tf_sessions), &ifindex);
+}
+
+int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
+			  __u32 sid, __u32 ver, __u32 ifindex, int keep)
+{
+	struct tf_session v;
+	int err;
+
+	err = tf_dp_slot_init(dp, sid, keep);
+	if (!err)
+		err = tf_dp_policy_write(dp, sid, ver, p);
+	if (!err)
+		err = tf_dp_addrs_set(dp, spec, sid);
+	/*
+	 * A re-adopted slot's learnt addresses move to the new generation
+	 * before the switch, so that its flows through them survive their
+	 * re-judging (a restart compiles the same saved spec to the same name
+	 * entries, so they carry over).
+	 */
+	if (!err && keep)
+		tf_dp_names_rebase(dp, sid, ver, p, p);
+	if (!err) {
+		tf_dp_session_value(spec, sid, ver, &v);
+		err = tf_dp_session_set(dp, ifindex, &v);
+	}
+	return err;
+}
+
+void tf_dp_session_remove(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
+			  __u32 sid, __u32 ver, __u32 ifindex)
+{
+	tf_dp_session_unset(dp, ifindex);
+	tf_dp_addrs_unset(dp, spec);
+	tf_dp_policy_erase(dp, sid, ver, p);
+	tf_dp_slot_release(dp, sid);	/* its flows, queries and learnt addresses go with it */
+}
+
+static void addr_key(const struct tf_ip *ip, struct tf_addr_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = ip->family;
+	memcpy(k->addr, ip->addr, 16);
+}
+
+int tf_dp_addrs_set(struct tf_dp *dp, const struct tf_spec *spec, __u32 sid)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_addrs);
+	struct tf_addr_key k;
+
+	if (spec->has_ip4) {
+		addr_key(&spec->guest_ip4, &k);
+		if (bpf_map_update_elem(fd, &k, &sid, BPF_ANY))
+			return -errno;
+	}
+	if (spec->has_ip6) {
+		addr_key(&spec->guest_ip6, &k);
+		if (bpf_map_update_elem(fd, &k, &sid, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+void tf_dp_addrs_unset(struct tf_dp *dp, const struct tf_spec *spec)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_addrs);
+	struct tf_addr_key k;
+
+	if (spec->has_ip4) {
+		addr_key(&spec->guest_ip4, &k);
+		bpf_map_delete_elem(fd, &k);
+	}
+	if (spec->has_ip6) {
+		addr_key(&spec->guest_ip6, &k);
+		bpf_map_delete_elem(fd, &k);
+	}
+}
+
+int tf_dp_sessions_each(struct tf_dp *dp,
+			int (*fn)(__u32 ifindex, const struct tf_session *v, void *ctx), void *ctx)
+{
+	int fd = bpf_map__fd(dp->skel->maps.tf_sessions), more, err;
+	__u32 k, next;
+	struct tf_session v;
+
+	for (more = !bpf_map_get_next_key(fd, NULL, &next); more;) {
+		k = next;
+		more = !bpf_map_get_next_key(fd, &k, &next);
+		if (bpf_map_lookup_elem(fd, &k, &v))
+			continue;
+		err = fn(k, &v, ctx);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * One pass over a hash or LPM map, deleting the entries whose sid (read at
+ * sid_off in the key, or in the value when in_value) keep() refuses.
+ */
+static void sweep_map(struct bpf_map *map, size_t sid_off, int in_value,
+		      int (*keep)(__u32 sid, void *ctx), void *ctx)
+{
+	int fd = bpf_map__fd(map), more;
+	__u8 key[512], next[512], val[512];
+	__u32 sid;
+
+	if (bpf_map__key_size(map) > sizeof(key) || bpf_map__value_size(map) > sizeof(val))
+		return;
+	for (more = !bpf_map_get_next_key(fd, NULL, next); more;) {
+		memcpy(key, next, bpf_map__key_size(map));
+		more = !bpf_map_get_next_key(fd, key, next);
+		if (in_value && bpf_map_lookup_elem(fd, key, val))
+			continue;
+		memcpy(&sid, (in_value ? val : key) + sid_off, sizeof(sid));
+		if (!keep(sid, ctx))
+			bpf_map_delete_elem(fd, key);
+	}
+}
+
+void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), void *ctx)
+{
+	struct tapfence_bpf *sk = dp->skel;
+	__u32 sid;
+
+	sweep_map(sk->maps.tf_rules, offsetof(struct tf_rule_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_ports, offsetof(struct tf_port_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_names, offsetof(struct tf_name_key, sid), 0, keep, ctx);
+	sweep_map(sk->maps.tf_addrs, 0, 1, keep, ctx);
+	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
+		if (!keep(sid, ctx))
+			tf_dp_slot_release(dp, sid);
+}
+
+/* out[i], for i < n: the per-CPU values of entry first + i of fd, summed. */
+static int percpu_sums(int fd, __u32 first, __u32 n, __u64 *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), c, err = 0;
+	__u64 *values;
+	__u32 i, idx;
+
+	if (ncpu < 0)
+		return ncpu;
+	values = calloc(ncpu, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		idx = first + i;
+		if (bpf_map_lookup_elem(fd, &idx, values)) {
+			err = -errno;
+			break;
+		}
+		out[i] = 0;
+		for (c = 0; c < ncpu; c++)
+			out[i] += values[c];
+	}
+	free(values);
+	return err;
+}
+
+int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS])
+{
+	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS, TF_CNT_SLOTS,
+			   out);
+}
+
+int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX])
+{
+	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_stats), 0, TF_STAT_MAX, out);
+}
