@@ -6,10 +6,11 @@ set -euo pipefail
 PKGS=(
 	make gcc clang llvm pkg-config
 	libbpf-dev bpftool libelf-dev zlib1g-dev libxdp-dev libjansson-dev libcap-dev
-	libssl-dev # libcrypto: the sealed log's SHA-256 and Ed25519 (user/common/seal.c)
+	libssl-dev # libcrypto: the sealed log's SHA-256, Ed25519 and ECDSA P-256 (user/common/seal.c)
+	openssl # tests/netns/test_audit.sh, test_evidence.sh: keys made outside the daemon
 	iproute2 iputils-ping procps psmisc socat curl
 	python3 python3-scapy
-	python3-cryptography # tests/netns/test_audit.sh checks the signed checkpoints independently
+	python3-cryptography # test_audit.sh, test_evidence.sh check the signatures independently
 	dnsmasq-base bind9-dnsutils libclang-rt-14-dev
 	iperf3 nftables gnuplot-nox
 	qemu-system-x86 busybox-static libc6-dev # tests/vm: microVM guests (tools/vm/build-image.sh)
