@@ -542,7 +542,7 @@ expect_event_schema() {
 	bad=$(since "$TF_EVENTS" | "$PY" -c '
 import json, sys
 keys = ("time", "ifname", "direction", "verdict", "reason", "policy_version", "suppressed", "lost")
-seal = ("epoch", "continue", "seal", "checkpoint", "retention")  # the log'"'"'s own lines (docs/audit.md)
+seal = ("epoch", "continue", "seal", "checkpoint", "retention", "key", "policy", "evidence", "attestation")  # the log'"'"'s own lines (docs/audit.md)
 for line in sys.stdin:
     try:
         ev = json.loads(line)

@@ -67,6 +67,9 @@ void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op)
 	tf_audit_note(d, "policy", "\"session\":\"%s\",\"op\":\"%s\",\"policy_version\":%u,"
 		      "\"spec_sha256\":\"%s\",\"rules\":%u", s->spec.id, op, s->ver, hex,
 		      s->spec.nrules);
+	/* The history is kept for the statement only: without one, the log line is all. */
+	if (!d->cfg.log_session_evidence)
+		return;
 	if (!s->ev) {
 		s->ev = calloc(1, sizeof(*s->ev));
 		if (!s->ev)
