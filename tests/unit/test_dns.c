@@ -28,12 +28,7 @@
 
 #include <tapfence/abi.h>
 #include <tapfence/dns.h>
-#include "tapfence.skel.h"
-#include "common/reason.h"
-#include "daemon/datapath.h"
-#include "check.h"
-#include "dpenv.h"
-#include "dprun.h"
+#include "fixture.h"
 #include "pkt.h"
 
 #define R(x) TF_REASON_##x
@@ -1216,20 +1211,14 @@ static void test_datapath(void)
 	CHECK_EQ("a private network namespace with lo up", ret, 0);
 	if (ret)
 		return;
-	tf_config_defaults(&e.cfg);
-	ret = config_parse(&e.cfg, operator_config);
-	CHECK_EQ("parse the operator config", ret, 0);
-	ret = tf_dp_open(&e.dp, &e.cfg, 0);
-	CHECK_EQ("load the datapath, unpinned", ret, 0);
-	if (ret)
+	if (env_open(&e, operator_config)) {
+		env_close(&e);
 		return;
-	CHECK_EQ("write the hard floor", tf_dp_write_floor(&e.dp), 0);
-	e.rb = ring_buffer__new(tf_dp_ringbuf_fd(&e.dp), on_event, &e, NULL);
-	CHECK_EQ("open the event ring buffer", e.rb != NULL, 1);
+	}
 	CHECK_EQ("set up session B on ifindex 2", session_add(&e, &b, spec_b, SID_B, IFINDEX_B), 0);
 	ret = session_add(&e, &a, spec_a, SID_A, IFINDEX_LO);
 	CHECK_EQ("set up session A (host rules) on ifindex 1", ret, 0);
-	if (!ret && e.rb) {
+	if (!ret) {
 		e.sid = SID_A;
 		for (e.xdp = 0; e.xdp < 2; e.xdp++)
 			test_queries(&e);
@@ -1240,15 +1229,14 @@ static void test_datapath(void)
 	session_del(&e, &a);
 	ret = session_add(&e, &c, spec_c, SID_C, IFINDEX_LO);
 	CHECK_EQ("set up session C (IPv6 resolver) on ifindex 1", ret, 0);
-	if (!ret && e.rb) {
+	if (!ret) {
 		e.sid = SID_C;
 		for (e.xdp = 0; e.xdp < 2; e.xdp++)
 			test_ipv6(&e);
 	}
 	session_del(&e, &c);
 	session_del(&e, &b);
-	ring_buffer__free(e.rb);
-	tf_dp_close(&e.dp);
+	env_close(&e);
 }
 
 int main(void)

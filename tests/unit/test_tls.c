@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Test that a TLS connection carries payload only after a ClientHello whose SNI a host rule allows and the destination was learnt for, however the hello is segmented or framed, and that every other first flight is refused with its reason. */
 /*
- * The datapath through BPF_PROG_TEST_RUN on the real object (dprun.h), a
+ * The datapath through BPF_PROG_TEST_RUN on the real object (fixture.h), a
  * session set up as the daemon does. Learnt addresses are written into the
  * session's tables as an answer would leave them (test_dns.c tests that
  * answers do); hellos are the captures in tests/tls/hellos/ (real clients)
@@ -19,9 +19,7 @@
 
 #include <tapfence/abi.h>
 #include <tapfence/tls.h>
-#include "check.h"
-#include "dpenv.h"
-#include "dprun.h"
+#include "fixture.h"
 #include "pkt.h"
 
 #define GMAC "02:00:00:00:00:02"
@@ -1223,37 +1221,28 @@ static const struct {
 };
 
 /* Load the datapath with config, set up the session, learn its addresses. */
-static int env_open(struct env *e, struct sess *a, const char *config)
+static int env_open_session(struct env *e, struct sess *a, const char *config)
 {
 	size_t i;
 	int ret;
 
-	tf_config_defaults(&e->cfg);
-	CHECK_EQ(w("parse the operator config %s", config), config_parse(&e->cfg, config), 0);
-	ret = tf_dp_open(&e->dp, &e->cfg, 0);
-	CHECK_EQ("load the datapath, unpinned", ret, 0);
-	if (ret)
-		return ret;
-	CHECK_EQ("write the hard floor", tf_dp_write_floor(&e->dp), 0);
-	e->rb = ring_buffer__new(tf_dp_ringbuf_fd(&e->dp), on_event, e, NULL);
-	CHECK_EQ("open the event ring buffer", e->rb != NULL, 1);
+	if (env_open(e, config))
+		return -1;
 	ret = session_add(e, a, spec, 1, IFINDEX_LO);
 	CHECK_EQ("set up the session on ifindex 1", ret, 0);
-	for (i = 0; !ret && i < sizeof(learnt) / sizeof(learnt[0]); i++)
+	for (i = 0; !ret && i < N(learnt); i++)
 		CHECK_EQ(w("learn an address for %s", learnt[i].name),
 			 learn(e, a, learnt[i].addr, learnt[i].name), 0);
 	e->sid = 1;
 	e->xdp = 0;
-	return ret || !e->rb ? -1 : 0;
+	return ret;
 }
 
-static void env_close(struct env *e, struct sess *a)
+static void env_close_session(struct env *e, struct sess *a)
 {
-	if (!e->dp.skel)
-		return;
-	session_del(e, a);
-	ring_buffer__free(e->rb);
-	tf_dp_close(&e->dp);
+	if (e->dp.skel)
+		session_del(e, a);
+	env_close(e);
 }
 
 /* tls_ech "outer": a hello with encrypted_client_hello is judged by its outer SNI. */
@@ -1276,7 +1265,7 @@ int main(void)
 
 	libbpf_set_print(quiet_libbpf);
 	CHECK_EQ("a private network namespace with lo up", private_netns(), 0);
-	if (!env_open(&e, &a, operator_config)) {
+	if (!env_open_session(&e, &a, operator_config)) {
 		for (e.xdp = 0; e.xdp < 2; e.xdp++) {
 			test_fixtures(&e);
 			test_denials(&e);
@@ -1292,9 +1281,9 @@ int main(void)
 		test_flood(&e, &b);
 		session_del(&e, &b);
 	}
-	env_close(&e, &a);
-	if (!env_open(&e, &a, "{'tls_ech':'outer','limits':{'events_per_s':0}}"))
+	env_close_session(&e, &a);
+	if (!env_open_session(&e, &a, "{'tls_ech':'outer','limits':{'events_per_s':0}}"))
 		test_ech_outer(&e);
-	env_close(&e, &a);
+	env_close_session(&e, &a);
 	return CHECK_EXIT();
 }
