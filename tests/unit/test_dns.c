@@ -741,11 +741,14 @@ static void test_queries(struct env *e)
 	      "allow_dns[github.com]");
 	snprintf(what, sizeof(what), "%s: the query is outstanding", prog_name(e, FROM));
 	CHECK_EQ(what, dnsq_get(e, SID_A, 40001, 0x1111, &q), 0);
-	snprintf(what, sizeof(what), "%s: outstanding query: name, type, permission (TLS on 443), generation",
-		 prog_name(e, FROM));
+	snprintf(what, sizeof(what), "%s: outstanding query (TLS on 443)", prog_name(e, FROM));
 	rev_of("github.com", rev);
-	CHECK_EQ(what, q.name_len == 11 && !memcmp(q.name, rev, 11) && q.qtype == DNS_T_A &&
-		 q.perm.protos == (TF_PB_TCP | TF_PB_TLS) && q.sub == 0 && q.ver == 1, 1);
+	CHECK_FIELD(what, q, name_len, 11);
+	CHECK_MEM(what, q.name, rev, 11);
+	CHECK_FIELD(what, q, qtype, DNS_T_A);
+	CHECK_FIELD(what, q, perm.protos, TF_PB_TCP | TF_PB_TLS);
+	CHECK_FIELD(what, q, sub, 0);
+	CHECK_FIELD(what, q, ver, 1);
 	query(e, "query GitHub.COM, mixed case", 40002, 0x1112, "GitHub.COM", DNS_T_AAAA, 1,
 	      "allow_dns+1", "allow_dns[github.com]");
 	query(e, "query github.com CNAME", 40003, 0x1113, "github.com", DNS_T_CNAME, 1,
@@ -760,7 +763,9 @@ static void test_queries(struct env *e)
 	      "allow_dns+1", "allow_dns[registry.npmjs.org]");
 	snprintf(what, sizeof(what), "%s: a wildcard's query is recorded as below its entry",
 		 prog_name(e, FROM));
-	CHECK_EQ(what, !dnsq_get(e, SID_A, 40007, 0x1117, &q) && q.sub == 1, 1);
+	q.sub = 0;
+	CHECK_EQ(what, dnsq_get(e, SID_A, 40007, 0x1117, &q), 0);
+	CHECK_FIELD(what, q, sub, 1);
 	query(e, "query a.b.npmjs.org", 40008, 0x1118, "a.b.npmjs.org", DNS_T_A, 1, "allow_dns+1",
 	      NULL);
 	query(e, "query evilnpmjs.org", 40009, 0x1119, "evilnpmjs.org", DNS_T_A, 0,
@@ -868,10 +873,12 @@ static void test_isolation(struct env *e)
 
 	inet_pton(AF_INET, "198.51.100.99", bl.addr);
 	l.expires_ns = now_ns() + 60000000000ULL;
-	CHECK_EQ("B has its own query table", qfd >= 0, 1);
-	CHECK_EQ("B has its own learnt-address table", lfd >= 0, 1);
-	CHECK_EQ("B's outstanding query", qfd >= 0 && !bpf_map_update_elem(qfd, &bq, &q, BPF_ANY), 1);
-	CHECK_EQ("B's learnt address", lfd >= 0 && !bpf_map_update_elem(lfd, &bl, &l, BPF_ANY), 1);
+	CHECK_TRUE("B has its own query table", qfd >= 0);
+	CHECK_TRUE("B has its own learnt-address table", lfd >= 0);
+	if (qfd < 0 || lfd < 0)
+		return;
+	CHECK_EQ("B's outstanding query", bpf_map_update_elem(qfd, &bq, &q, BPF_ANY), 0);
+	CHECK_EQ("B's learnt address", bpf_map_update_elem(lfd, &bl, &l, BPF_ANY), 0);
 	for (i = 0; i < n; i++) {
 		m_query(&m, 0x6000 + i, "github.com", DNS_T_A);
 		fr_udp(&f, 0, G4, GW4, 46000 + i, 53, &m);
@@ -880,10 +887,10 @@ static void test_isolation(struct env *e)
 	/* LRU eviction is approximate (per-CPU free lists): count, don't name, what was evicted. */
 	snprintf(what, sizeof(what), "A's flood of %u queries: A's table holds at most its %u",
 		 n, e->cfg.dns_queries);
-	CHECK_EQ(what, slot_count(e, TF_SLOT_DNSQ, SID_A) <= e->cfg.dns_queries, 1);
+	CHECK_TRUE(what, slot_count(e, TF_SLOT_DNSQ, SID_A) <= e->cfg.dns_queries);
 	CHECK_EQ("A's latest query is outstanding", dnsq_get(e, SID_A, 46000 + n - 1, 0x6000 + n - 1, &q), 0);
-	CHECK_EQ("B's outstanding query survived A's flood", qfd >= 0 && !bpf_map_lookup_elem(qfd, &bq, &q), 1);
-	CHECK_EQ("B's learnt address survived A's flood", lfd >= 0 && !bpf_map_lookup_elem(lfd, &bl, &l), 1);
+	CHECK_EQ("B's outstanding query survived A's flood", bpf_map_lookup_elem(qfd, &bq, &q), 0);
+	CHECK_EQ("B's learnt address survived A's flood", bpf_map_lookup_elem(lfd, &bl, &l), 0);
 }
 
 /* Answers: what is matched, what is learnt, and what the guest may then reach. */
@@ -908,18 +915,21 @@ static void test_answers(struct env *e)
 		 -ENOENT);
 	CHECK_EQ("140.82.112.3 is learnt", learned_get(e, SID_A, "140.82.112.3", &l), 0);
 	rev_of("github.com", rev);
-	CHECK_EQ("140.82.112.3 is learnt with github.com's name, permission and generation",
-		 l.name_len == 11 && !memcmp(l.name, rev, 11) && l.perm.protos == (TF_PB_TCP | TF_PB_TLS) &&
-		 l.sub == 0 && l.ver == 1, 1);
+	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, name_len, 11);
+	CHECK_MEM("140.82.112.3 is learnt with github.com's: name", l.name, rev, 11);
+	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, perm.protos, TF_PB_TCP | TF_PB_TLS);
+	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, sub, 0);
+	CHECK_FIELD("140.82.112.3 is learnt in this generation", l, ver, 1);
 	{
 		struct tf_bind_key bk = { .family = TF_FAM_IPV4 };
 		__u64 exp = 0;
 
 		pk_addr("140.82.112.3", bk.addr);
 		memcpy(bk.name, rev, 11);
-		CHECK_EQ("140.82.112.3 is bound to github.com for SNI checks, until its TTL ends",
-			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &exp) == 0 &&
-			 exp > now_ns() && exp <= now_ns() + 61000000000ULL, 1);
+		CHECK_EQ("140.82.112.3 is bound to github.com for SNI checks",
+			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &exp), 0);
+		CHECK_TRUE("the binding ends with the TTL",
+			   exp > now_ns() && exp <= now_ns() + 61000000000ULL);
 	}
 	CHECK_EQ("140.82.112.3 expires with the TTL (60 s)", learned_ttl(e, "140.82.112.3"), 60);
 	CHECK_EQ("140.82.112.3 is not learnt for session B", learned_get(e, SID_B, "140.82.112.3", &l),

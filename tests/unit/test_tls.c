@@ -464,7 +464,10 @@ static void test_small_segments(struct env *e, const char *label, const struct h
 	}
 	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: every one held but the last, "
 		 "which passes", prog_name(e, FROM), label, seg);
-	CHECK_EQ(what, held == (h->len + seg - 1) / seg - 1 && last, 1);
+	CHECK_EQ(what, held, (h->len + seg - 1) / seg - 1);
+	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: the last passes", prog_name(e, FROM),
+		 label, seg);
+	CHECK_TRUE(what, last);
 	q_reply(e, &c, h->len);
 	q_open(e, &c, h->len);
 }
@@ -1098,7 +1101,8 @@ static void test_table(struct env *e)
 		held += !q_send(e, &c[i], 0, h.b, 20);
 	}
 	CHECK_EQ("16 connections with half a hello each fill the session's table",
-		 slot_count(e, TF_SLOT_TLSBUF, e->sid) == 16 && held == 16, 1);
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 16);
+	CHECK_EQ("16 connections with half a hello each: every hello held", held, 16);
 	conn_init(&c[16], CDN, 443);
 	c_syn(e, &c[16], "a 17th connection: SYN", 1, NULL);
 	c_send(e, &c[16], 0, h.b, 20, "a 17th hello: no buffer for it", 0, "tls_table_full+1",
