@@ -63,7 +63,6 @@ cleanup() {
 	tf_cleanup
 	echo "(cleaned up: namespaces, bpffs, pins, processes)"
 }
-trap cleanup EXIT
 
 heading() { printf '\n== %s\n' "$*"; }
 setup() { "$@" >/dev/null 2>&1 || die "setup: $*"; }

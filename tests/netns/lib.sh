@@ -3,12 +3,15 @@
 # Test helpers shared by tests/netns/*.sh and tools/demo.sh: namespaces, links, listeners, bpffs,
 # tapfenced, session specs, and a small assertion vocabulary printing "PASS: ..." / "FAIL: ...".
 #
-# Source it from a test script, then:
-#   tf_init                      # $T (scratch dir), $TF_SFX (PID suffix), checks root
-#   trap cleanup EXIT            # cleanup() { tf_cleanup; } — runs every `defer'red command, LIFO
-#   ns_add tf-host-$TF_SFX ...   # namespaces, removed on exit
+# Source it from a test script; the prologue is then:
+#   tf_init                      # checks root; $T (scratch dir), $TF_SFX (PID suffix); cleanup() at exit
+#   host=tf-host-$TF_SFX ...     # namespace names of this run
+#   tf_need dnsmasq dig          # the tools the test runs, or a FAIL naming their package
+#   setup ns_add "$host" ...     # namespaces, removed on exit; setup: a step that must work
 #   ...
 #   tf_done                      # prints "N passed, N failed" and returns non-zero on any failure
+# cleanup() runs every `defer'red command, LIFO (tf_cleanup); a script that must undo more defines
+# its own cleanup() after sourcing this file, calling tf_cleanup.
 #
 # Everything started here is recorded by PID and killed by PID; nothing touches the root namespace's
 # links or routes. Only bash builtins and iproute2, plus /usr/bin/python3 for JSON and packets.
@@ -32,9 +35,34 @@ tf_init() {
 	TF_SFX=$$
 	T=$(mktemp -d /tmp/tapfence-netns.XXXXXX)
 	chmod 755 "$T"
+	trap cleanup EXIT
 	# A fatal signal would end bash without its EXIT trap: turn it into an exit, so cleanup runs.
 	trap 'exit 130' INT
 	trap 'exit 143' TERM HUP
+}
+
+# cleanup: what runs at exit (tf_init's trap). A script may define its own after sourcing this file.
+cleanup() { tf_cleanup; }
+
+# setup CMD...: a set-up step; if it fails, the test ends with a FAIL line naming it.
+setup() { "$@" || die "setup: $*"; }
+
+# tf_need CMD...: each CMD is installed, else the test ends with a FAIL naming the package.
+tf_need() {
+	local c pkg
+	for c in "$@"; do
+		command -v "$c" >/dev/null && continue
+		case $c in
+		dnsmasq) pkg="tools/deps.sh: dnsmasq-base" ;;
+		dig) pkg="tools/deps.sh: bind9-dnsutils" ;;
+		valgrind | vgdb) pkg="tools/deps.sh: valgrind" ;;
+		capsh) pkg="tools/deps.sh: libcap2-bin" ;;
+		prlimit) pkg="util-linux" ;;
+		rsyslogd) pkg="make deps" ;;
+		*) pkg="tools/deps.sh: $c" ;;
+		esac
+		die "$c is not installed ($pkg)"
+	done
 }
 
 # defer CMD...: run CMD at cleanup (last deferred runs first). Arguments are kept as words.
@@ -281,6 +309,31 @@ tapvmm() {
 		--guest-ip "$gip" --gw-mac "$gwmac" --timeout "$TF_CONNECT_TIMEOUT" "$@" >"$T/client.out" 2>&1
 }
 
+# one_guest HOST GUEST INET: the smallest whole topology, in those three namespaces:
+#   GUEST ─ veth ga|ha ─ HOST (router) ─ INET: 198.51.100.10, 203.0.113.10, tcp :80 listeners
+#   10.10.1.2 fd00:a:1::2  10.10.1.1             logging to $L_INET
+# one_guest_spec FILE writes its session "a" (on ha), allowing tcp/80 to 198.51.100.0/24, and
+# guest_probe DESC HOST reached|blocked is probe_tcp from the guest to HOST:80.
+one_guest() {
+	local hns=$1 ins=$3
+	TF_GUEST_NS=$2
+	ns_add "$hns" "$TF_GUEST_NS" "$ins" || return
+	ns_router "$hns" || return
+	guest_link "$TF_GUEST_NS" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 \
+		"$hns" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64 || return
+	inet_link "$hns" "$ins" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
+		198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
+	L_INET=$T/inet.log
+	listener_start "$ins" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+}
+
+one_guest_spec() {
+	session_spec "$1" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 \
+		fd00:a:1::1 '[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+}
+
+guest_probe() { probe_tcp "$1" "$L_INET" "$TF_GUEST_NS" 10.10.1.2 "$2" 80 "$3"; }
+
 # --- bpffs, tapfenced, CLI, session specs -----------------------------------------------------
 
 # bpffs_mount DIR: a private bpffs for pins, in the root mount namespace (ip netns exec copies it).
@@ -470,6 +523,68 @@ probe_tcp() {
 
 grep_since() {
 	since "$1" | grep -qF -- "$2"
+}
+
+# --- the probe table --------------------------------------------------------------------------
+
+# probe NAME VERDICT REASON "EVENT FILTER" LOG TEXT "DESC" [-] -- CLIENT...
+#   One row of a script's probe table, run by run_probe. VERDICT/REASON: what tapfence must decide
+#   once it enforces ("-" REASON: no event to look for). EVENT FILTER: KEY=VALUE words the event
+#   must also carry. LOG/TEXT: the listener log and the line the probe leaves there ("-" LOG when
+#   the only evidence is the client's reply, as for ARP). CLIENT: a command that exits 0 iff the
+#   reply came back, and 125 if it could not run (it says why); "-" before the "--": its exit
+#   status says nothing (a query to a UDP echo), only the log does.
+probes=()
+declare -A p_verdict p_reason p_ev p_log p_text p_desc p_client p_judge_client
+probe() {
+	local name=$1
+	probes+=("$name")
+	p_verdict[$name]=$2 p_reason[$name]=$3 p_ev[$name]=$4 p_log[$name]=$5 p_text[$name]=$6 p_desc[$name]=$7
+	shift 7
+	p_judge_client[$name]=1
+	[ "$1" = - ] && { p_judge_client[$name]=0; shift; }
+	shift # --
+	printf -v "p_client[$name]" '%q ' "$@"
+}
+
+# probe_note: what the client printed, as comments, for a failed check (a script may redefine it).
+probe_note() { sed 's/^/#   client: /' <(head -n 4 "$T/client.out"); }
+
+# run_probe NAME PHASE: PHASE "enforced" expects VERDICT and its event; any other phase (baseline,
+# after-cleanup) expects the probe through. Every expectation looks only at what came after the
+# probe started (tf_mark).
+run_probe() {
+	local name=$1 phase=$2 rc want desc log text
+	desc=${p_desc[$name]} log=${p_log[$name]} text=${p_text[$name]}
+	want=${p_verdict[$name]}
+	[ "$phase" = enforced ] || want=allow
+	tf_mark
+	eval "${p_client[$name]}"
+	rc=$?
+	if [ "$rc" = 125 ]; then
+		fail "$phase: $desc: the client could not run"
+	elif [ "${p_judge_client[$name]}" = 1 ]; then
+		if [ "$want" = allow ] && [ "$rc" = 0 ]; then
+			pass "$phase: $desc: the client got the reply"
+		elif [ "$want" = allow ]; then
+			fail "$phase: $desc: the client got no reply"
+			probe_note
+		elif [ "$rc" != 0 ]; then
+			pass "$phase: $desc: the client got no reply"
+		else
+			fail "$phase: $desc: the client got a reply"
+			probe_note
+		fi
+	fi
+	if [ "$log" != - ] && [ "$want" = allow ]; then
+		expect_reached "$log" "$text" "$phase: $desc: reached $(basename "$log")"
+	elif [ "$log" != - ]; then
+		expect_not_reached "$log" "$text" "$phase: $desc: did not reach $(basename "$log")"
+	fi
+	[ "$phase" = enforced ] && [ "${p_reason[$name]}" != - ] || return 0
+	# shellcheck disable=SC2086 # the filter is a list of words
+	expect_event ${p_ev[$name]} verdict="${p_verdict[$name]}" reason="${p_reason[$name]}" \
+		-- "$phase: $desc: event ${p_verdict[$name]}/${p_reason[$name]}"
 }
 
 # Events: JSON lines in $TF_EVENTS. A FILTER is KEY=VALUE words, all of which must equal the

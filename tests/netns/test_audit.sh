@@ -13,24 +13,15 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
 host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
-ns_add "$host" "$g" "$inet"
-ns_router "$host"
-guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
-inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
-	198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
-L_INET=$T/inet.log
-listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+one_guest "$host" "$g" "$inet"
 bpffs_mount "$T/bpffs"
 # The log on a small tmpfs of its own, so that the test can fill it (and give room again).
 mkdir -p "$T/logfs"
 mount -t tmpfs -o size=4m,mode=0755 tmpfs "$T/logfs" || die "cannot mount a tmpfs for the log"
 defer umount -l "$T/logfs"
-session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
-	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+one_guest_spec "$T/a.json"
 tfd_config "$T/tf.json" '"limits":{"events_per_s":0},"log":{"checkpoint_lines":40,"checkpoint_s":1,"name":"test-node"}'
 # The log lives on the tmpfs; TF_EVENTS follows it for lib.sh's expectations.
 sed -i "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/logfs/events.jsonl\"|" "$T/tf.json"
@@ -45,7 +36,6 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i in range(int(sys.argv[1])):
     s.sendto(b"x", ("203.0.113.%d" % (1 + i % 200), 9))' "$1"
 }
-probe() { probe_tcp "$1" "$L_INET" "$g" 10.10.1.2 "$2" 80 "$3"; }
 # verify_says DESC WANT_RC TEXT FILE...: verify exits WANT_RC and its output contains TEXT.
 verify_says() { check_says "$1" "$2" "$3" "$TF_BUILD/tapfence" log verify --key "$KEY" "${@:4}"; }
 stop_daemon() {
@@ -107,7 +97,7 @@ check "the first line of the log is its epoch line, naming no earlier checkpoint
 
 note "phase 1: load, then SIGTERM seals the rest"
 deny_burst 500
-probe "allowed during the load" 198.51.100.10 reached
+guest_probe "allowed during the load" 198.51.100.10 reached
 sleep 1.5
 stop_daemon
 check "every line but the epoch line and the checkpoints carries seq and prev" "$PY" -c 'import json, sys
@@ -288,8 +278,8 @@ note "phase 5: a full disk never changes a verdict; what could not be written is
 tfd_start "$host"
 head -c 4M /dev/zero >"$T/logfs/fill" 2>/dev/null
 deny_burst 2000
-probe "allowed while the log's disk is full" 198.51.100.10 reached
-probe "denied while the log's disk is full" 203.0.113.10 blocked
+guest_probe "allowed while the log's disk is full" 198.51.100.10 reached
+guest_probe "denied while the log's disk is full" 203.0.113.10 blocked
 check "the daemon says it cannot write its log" grep -q "cannot write: No space left" "$T/tapfenced.log"
 check "tapfence stats counts the unwritten lines" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' --json stats |
 	/usr/bin/python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)[\"stats\"][\"log\"][\"unwritten\"] == 0)'"

@@ -28,16 +28,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-g1=tf-g1-$TF_SFX
-g2=tf-g2-$TF_SFX
-g3=tf-g3-$TF_SFX
-inet=tf-inet-$TF_SFX
-
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
+host=tf-host-$TF_SFX g1=tf-g1-$TF_SFX g2=tf-g2-$TF_SFX g3=tf-g3-$TF_SFX inet=tf-inet-$TF_SFX
 
 # --- topology ---------------------------------------------------------------------------------
 

@@ -49,18 +49,9 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-ga=tf-ga-$TF_SFX
-gb=tf-gb-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX inet=tf-inet-$TF_SFX
 
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
-
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v dig >/dev/null || die "dig is not installed (tools/deps.sh: bind9-dnsutils)"
+tf_need dnsmasq dig
 
 # --- topology ---------------------------------------------------------------------------------
 

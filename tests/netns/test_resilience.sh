@@ -18,14 +18,10 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v dig >/dev/null || die "dig is not installed (tools/deps.sh: bind9-dnsutils)"
+tf_need dnsmasq dig
 
-host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX gc=tf-gc-$TF_SFX gd=tf-gd-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX gc=tf-gc-$TF_SFX gd=tf-gd-$TF_SFX inet=tf-inet-$TF_SFX
 ns_add "$host" "$ga" "$gb" "$gc" "$gd" "$inet"
 ns_router "$host"
 guest_link "$ga" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
@@ -73,8 +69,8 @@ session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:0
 session_spec "$T/b.json" b hb 02:00:00:00:1b:02 10.10.2.2 fd00:a:2::2 02:00:00:00:1b:01 10.10.2.1 fd00:a:2::1 \
 	'[{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80,9000]}]'
 
-# probe DESC NS HOST PORT reached|blocked
-probe() {
+# ns_probe DESC NS HOST PORT reached|blocked: probe_tcp from guest NS (its address known here)
+ns_probe() {
 	local src
 	case $2 in
 	"$ga") src=10.10.1.2 ;; "$gb") src=10.10.2.2 ;; "$gc") src=10.10.3.2 ;; *) src=10.10.4.2 ;;
@@ -89,7 +85,7 @@ resolve() {
 }
 
 note "baseline: nothing enforces yet"
-probe "baseline: A -> 203.0.113.10:80" "$ga" 203.0.113.10 80 reached
+ns_probe "baseline: A -> 203.0.113.10:80" "$ga" 203.0.113.10 80 reached
 resolve "baseline: A resolves denied.example.com" denied.example.com 203.0.113.10
 
 note "set-up"
@@ -137,7 +133,7 @@ ip netns exec "$ga" "$PY" "$TF_NETNS_DIR/dnsprobe.py" echo-client 198.51.100.10 
 ECHO_PID=$!
 defer kill_pid "$ECHO_PID"
 check "A's long-lived connection is up (first echo)" wait_for 5 grep -q "echo 1 ok" "$T/echo.out"
-probe "B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
+ns_probe "B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
 
 kill -KILL "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
@@ -145,13 +141,13 @@ killed_pid=$TFD_PID
 TFD_PID=
 check "tapfenced is gone" test ! -d "/proc/$killed_pid"
 check "its links stay pinned" test -n "$(ls "$TF_PIN_DIR/links" 2>/dev/null)"
-probe "outage: A -> 203.0.113.10:80 (no rule)" "$ga" 203.0.113.10 80 blocked
-probe "outage: B -> 198.51.100.10:80 (no rule for B)" "$gb" 198.51.100.10 80 blocked
-probe "outage: A -> 198.51.100.10:80 (learnt before)" "$ga" 198.51.100.10 80 reached
-probe "outage: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
-probe "outage: A -> 198.51.100.11:80 before asking for it" "$ga" 198.51.100.11 80 blocked
+ns_probe "outage: A -> 203.0.113.10:80 (no rule)" "$ga" 203.0.113.10 80 blocked
+ns_probe "outage: B -> 198.51.100.10:80 (no rule for B)" "$gb" 198.51.100.10 80 blocked
+ns_probe "outage: A -> 198.51.100.10:80 (learnt before)" "$ga" 198.51.100.10 80 reached
+ns_probe "outage: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
+ns_probe "outage: A -> 198.51.100.11:80 before asking for it" "$ga" 198.51.100.11 80 blocked
 resolve "outage: A resolves web2.example.com (the kernel checks and learns)" web2.example.com 198.51.100.11
-probe "outage: A -> 198.51.100.11:80 by name" "$ga" 198.51.100.11 80 reached
+ns_probe "outage: A -> 198.51.100.11:80 by name" "$ga" 198.51.100.11 80 reached
 tf_mark
 n "$ga" timeout 10 dig @10.10.1.1 +time=2 +tries=1 +short denied.example.com A >/dev/null 2>&1
 expect_not_reached "$DNS_LOG" "query[A] denied.example.com" "outage: A's query for denied.example.com never reaches the resolver"
@@ -169,7 +165,7 @@ check "restart: sessions a and b re-adopted" "$PY" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 sys.exit(sorted(s["id"] for s in d["sessions"]) != ["a", "b"])' "$T/list.json"
-probe "restart: A -> 203.0.113.10:80 still denied" "$ga" 203.0.113.10 80 blocked
+ns_probe "restart: A -> 203.0.113.10:80 still denied" "$ga" 203.0.113.10 80 blocked
 
 note "noisy neighbour: A floods, B is judged as before"
 # B holds a connection through A's flood; A opens far more flows than its table holds and
@@ -193,8 +189,8 @@ n "$ga" timeout 60 "$PY" - <<-'EOF' >"$T/flood.out" 2>&1
 	        break
 	print(n)
 EOF
-probe "after A's flood: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
-probe "after A's flood: B -> 198.51.100.10:80 denied" "$gb" 198.51.100.10 80 blocked
+ns_probe "after A's flood: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
+ns_probe "after A's flood: B -> 198.51.100.10:80 denied" "$gb" 198.51.100.10 80 blocked
 expect_event session=b verdict=deny reason=no_rule dst=198.51.100.10 -- "after A's flood: B's deny is still in the feed"
 tfc --json session show a >"$T/a.show"
 tfc --json session show b >"$T/b.show"
@@ -225,7 +221,7 @@ session_spec "$T/d.json" d hd 02:00:00:00:1d:02 10.10.4.2 fd00:a:4::2 02:00:00:0
 	"$(cat "$T/d.rules")"
 check "session d (601 rules) added" tfc session add "$T/d.json"
 d_slot=$(tfc --json session show d | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
-probe "D -> 198.51.100.10:80 (D's rule)" "$gd" 198.51.100.10 80 reached
+ns_probe "D -> 198.51.100.10:80 (D's rule)" "$gd" 198.51.100.10 80 reached
 kill -TERM "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
 TFD_PID=
@@ -236,15 +232,15 @@ check "restart: a and b re-adopted, d not" "$PY" -c '
 import json, sys
 sys.exit(sorted(s["id"] for s in json.load(open(sys.argv[1]))["sessions"]) != ["a", "b"])' "$T/list2.json"
 check "restart: D's links are still pinned" test -e "$TF_PIN_DIR/links/d-in" -a -e "$TF_PIN_DIR/links/d-out"
-probe "restart: D -> 198.51.100.10:80 still allowed by its pinned policy" "$gd" 198.51.100.10 80 reached
-probe "restart: D -> 203.0.113.10:80 still denied" "$gd" 203.0.113.10 80 blocked
+ns_probe "restart: D -> 198.51.100.10:80 still allowed by its pinned policy" "$gd" 198.51.100.10 80 reached
+ns_probe "restart: D -> 203.0.113.10:80 still denied" "$gd" 203.0.113.10 80 blocked
 session_spec "$T/c.json" c hc 02:00:00:00:1c:02 10.10.3.2 fd00:a:3::2 02:00:00:00:1c:01 10.10.3.1 fd00:a:3::1 \
 	'[{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}]'
 check "a new session c is added" tfc session add "$T/c.json"
 c_slot=$(tfc --json session show c | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
 check "c does not get D's slot ($c_slot, D had $d_slot)" test "$c_slot" != "$d_slot"
-probe "C -> 203.0.113.10:80 (C's rule)" "$gc" 203.0.113.10 80 reached
-probe "C -> 198.51.100.10:80 (only D's rule: not inherited)" "$gc" 198.51.100.10 80 blocked
+ns_probe "C -> 203.0.113.10:80 (C's rule)" "$gc" 203.0.113.10 80 reached
+ns_probe "C -> 198.51.100.10:80 (only D's rule: not inherited)" "$gc" 198.51.100.10 80 blocked
 
 note "pins made by a build with another ABI"
 kill -TERM "$TFD_PID"
@@ -259,8 +255,8 @@ start_foreground() {
 check_not "a start on them is refused" start_foreground
 check "the refusal names both ABIs and --cleanup" \
 	grep -q "have ABI 1, this build has ABI [0-9]*: run tapfenced --cleanup" "$T/tapfenced.log"
-probe "refused start: C -> 203.0.113.10:80 still allowed by the pinned programs" "$gc" 203.0.113.10 80 reached
-probe "refused start: C -> 198.51.100.10:80 still denied" "$gc" 198.51.100.10 80 blocked
+ns_probe "refused start: C -> 203.0.113.10:80 still allowed by the pinned programs" "$gc" 203.0.113.10 80 reached
+ns_probe "refused start: C -> 198.51.100.10:80 still denied" "$gc" 198.51.100.10 80 blocked
 check "--cleanup removes pins of another ABI" n "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup
 check "no map is left pinned" test -z "$(ls "$TF_PIN_DIR/maps" 2>/dev/null)"
 

@@ -32,21 +32,11 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-g1=tf-g1-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX g1=tf-g1-$TF_SFX inet=tf-inet-$TF_SFX
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
-
 [[ $SOAK_SECONDS =~ ^[1-9][0-9]*$ ]] || die "SOAK_SECONDS=\`$SOAK_SECONDS' is not a number of seconds"
-command -v valgrind >/dev/null || die "valgrind is not installed (tools/deps.sh: valgrind)"
-command -v vgdb >/dev/null || die "vgdb is not installed (tools/deps.sh: valgrind)"
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v dig >/dev/null || die "dig is not installed (tools/deps.sh: bind9-dnsutils)"
+tf_need valgrind vgdb dnsmasq dig
 
 # --- topology ---------------------------------------------------------------------------------
 

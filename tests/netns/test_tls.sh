@@ -57,18 +57,9 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-ga=tf-ga-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX inet=tf-inet-$TF_SFX
 
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
-
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v openssl >/dev/null || die "openssl is not installed (tools/deps.sh: openssl)"
-command -v curl >/dev/null || die "curl is not installed (tools/deps.sh: curl)"
+tf_need dnsmasq openssl curl
 
 G=10.10.1.2 G6=fd00:a:1::2 RES=10.10.1.1
 A=203.0.113.10 A6=2001:db8:113::10 B=203.0.113.20 C=198.51.100.30 D=203.0.113.40
