@@ -22,6 +22,9 @@ TF_NETNS_DIR=$TF_ROOT/tests/netns
 PY=/usr/bin/python3 # Debian's python: the one that has scapy
 TF_CONNECT_TIMEOUT=${TF_CONNECT_TIMEOUT:-2}
 
+# tfjson CMD ARG...: tests/netns/tfjson.py, the JSON side of these helpers (events, specs, checks).
+tfjson() { "$PY" "$TF_NETNS_DIR/tfjson.py" "$@"; }
+
 tf_passed=0
 tf_failed=0
 tf_deferred=()
@@ -357,7 +360,7 @@ tfd_config() {
 		[ -n "$extra" ] && printf ',%s' "$extra"
 		printf '}\n'
 	} >"$file"
-	"$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$file" || die "bad config $file"
+	tfjson valid "$file" || die "bad config $file"
 }
 
 # tfd_start NS: start tapfenced with $TFD_CONFIG inside NS, wait up to $TFD_START_WAIT s (default 10)
@@ -407,17 +410,7 @@ tfc() {
 session_spec() {
 	local file=$1
 	shift
-	"$PY" - "$file" "$@" <<-'EOF' || die "cannot write session spec $file"
-		import json, sys
-		file, sid, ifname, gmac, g4, g6, gwmac, gw4, gw6, allow = sys.argv[1:]
-		spec = {"id": sid, "ifname": ifname,
-		        "guest": {"mac": gmac, "ipv4": g4, "ipv6": g6},
-		        "gateway": {"mac": gwmac, "ipv4": gw4, "ipv6": gw6},
-		        "resolver": {"ipv4": gw4, "port": 53},
-		        "allow": json.loads(allow)}
-		with open(file, "w") as f:
-		    json.dump(spec, f, indent=1)
-	EOF
+	tfjson session-spec "$file" "$@" || die "cannot write session spec $file"
 }
 
 # --- assertions -------------------------------------------------------------------------------
@@ -589,39 +582,10 @@ run_probe() {
 
 # Events: JSON lines in $TF_EVENTS. A FILTER is KEY=VALUE words, all of which must equal the
 # event's fields (compared as text: dport=80 matches 80).
-tf_event_py='
-import json, sys, time
-path, off, timeout, want_some = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
-filt = dict(a.split("=", 1) for a in sys.argv[5:])
-def scan():
-    try:
-        data = open(path, "rb").read()
-    except OSError:
-        return []
-    if off > 0 and data[off - 1:off] != b"\n":
-        off_nl = data.find(b"\n", off)
-        data = data[off_nl + 1:] if off_nl >= 0 else b""
-    else:
-        data = data[off:]
-    hits = []
-    for line in data.decode(errors="replace").splitlines():
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if all(str(ev.get(k)) == v for k, v in filt.items()):
-            hits.append(line)
-    return hits
-deadline = time.monotonic() + timeout
-while True:
-    hits = scan()
-    if (hits and want_some) or time.monotonic() >= deadline:
-        break
-    time.sleep(0.1)
-for h in hits:
-    print(h)
-sys.exit(0 if bool(hits) == want_some else 1)
-'
+
+# events_match FILE OFFSET TIMEOUT WANT FILTER...: the events of FILE after byte OFFSET matching
+# FILTER, printed; 0 iff some matched (WANT 1, waiting up to TIMEOUT s for one) or none did (WANT 0).
+events_match() { tfjson events "$@"; }
 
 # expect_event FILTER... -- DESC: an event matching FILTER was logged since tf_mark (waits up to 3 s).
 expect_event() {
@@ -629,7 +593,7 @@ expect_event() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
 	shift
 	desc=$*
-	if "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 3 1 "${filt[@]}" >"$T/event.out"; then
+	if events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 3 1 "${filt[@]}" >"$T/event.out"; then
 		pass "$desc"
 	else
 		fail "$desc (no event with ${filt[*]})"
@@ -643,7 +607,7 @@ expect_no_event() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
 	shift
 	desc=$*
-	if "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 0 "${filt[@]}" >"$T/event.out"; then
+	if events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 0 "${filt[@]}" >"$T/event.out"; then
 		pass "$desc"
 	else
 		fail "$desc (unexpected: $(head -n 1 "$T/event.out"))"
@@ -651,23 +615,10 @@ expect_no_event() {
 }
 
 # expect_event_schema DESC: every line since tf_mark is a JSON object with the feed's common keys
-# (the sealed log's epoch, continue, seal and checkpoint lines have their own).
+# (the sealed log's own lines have their own: tfjson.py's LOG_KINDS).
 expect_event_schema() {
 	local bad
-	bad=$(since "$TF_EVENTS" | "$PY" -c '
-import json, sys
-keys = ("time", "ifname", "direction", "verdict", "reason", "policy_version", "suppressed", "lost")
-seal = ("epoch", "continue", "seal", "checkpoint", "retention", "key", "policy", "evidence", "attestation")  # the log'"'"'s own lines (docs/audit.md)
-for line in sys.stdin:
-    try:
-        ev = json.loads(line)
-        missing = [] if ev.get("kind") in seal else [k for k in keys if k not in ev]
-    except ValueError:
-        missing = ["(not JSON)"]
-    if missing:
-        print(" ".join(missing) + ": " + line.strip()[:200])
-        break
-')
+	bad=$(since "$TF_EVENTS" | tfjson schema)
 	if [ -z "$bad" ]; then pass "$*"; else fail "$* (missing $bad)"; fi
 }
 

@@ -276,25 +276,6 @@ spoof_round() {
 # --- session show --json learned[] -----------------------------------------------------------
 # lcheck DESC SESSION EXPR [ARG...]: PASS iff EXPR holds, with L the session's "learned" list,
 # has(addr) its entry for addr (or None) and a the ARGs.
-lcheck_py='
-import json, sys
-path, expr, a = sys.argv[1], sys.argv[2], sys.argv[3:]
-try:
-    d = json.load(open(path))
-    L = d["session"]["learned"]
-except (ValueError, KeyError, TypeError) as e:
-    print(f"no learned list: {e!r}: {open(path).read(300)!r}")
-    sys.exit(1)
-def has(addr):
-    return next((e for e in L if e.get("addr") == addr), None)
-try:
-    ok = eval("(" + expr + "\n)")
-except Exception as e:
-    ok, expr = False, f"{expr} raised {e!r}"
-if not ok:
-    print(f"false: {expr} on learned {json.dumps(L)[:600]}")
-    sys.exit(1)
-'
 lcheck() {
 	local desc=$1 sid=$2 expr=$3 why
 	shift 3
@@ -302,7 +283,7 @@ lcheck() {
 		fail "$desc (session show $sid: $(head -n 1 "$T/show.json"))"
 		return
 	fi
-	if why=$("$PY" -c "$lcheck_py" "$T/show.json" "$expr" "$@"); then pass "$desc"; else fail "$desc ($why)"; fi
+	if why=$(tfjson check --learned "$T/show.json" "$expr" "$@"); then pass "$desc"; else fail "$desc ($why)"; fi
 }
 
 # now_s: seconds since the epoch, with fractions; after_s T0 SECS: sleep until T0 + SECS.

@@ -111,25 +111,7 @@ ENFORCED=0 # phase 2: probes also expect their events
 # payload is a VXLAN header and an Ethernet frame to INNER_MAC carrying UDP from a made-up source,
 # 198.18.0.7, to the metadata server 169.254.169.254:7, with TAG as its payload.
 vxlan_send() {
-	n "$1" "$PY" - "$2" "$3" "$4" "$5" <<-'EOF'
-		import socket, struct, sys
-		dst, port, mac, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
-		vni = 42 if port == 4789 else 43
-		udp = struct.pack("!HHHH", 40007, 7, 8 + len(tag), 0) + tag
-		ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
-		                 socket.inet_aton("198.18.0.7"), socket.inet_aton("169.254.169.254"))
-		words = struct.unpack("!10H", ip)
-		s = sum(words)
-		s = (s & 0xffff) + (s >> 16)
-		s = (s & 0xffff) + (s >> 16)
-		ip = ip[:10] + struct.pack("!H", ~s & 0xffff) + ip[12:]
-		eth = bytes.fromhex(mac.replace(":", "")) + bytes.fromhex("020000000707") + b"\x08\x00"
-		vx = struct.pack("!II", 0x08000000, vni << 8)
-		fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
-		s = socket.socket(fam, socket.SOCK_DGRAM)
-		for _ in range(3):
-		    s.sendto(vx + eth + ip + udp, (dst, port))
-	EOF
+	n "$1" "$PY" "$TF_NETNS_DIR/vxlan_send.py" "$2" "$3" "$4" "$5"
 }
 
 # probe_vxlan DESC OUTER_DST PORT INNER_MAC reached|blocked
@@ -251,7 +233,7 @@ expect_no_event reason=dns_rebind -- "an answer naming 192.0.2.1 is learnt"
 tcp_probe "B to ok.example.com's 192.0.2.1 (learnt)" "$L_INET" "$gb" 10.10.2.2 192.0.2.1 8080 reached
 
 # An address the host gains after the start is floored, and no longer once it is gone.
-host_entries() { tfc --json stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stats"]["floor"]["host_entries"])' 2>/dev/null; }
+host_entries() { tfc --json stats | tfjson get stats.floor.host_entries 2>/dev/null; }
 entries_are() { [ "$(host_entries)" = "$1" ]; }
 tcp_probe "A to 192.0.2.1 before the host has it" "$L_INET" "$ga" 10.10.1.2 192.0.2.1 8080 reached
 before=$(host_entries)

@@ -37,16 +37,7 @@ TFD_WRAP=(prlimit --nofile=256:4096)
 allow='[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
 session_spec "$T/vm.1.json" vm.1 ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 "$allow"
 session_spec "$T/x.json" x hx 02:00:00:00:1b:02 10.10.2.2 fd00:a:2::2 02:00:00:00:1b:01 10.10.2.1 fd00:a:2::1 "$allow"
-"$PY" - "$T" "$MAX" <<-'EOF' || die "cannot write the fd-budget session specs"
-	import json, sys
-	t, n = sys.argv[1], int(sys.argv[2])
-	for i in range(1, n):
-	    spec = {"id": "p%d" % i, "ifname": "p%d" % i,
-	            "guest": {"mac": "02:00:00:01:%02x:02" % i, "ipv4": "10.20.%d.2" % i},
-	            "gateway": {"mac": "02:00:00:01:%02x:01" % i, "ipv4": "10.20.%d.1" % i},
-	            "resolver": {"ipv4": "10.20.%d.1" % i, "port": 53}, "allow": []}
-	    json.dump(spec, open("%s/p%d.json" % (t, i), "w"))
-EOF
+"$PY" "$TF_NETNS_DIR/fd_budget_specs.py" "$T" "$MAX" || die "cannot write the fd-budget session specs"
 
 probe_x() { probe_tcp "$1" "$L_INET" "$x" 10.10.2.2 "$2" 80 "$3"; }
 # daemon LOG CONFIG [WRAP...]: a daemon in the host namespace in the foreground; its exit code if it

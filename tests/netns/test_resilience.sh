@@ -174,21 +174,7 @@ rm -f "$T/gob"
 ip netns exec "$gb" "$PY" "$TF_NETNS_DIR/dnsprobe.py" echo-client 203.0.113.10 9000 --go "$T/gob" \
 	--timeout "$TF_CONNECT_TIMEOUT" --wait 60 >"$T/echob.out" 2>&1 &
 defer kill_pid "$!"
-n "$ga" timeout 60 "$PY" - <<-'EOF' >"$T/flood.out" 2>&1
-	import socket, time
-	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-	end = time.monotonic() + 20
-	n = 0
-	for port in range(20000, 24000):        # 4000 allowed flows, a table of 256
-	    s.sendto(b"x", ("192.0.2.1", port))
-	    n += 1
-	for i in range(20000):                  # denied, event after event
-	    s.sendto(b"y", ("203.0.113.10", 7))
-	    n += 1
-	    if time.monotonic() > end:
-	        break
-	print(n)
-EOF
+n "$ga" timeout 60 "$PY" "$TF_NETNS_DIR/udp_flood.py" >"$T/flood.out" 2>&1
 ns_probe "after A's flood: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
 ns_probe "after A's flood: B -> 198.51.100.10:80 denied" "$gb" 198.51.100.10 80 blocked
 expect_event session=b verdict=deny reason=no_rule dst=198.51.100.10 -- "after A's flood: B's deny is still in the feed"
@@ -210,17 +196,11 @@ check "B's connection held across A's flood fills A's flow table" wait_for 5 gre
 
 note "a session that cannot be re-adopted keeps its pinned enforcement and its slot"
 # D: 601 rules, so re-adopting it (new generation beside the old) overflows the 1024-entry table.
-"$PY" - "$T/d.rules" <<-'EOF'
-	import json, sys
-	nets = ("192.0.2.%d/32", "198.51.100.%d/32", "203.0.113.%d/32")
-	rules = [{"cidr": "198.51.100.10/32", "proto": "tcp", "ports": [80]}]
-	rules += [{"cidr": nets[i // 256] % (i % 256), "proto": "udp", "ports": [9]} for i in range(600)]
-	json.dump(rules, open(sys.argv[1], "w"))
-EOF
+"$PY" "$TF_NETNS_DIR/many_rules.py" "$T/d.rules"
 session_spec "$T/d.json" d hd 02:00:00:00:1d:02 10.10.4.2 fd00:a:4::2 02:00:00:00:1d:01 10.10.4.1 fd00:a:4::1 \
 	"$(cat "$T/d.rules")"
 check "session d (601 rules) added" tfc session add "$T/d.json"
-d_slot=$(tfc --json session show d | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
+d_slot=$(tfc --json session show d | tfjson get session.slot)
 ns_probe "D -> 198.51.100.10:80 (D's rule)" "$gd" 198.51.100.10 80 reached
 kill -TERM "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
@@ -237,7 +217,7 @@ ns_probe "restart: D -> 203.0.113.10:80 still denied" "$gd" 203.0.113.10 80 bloc
 session_spec "$T/c.json" c hc 02:00:00:00:1c:02 10.10.3.2 fd00:a:3::2 02:00:00:00:1c:01 10.10.3.1 fd00:a:3::1 \
 	'[{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}]'
 check "a new session c is added" tfc session add "$T/c.json"
-c_slot=$(tfc --json session show c | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
+c_slot=$(tfc --json session show c | tfjson get session.slot)
 check "c does not get D's slot ($c_slot, D had $d_slot)" test "$c_slot" != "$d_slot"
 ns_probe "C -> 203.0.113.10:80 (C's rule)" "$gc" 203.0.113.10 80 reached
 ns_probe "C -> 198.51.100.10:80 (only D's rule: not inherited)" "$gc" 198.51.100.10 80 blocked

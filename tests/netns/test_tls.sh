@@ -332,7 +332,7 @@ hrr_ok() {
 	if [ $ENFORCED = 1 ]; then
 		read -ra f <<<"$(probe_filter $D 443)"
 		expect_event "${f[@]}" verdict=allow reason=allow_tls name=hrr.test -- "$desc: event allow_tls"
-		if [ "$("$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 1 "${f[@]}" \
+		if [ "$(events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 1 "${f[@]}" \
 			reason=allow_tls | wc -l)" = 2 ]; then
 			pass "$desc: two allow_tls events: the second hello was judged too"
 		else
@@ -428,7 +428,7 @@ else
 	tf_done
 	exit 1
 fi
-note "session $SID attached as: $(tfc --json session show $SID 2>&1 | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["session"]["attach"])' 2>&1)"
+note "session $SID attached as: $(tfc --json session show $SID 2>&1 | tfjson get session.attach 2>&1)"
 SLOG_PHASE2=$(stat -c %s "$SLOG")
 
 note "a host rule's name, to the address learnt for it"
@@ -528,7 +528,7 @@ note "a hello trickled one byte per segment"
 tf_mark
 next_port
 read -ra f <<<"$(probe_filter $A 443)"
-trickle_seen() { "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 0 1 "${f[@]}" "$@" >/dev/null; }
+trickle_seen() { events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 0 1 "${f[@]}" "$@" >/dev/null; }
 trickle_t0=$(date +%s%N)
 trickle &
 trickle_pid=$!
