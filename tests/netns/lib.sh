@@ -453,7 +453,10 @@ check_says() {
 	fi
 }
 
-# tf_watch FILE: FILE takes part in tf_mark; expectations on it only look at what came after.
+# tf_watch FILE: FILE takes part in tf_mark; expectations on it only look at what came after. A
+# file nobody watches cannot be looked at by since() or the expectations below: a line an earlier
+# probe left there must never count for a later one. listener_start, tlsserver_start and tfd_start
+# watch their logs; a script watches any other log it checks (dnsmasq's, a sniffer's).
 tf_watch() {
 	tf_mark_at[$1]=0
 }
@@ -471,14 +474,26 @@ tf_unmark() {
 	tf_mark_at[$1]=0
 }
 
-# since FILE: what was appended to FILE after the last tf_mark.
+# since FILE: what was appended to FILE after the last tf_mark (a FAIL line if FILE is not watched).
 since() {
-	tail -c +$((${tf_mark_at[$1]:-0} + 1)) "$1" 2>/dev/null
+	if [ -z "${tf_mark_at[$1]+set}" ]; then
+		echo "FAIL: since $1: not watched (tf_watch it), so older lines would count" >&2
+		return 1
+	fi
+	tail -c +$((tf_mark_at[$1] + 1)) "$1" 2>/dev/null
+}
+
+# watched FILE DESC: FILE is watched, else a FAIL for DESC saying so.
+watched() {
+	[ -n "${tf_mark_at[$1]+set}" ] && return 0
+	fail "$2 ($(basename "$1") is not watched: tf_watch it, so that only lines after tf_mark count)"
+	return 1
 }
 
 # expect_reached LOG TEXT DESC: the listener logged a line containing TEXT (fixed string) since tf_mark.
 expect_reached() {
 	local log=$1 pat=$2 desc=$3
+	watched "$log" "$desc" || return 0
 	if wait_for 2 grep_since "$log" "$pat"; then
 		pass "$desc"
 	else
@@ -491,6 +506,7 @@ expect_reached() {
 # and only for a listener that a baseline probe showed does log this very probe.
 expect_not_reached() {
 	local log=$1 pat=$2 desc=$3
+	watched "$log" "$desc" || return 0
 	sleep 0.3
 	if grep_since "$log" "$pat"; then
 		fail "$desc (listener logged: $(since "$log" | grep -F -- "$pat" | head -n 1))"
@@ -593,6 +609,7 @@ expect_event() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
 	shift
 	desc=$*
+	watched "$TF_EVENTS" "$desc" || return 0
 	if events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 3 1 "${filt[@]}" >"$T/event.out"; then
 		pass "$desc"
 	else
@@ -607,6 +624,7 @@ expect_no_event() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
 	shift
 	desc=$*
+	watched "$TF_EVENTS" "$desc" || return 0
 	if events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 0 "${filt[@]}" >"$T/event.out"; then
 		pass "$desc"
 	else
