@@ -125,7 +125,6 @@ tf_watch "$L_ECHO"
 
 ENFORCED=0 # set in phase 2: conn_* and dns_* then also expect their events
 
-client_note() { sed 's/^/#   client: /' <(head -n 4 "$T/client.out"); }
 dig_note() { sed 's/^/#   dig: /' <(head -n 4 "$T/dig.out"); }
 
 # dig_q NS SERVER NAME TYPE [DIG-OPTION...]: dig's short answer into $T/dig.out; dig's exit status.
@@ -196,7 +195,7 @@ conn_ok() {
 	local desc=$1 ns=$2 host=$3 port=$4
 	shift 4
 	tf_mark
-	if tcp_get "$ns" "$host" "$port"; then pass "$desc: client got the reply"; else fail "$desc: client got no reply"; client_note; fi
+	if tcp_get "$ns" "$host" "$port"; then pass "$desc: client got the reply"; else fail "$desc: client got no reply"; probe_note; fi
 	expect_reached "$L_INET" "$(conn_text "$host" "$port" "$ns")" "$desc: reached the listener"
 	[ $ENFORCED = 1 ] && [ $# -gt 0 ] && expect_event "$@" -- "$desc: event $*"
 	return 0
@@ -208,7 +207,7 @@ conn_denied() {
 	local desc=$1 ns=$2 host=$3 port=$4
 	shift 4
 	tf_mark
-	if tcp_get "$ns" "$host" "$port"; then fail "$desc: client got a reply"; client_note; else pass "$desc: client got no reply"; fi
+	if tcp_get "$ns" "$host" "$port"; then fail "$desc: client got a reply"; probe_note; else pass "$desc: client got no reply"; fi
 	expect_not_reached "$L_INET" "$(conn_text "$host" "$port" "$ns")" "$desc: did not reach the listener"
 	[ $ENFORCED = 1 ] && [ $# -gt 0 ] && expect_event "$@" -- "$desc: event $*"
 	return 0

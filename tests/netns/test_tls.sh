@@ -129,7 +129,6 @@ next_port() {
 	case ${1:-} in *:*) FROM="from [$G6]:$LPORT" ;; *) FROM="from $G:$LPORT" ;; esac
 }
 
-client_note() { sed 's/^/#   client: /' <(head -n 4 "$T/client.out"); }
 
 # https_get FAMILY NAME PORT [ADDR]: curl -FAMILY (4 or 6) https://NAME:PORT/ from the guest, from
 # local port $LPORT (call next_port first), by name through the resolver or with --resolve
@@ -167,7 +166,7 @@ tls_ok() {
 		pass "$desc: curl exited 0 with the reply of $name at $to"
 	else
 		fail "$desc: curl exited $rc without the reply of $name at $to"
-		client_note
+		probe_note
 	fi
 	expect_reached "$SLOG" "sni $to $FROM $name" "$desc: the server saw SNI $name"
 	expect_reached "$SLOG" "request $to $FROM sni $name line GET / HTTP/1.1 host $name" \
@@ -194,7 +193,7 @@ tls_refused() {
 		pass "$desc: curl failed (exit $rc: $(head -n 1 "$T/client.out"))"
 	else
 		fail "$desc: curl exited $rc"
-		client_note
+		probe_note
 	fi
 	expect_reached "$SLOG" "conn $to $FROM" "$desc: the TCP connection reached the server"
 	expect_not_reached "$SLOG" "data $to $FROM" "$desc: no byte reached the server"
@@ -322,7 +321,7 @@ hrr_ok() {
 		pass "$desc: curl exited 0 with the reply of hrr.test at $D:443"
 	else
 		fail "$desc: curl exited $rc without the reply of hrr.test"
-		client_note
+		probe_note
 	fi
 	expect_reached "$HLOG" "hello-sni $D:443 $FROM off 0 hrr.test" "$desc: the first hello reached the server"
 	reached_re "$HLOG" "hello-sni $D:443 $FROM off [1-9][0-9]* hrr.test" \
