@@ -271,6 +271,38 @@ n_resolv() {
 	ip netns exec "$ns" /bin/sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$conf" "$@"
 }
 
+# dnsmasq_start NS LOG ADDR[,ADDR...] OPTION...: a resolver in NS on port 53 of each ADDR only: no
+# upstream (--no-resolv), no /etc/hosts, no config file, no DHCP, not on loopback (with
+# --listen-address and no --interface it is not added). It logs every query to LOG (emptied first,
+# watched). The OPTIONs are its records (--local, --host-record, --cname ...). Sets DNS_PID; the
+# resolver is killed at cleanup. Returns once every ADDR:53 is bound.
+dnsmasq_start() {
+	local ns=$1 log=$2 a listen=()
+	IFS=, read -ra DNS_ADDRS <<<"$3"
+	shift 3
+	for a in "${DNS_ADDRS[@]}"; do listen+=("--listen-address=$a"); done
+	: >"$log"
+	ip netns exec "$ns" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+		--bind-interfaces "${listen[@]}" --port=53 --user=root --group=root \
+		--pid-file="$T/dnsmasq.pid" --log-queries --log-facility="$log" "$@" >"$T/dnsmasq.out" 2>&1 &
+	DNS_PID=$!
+	DNS_NS=$ns
+	defer kill_pid "$DNS_PID"
+	wait_for 5 dns_bound ||
+		die "dnsmasq did not bind ${DNS_ADDRS[*]} (port 53): $(tail -n 3 "$T/dnsmasq.out" "$log")"
+	kill -0 "$DNS_PID" 2>/dev/null || die "dnsmasq exited: $(tail -n 3 "$T/dnsmasq.out")"
+	tf_watch "$log"
+}
+
+# dns_bound: dnsmasq_start's resolver listens on every one of its addresses.
+dns_bound() {
+	local l a
+	l=$(n "$DNS_NS" ss -Hlun 'sport = :53')
+	for a in "${DNS_ADDRS[@]}"; do
+		[[ $l == *"$a:53"* ]] || return 1
+	done
+}
+
 # tls_certs DIR NAME...: a throwaway CA (DIR/ca.pem) and, for each NAME, DIR/NAME.pem and DIR/NAME.key
 # signed by it for DNS:NAME (P-256, valid 2 days), made with openssl in DIR.
 tls_certs() {
@@ -403,6 +435,20 @@ tfd_log_tail() {
 # tfc ARGS...: the tapfence CLI on our control socket (from the root namespace: it is a unix socket).
 tfc() {
 	"$TF_BUILD/tapfence" --socket "$TF_SOCK" "$@"
+}
+
+# sessions_add ID...: `session add $T/ID.json' for each ID, one check each; non-zero if any failed.
+sessions_add() {
+	local s ret=0
+	for s in "$@"; do
+		if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
+			pass "session add $s"
+		else
+			fail "session add $s: $(head -n 2 "$T/cli.out")"
+			ret=1
+		fi
+	done
+	return "$ret"
 }
 
 # session_spec FILE ID IFNAME GUEST_MAC GUEST4 GUEST6 GW_MAC GW4 GW6 ALLOW_JSON_ARRAY

@@ -73,34 +73,18 @@ setup inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 \
 # --- the resolver: dnsmasq in $host, on the two gateway addresses only ------------------------
 
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-# No upstream (--no-resolv), no /etc/hosts, no config file, no DHCP; bound to the two test
-# addresses only (not loopback: with --listen-address and no --interface it is not added).
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$RES_A --listen-address=$RES_B --port=53 \
-	--user=root --group=root --pid-file="$T/dnsmasq.pid" \
-	--log-queries --log-facility="$DNS_LOG" \
-	--local=/example.com/ --local=/example.org/ --local=/example.net/ \
-	--host-record=allowed.example.com,198.51.100.10,2001:db8:100::10,300 \
-	--txt-record=allowed.example.com,tapfence \
-	--host-record=edge.example.net,198.51.100.20,300 \
+dnsmasq_start "$host" "$DNS_LOG" "$RES_A,$RES_B" --local=/example.com/ --local=/example.org/ \
+	--local=/example.net/ --host-record=allowed.example.com,198.51.100.10,2001:db8:100::10,300 \
+	--txt-record=allowed.example.com,tapfence --host-record=edge.example.net,198.51.100.20,300 \
 	--cname=www.example.org,edge.example.net,300 \
 	--host-record=denied.example.com,203.0.113.10,300 \
 	--host-record=rebind.example.com,10.1.2.3,300 \
 	--host-record=meta.example.com,169.254.169.254,300 \
 	--host-record=short.example.com,198.51.100.40,2 \
-	--host-record=ttl.example.org,198.51.100.60,86400 \
-	--host-record=example.org,192.0.2.10,300 \
-	--host-record=bee.example.net,203.0.113.20,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-dns_bound() { n "$host" ss -Hlun 'sport = :53' | grep -q "$RES_A:53" && n "$host" ss -Hlun 'sport = :53' | grep -q "$RES_B:53"; }
-wait_for 5 dns_bound || die "dnsmasq did not bind $RES_A:53 and $RES_B:53: $(tail -n 3 "$T/dnsmasq.out" "$DNS_LOG")"
-kill -0 "$DNS_PID" 2>/dev/null || die "dnsmasq exited: $(tail -n 3 "$T/dnsmasq.out")"
+	--host-record=ttl.example.org,198.51.100.60,86400 --host-record=example.org,192.0.2.10,300 \
+	--host-record=bee.example.net,203.0.113.20,300
 n "$host" ss -Hlnup 'sport = :53' | grep -v -e "$RES_A:53" -e "$RES_B:53" | grep -q . &&
 	die "dnsmasq listens beyond the test addresses: $(n "$host" ss -Hlnu 'sport = :53')"
-tf_watch "$DNS_LOG"
 
 # --- listeners --------------------------------------------------------------------------------
 
@@ -360,16 +344,7 @@ session_spec "$T/a.json" a ha $A_MAC 10.10.1.2 fd00:a:1::2 $A_GW_MAC $RES_A fd00
 	{"host":"meta.example.com","proto":"tcp","ports":[443],"tls":false}]'
 session_spec "$T/b.json" b hb $B_MAC 10.10.2.2 fd00:a:2::2 $B_GW_MAC $RES_B fd00:a:2::1 '[
 	{"host":"bee.example.net","proto":"tcp","ports":[443],"tls":false}]'
-sessions_added=0
-for s in a b; do
-	if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
-		pass "session add $s"
-		sessions_added=$((sessions_added + 1))
-	else
-		fail "session add $s: $(head -n 2 "$T/cli.out")"
-	fi
-done
-[ "$sessions_added" -eq 2 ] || { tf_done; exit 1; }
+sessions_add a b || { tf_done; exit 1; }
 
 # Event filters for a new TCP connection from guest A (IPv4, IPv6) and guest B.
 A4=(session=a direction=from_guest family=ipv4 proto=tcp)

@@ -85,18 +85,9 @@ setup ip -n "$host" link set vx6 up
 # --- resolver (B's, at its gateway) and listeners ---------------------------------------------
 
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$inet" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$B_GW4 --port=53 --user=root --group=root \
-	--pid-file="$T/dnsmasq.pid" --log-queries --log-facility="$DNS_LOG" --local=/example.com/ \
-	--host-record=hostsvc.example.com,$UP4,$UP6,300 \
-	--host-record=gw.example.com,$B_GW4,300 \
-	--host-record=ok.example.com,192.0.2.1,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-wait_for 5 eval "n $inet ss -Hlun 'sport = :53' | grep -q $B_GW4:53" ||
-	die "dnsmasq did not bind $B_GW4:53: $(tail -n 3 "$T/dnsmasq.out")"
+dnsmasq_start "$inet" "$DNS_LOG" "$B_GW4" --local=/example.com/ \
+	--host-record=hostsvc.example.com,$UP4,$UP6,300 --host-record=gw.example.com,$B_GW4,300 \
+	--host-record=ok.example.com,192.0.2.1,300
 
 L_HOST=$T/host.log L_INET=$T/inet.log
 listener_start "$host" "$L_HOST" tcp:$UP4:8080 "tcp:[$UP6]:8080" udp:0.0.0.0:9999

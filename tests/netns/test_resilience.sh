@@ -33,17 +33,10 @@ inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.
 
 # The session's resolver: no upstream, no hosts file, bound to A's gateway address only.
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=10.10.1.1 --port=53 --user=root --group=root \
-	--pid-file="$T/dnsmasq.pid" --log-queries --log-facility="$DNS_LOG" --local=/example.com/ \
-	--host-record=web.example.com,198.51.100.10,300 --host-record=web2.example.com,198.51.100.11,300 \
-	--host-record=denied.example.com,203.0.113.10,300 >"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-wait_for 5 sh -c "ip netns exec $host ss -Hlun 'sport = :53' | grep -q 10.10.1.1:53" ||
-	die "dnsmasq did not bind 10.10.1.1:53: $(tail -n 3 "$T/dnsmasq.out")"
-tf_watch "$DNS_LOG"
+dnsmasq_start "$host" "$DNS_LOG" "10.10.1.1" --local=/example.com/ \
+	--host-record=web.example.com,198.51.100.10,300 \
+	--host-record=web2.example.com,198.51.100.11,300 \
+	--host-record=denied.example.com,203.0.113.10,300
 
 L_INET=$T/inet.log L_ECHO=$T/echo.log
 listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:198.51.100.11:80 tcp:203.0.113.10:80 udp:192.0.2.1:7

@@ -61,16 +61,8 @@ done
 
 # The session's resolver: dnsmasq on the gateway address only, no upstream, two records.
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$RES --port=53 --user=root --group=root \
-	--pid-file="$T/dnsmasq.pid" --log-queries --log-facility="$DNS_LOG" --local=/test/ \
-	--host-record=allowed.test,203.0.113.20,300 --host-record=forbidden.test,203.0.113.10,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-dns_bound() { n "$host" ss -Hlun 'sport = :53' | grep -q "$RES:53"; }
-wait_for 5 dns_bound || die "dnsmasq did not bind $RES:53: $(tail -n 3 "$T/dnsmasq.out" "$DNS_LOG")"
+dnsmasq_start "$host" "$DNS_LOG" "$RES" --local=/test/ --host-record=allowed.test,203.0.113.20,300 \
+	--host-record=forbidden.test,203.0.113.10,300
 
 L_INET=$T/inet.log
 listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80 tcp:203.0.113.20:80

@@ -79,22 +79,9 @@ setup tls_certs "$T" allowed.test forbidden.test cdn2.test api.test hrr.test
 echo "nameserver $RES" >"$T/resolv.conf"
 
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$RES --port=53 \
-	--user=root --group=root --pid-file="$T/dnsmasq.pid" \
-	--log-queries --log-facility="$DNS_LOG" --local=/test/ \
-	--host-record=allowed.test,$A,$A6,300 \
-	--host-record=forbidden.test,$A,300 \
-	--host-record=cdn2.test,$B,300 \
-	--host-record=hrr.test,$D,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-dns_bound() { n "$host" ss -Hlun 'sport = :53' | grep -q "$RES:53"; }
-wait_for 5 dns_bound || die "dnsmasq did not bind $RES:53: $(tail -n 3 "$T/dnsmasq.out" "$DNS_LOG")"
-kill -0 "$DNS_PID" 2>/dev/null || die "dnsmasq exited: $(tail -n 3 "$T/dnsmasq.out")"
-tf_watch "$DNS_LOG"
+dnsmasq_start "$host" "$DNS_LOG" "$RES" --local=/test/ --host-record=allowed.test,$A,$A6,300 \
+	--host-record=forbidden.test,$A,300 --host-record=cdn2.test,$B,300 \
+	--host-record=hrr.test,$D,300
 
 SLOG=$T/tlsserver.log
 certs=()

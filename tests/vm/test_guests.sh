@@ -76,26 +76,10 @@ setup inet_link "$host" "$inet" 98 10.40.0.0/16 fd00:40::/32 \
 # --- the resolver: dnsmasq in $host, on the two gateway addresses only ------------------------
 
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-# No upstream, no /etc/hosts, no config file, no DHCP; bound to the two test addresses only.
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$A_GW4 --listen-address=$B_GW4 --port=53 \
-	--user=root --group=root --pid-file="$T/dnsmasq.pid" \
-	--log-queries --log-facility="$DNS_LOG" \
-	--local=/example.com/ --local=/example.net/ \
+dnsmasq_start "$host" "$DNS_LOG" "$A_GW4,$B_GW4" --local=/example.com/ --local=/example.net/ \
 	--host-record=allowed.example.com,198.51.100.20,300 \
 	--host-record=denied.example.com,198.51.100.30,300 \
-	--host-record=bee.example.net,203.0.113.20,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-dns_bound() {
-	local l
-	l=$(n "$host" ss -Hlun 'sport = :53')
-	[[ $l == *"$A_GW4:53"* && $l == *"$B_GW4:53"* ]]
-}
-wait_for 5 dns_bound || die "dnsmasq did not bind $A_GW4:53 and $B_GW4:53: $(tail -n 3 "$T/dnsmasq.out" "$DNS_LOG")"
-tf_watch "$DNS_LOG"
+	--host-record=bee.example.net,203.0.113.20,300
 
 # --- listeners --------------------------------------------------------------------------------
 
@@ -258,16 +242,7 @@ session_spec "$T/b.json" b tvb $B_MAC $B4 fd00:40:2::2 $B_GW_MAC $B_GW4 fd00:40:
 	{"cidr":"203.0.113.10/32","proto":"tcp","ports":[80]},
 	{"cidr":"203.0.113.10/32","proto":"udp","ports":[7]},
 	{"host":"bee.example.net","proto":"tcp","ports":[80]}]'
-sessions_added=0
-for s in a b; do
-	if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
-		pass "session add $s"
-		sessions_added=$((sessions_added + 1))
-	else
-		fail "session add $s: $(head -n 2 "$T/cli.out")"
-	fi
-done
-[ "$sessions_added" -eq 2 ] || { tf_done; exit 1; }
+sessions_add a b || { tf_done; exit 1; }
 
 t_probe=$SECONDS
 for p in "${probes[@]}"; do run_probe "$p" enforced; done
