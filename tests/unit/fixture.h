@@ -40,6 +40,14 @@
 
 #define IFINDEX_LO 1
 #define MAX_EVENTS 32
+
+/* The judged guest of the session fixtures and its gateway: MACs and addresses. */
+#define GMAC "02:00:00:00:00:02"
+#define HMAC "02:00:00:00:00:01"
+#define G4   "10.10.0.2"
+#define GW4  "10.10.0.1"
+#define G6   "fd00:a::2"
+#define GW6  "fd00:a::1"
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- sessions, as the daemon sets them up ---------------------------------------- */

@@ -45,13 +45,7 @@
 #define SID_B 2
 #define SID_C 3
 
-/* Session A; the JSON fixtures are written with ' for ", see unquote() */
-#define GMAC   "02:00:00:00:00:02"
-#define HMAC   "02:00:00:00:00:01"
-#define G4     "10.10.0.2"
-#define GW4    "10.10.0.1"
-#define G6     "fd00:a::2"
-#define GW6    "fd00:a::1"
+/* Session A is fixture.h's judged guest (GMAC, G4 ...); fixture JSON is written with ' for ". */
 #define G6LL   "fe80::ff:fe00:2"	/* EUI-64 of GMAC */
 #define GW6LL  "fe80::ff:fe00:1"	/* EUI-64 of HMAC */
 /* Session C: IPv6 only, resolver at the gateway's link-local address */

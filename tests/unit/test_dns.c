@@ -575,12 +575,6 @@ static void test_parse_answers(void)
 #define SID_B 2
 #define SID_C 3
 
-#define GMAC "02:00:00:00:00:02"
-#define HMAC "02:00:00:00:00:01"
-#define G4   "10.10.0.2"
-#define GW4  "10.10.0.1"
-#define G6   "fd00:a::2"
-#define GW6  "fd00:a::1"
 #define B6   "2001:db8:b::2"		/* session B's guest: another session's address */
 
 /* Session A: host rules, one CIDR rule, the resolver at the gateway over IPv4. */

@@ -22,11 +22,6 @@
 #include "fixture.h"
 #include "pkt.h"
 
-#define GMAC "02:00:00:00:00:02"
-#define HMAC "02:00:00:00:00:01"
-#define G4   "10.10.0.2"
-#define G6   "fd00:a::2"
-
 #define CDN   "192.0.2.10"	/* learnt for www.example.com and other.example.net */
 #define OTHER "192.0.2.20"	/* learnt for other.example.net only */
 #define PLAIN "192.0.2.30"	/* plain.test: "tls": false */
