@@ -8,9 +8,9 @@ events FILE OFFSET TIMEOUT WANT KEY=VALUE...
         TIMEOUT s until some match when WANT is 1; prints them. Exit 0 iff some matched == WANT.
 schema  every line on stdin is a JSON object with the feed's common keys (the sealed log's own
         lines, docs/audit.md, have theirs); prints the first line that is not, with what it lacks.
-check FILE EXPR ARG... [--learned]
-        EXPR, a Python expression over d (FILE's JSON) and a (the ARGs), is true; else prints why
-        and exits 1. --learned: also L, the session's learned list (session show --json), and
+check [--learned] FILE EXPR ARG...
+        EXPR, a Python expression over d (FILE's JSON), a (the ARGs) and the json module, is true;
+        else prints why and exits 1. --learned: also L, the session's learned list (session show --json), and
         has(ADDR), its entry for ADDR or None.
 get PATH
         the value at PATH (keys and list indices joined by dots: stats.floor.host_entries) of the
@@ -86,7 +86,7 @@ def check(a):
     except ValueError as e:
         print(f"not JSON: {e}: {open(a.file).read(200)!r}")
         return 1
-    env = {"d": d, "a": a.args}
+    env = {"d": d, "a": a.args, "json": json}
     if a.learned:
         try:
             learned = d["session"]["learned"]
