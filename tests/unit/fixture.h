@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The datapath fixture environment shared by test_datapath.c, test_dns.c and
- * test_tls.c: a private network namespace, fixture text written with ' for ",
- * sessions set up and removed through the daemon's own parser, compiler and
- * tf_dp_session_install()/remove() (what tapfenced writes, minus attaching),
- * frames run through the loaded object with BPF_PROG_TEST_RUN, and the
- * checks on what it decided: the verdict, the per-reason counters that moved
- * and the events it emitted.
+ * test_tls.c (in the private network namespace of netns.h): fixture text
+ * written with ' for ", sessions set up and removed through the daemon's own
+ * parser, compiler and tf_dp_session_install()/remove() (what tapfenced
+ * writes, minus attaching), frames run through the loaded object with
+ * BPF_PROG_TEST_RUN, and the checks on what it decided: the verdict, the
+ * per-reason counters that moved and the events it emitted.
  *
  * Skb test runs judge on ifindex 1 (net/bpf/test_run.c: ctx->ifindex 0 or 1
  * keeps net->loopback_dev) and XDP runs say ingress_ifindex 1: the judged
@@ -16,15 +16,9 @@
 #define TF_FIXTURE_H
 
 #include <errno.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -37,6 +31,7 @@
 #include "daemon/policy.h"
 #include "daemon/spec.h"
 #include "check.h"
+#include "netns.h"
 
 #define IFINDEX_LO 1
 #define MAX_EVENTS 32
@@ -90,34 +85,6 @@ static inline int config_parse(struct tf_config *c, const char *text)
 	if (ret)
 		fprintf(stderr, "config: %s\n", err);
 	return ret;
-}
-
-/* A network namespace of our own, with lo up, so the host's loopback is never involved. */
-static inline int private_netns(void)
-{
-	struct ifreq ifr = {};
-	int fd, ret = 0;
-
-	if (unshare(CLONE_NEWNET))
-		return -errno;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr)) {
-		ret = -errno;
-	} else {
-		ifr.ifr_flags |= IFF_UP;
-		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
-			ret = -errno;
-	}
-	close(fd);
-	return ret;
-}
-
-static inline int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }
 
 /* ---- the loaded datapath ------------------------------------------------------------ */

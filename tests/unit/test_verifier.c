@@ -14,7 +14,7 @@
 
 #include "tapfence.skel.h"
 #include "check.h"
-#include "fixture.h"
+#include "netns.h"
 
 static const struct {
 	const char *prog;
