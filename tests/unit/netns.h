@@ -2,7 +2,7 @@
 /*
  * Where a test that loads the datapath runs: a private network namespace
  * with lo up (the host's loopback is never involved), and libbpf quiet but
- * for its warnings. Used by fixture.h, test_verifier.c and tools/bench.
+ * for its warnings. Used by fixture.h and tools/bench/bench_dp.c.
  */
 #ifndef TF_NETNS_H
 #define TF_NETNS_H
