@@ -43,6 +43,13 @@
 #define GW4  "10.10.0.1"
 #define G6   "fd00:a::2"
 #define GW6  "fd00:a::1"
+
+/* A session spec's first members for that guest: session a on tap-a, its gateway the resolver. */
+#define SPEC_A_HEAD                                                          \
+	"{'id':'a','ifname':'tap-a',"                                        \
+	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"        \
+	"'gateway':{'mac':'" HMAC "','ipv4':'" GW4 "','ipv6':'" GW6 "'},"    \
+	"'resolver':{'ipv4':'" GW4 "'},"
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- sessions, as the daemon sets them up ---------------------------------------- */

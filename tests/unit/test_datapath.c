@@ -65,10 +65,7 @@
 #define HOST6     "2001:db8::77"
 
 static const char spec_a[] =
-	"{'id':'a','ifname':'tap-a',"
-	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"
-	"'gateway':{'mac':'" HMAC "','ipv4':'" GW4 "','ipv6':'" GW6 "'},"
-	"'resolver':{'ipv4':'" GW4 "'},"
+	SPEC_A_HEAD
 	"'allow':["
 	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[80,443,'8000-8100']},"
 	"{'cidr':'203.0.113.0/24','proto':'icmp'},"

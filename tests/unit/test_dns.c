@@ -579,10 +579,7 @@ static void test_parse_answers(void)
 
 /* Session A: host rules, one CIDR rule, the resolver at the gateway over IPv4. */
 static const char spec_a[] =
-	"{'id':'a','ifname':'tap-a',"
-	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"
-	"'gateway':{'mac':'" HMAC "','ipv4':'" GW4 "','ipv6':'" GW6 "'},"
-	"'resolver':{'ipv4':'" GW4 "'},"
+	SPEC_A_HEAD
 	"'allow':["
 	"{'host':'github.com','proto':'tcp','ports':[443]},"
 	"{'host':'*.npmjs.org','proto':'tcp','ports':[443]},"

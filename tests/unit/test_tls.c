@@ -30,10 +30,7 @@
 #define CDN6  "2001:db8:c::10"	/* learnt for www.example.com */
 
 static const char spec[] =
-	"{'id':'a','ifname':'tap-a',"
-	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"
-	"'gateway':{'mac':'" HMAC "','ipv4':'10.10.0.1','ipv6':'fd00:a::1'},"
-	"'resolver':{'ipv4':'10.10.0.1'},"
+	SPEC_A_HEAD
 	"'allow':["
 	"{'host':'www.example.com','proto':'tcp','ports':[443]},"
 	"{'host':'other.example.net','proto':'tcp','ports':[443]},"
