@@ -63,7 +63,6 @@ cleanup() {
 	tf_cleanup
 	echo "(cleaned up: namespaces, bpffs, pins, processes)"
 }
-trap cleanup EXIT
 
 heading() { printf '\n== %s\n' "$*"; }
 setup() { "$@" >/dev/null 2>&1 || die "setup: $*"; }
@@ -147,24 +146,9 @@ setup inet_link "$host" "$inet" 97 10.30.0.0/16 fd00:1e::/32 \
 # The resolver: dnsmasq in $host on the two gateway addresses only (as in tests/netns/test_dns.sh):
 # no upstream, no /etc/hosts, no config file, no DHCP, static records, a query log.
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=10.30.1.1 --listen-address=10.30.2.1 --port=53 \
-	--user=root --group=root --pid-file="$T/dnsmasq.pid" \
-	--log-queries --log-facility="$DNS_LOG" --local=/test/ \
+dnsmasq_start "$host" "$DNS_LOG" "10.30.1.1,10.30.2.1" --local=/test/ \
 	--host-record=www.allowed.test,198.51.100.20,300 \
-	--host-record=forbidden.test,198.51.100.20,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-# shellcheck disable=SC2317 # run by wait_for
-dns_bound() {
-	local l
-	l=$(n "$host" ss -Hlun 'sport = :53')
-	[[ $l == *"10.30.1.1:53"* && $l == *"10.30.2.1:53"* ]]
-}
-wait_for 5 dns_bound || die "dnsmasq did not bind 10.30.1.1:53 and 10.30.2.1:53: $(tail -n 3 "$T/dnsmasq.out")"
-tf_watch "$DNS_LOG"
+	--host-record=forbidden.test,198.51.100.20,300
 
 # The TLS server: tools/bench/tlsconn.py's, which reads one whole ClientHello per connection,
 # answers one byte and logs "hello PEER BYTES" (or "error PEER ..."). It takes connections one at

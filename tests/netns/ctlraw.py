@@ -21,13 +21,14 @@ It prints what the daemon sent; tests/netns/test_control.sh judges it.
 
 Standard library only; run it as /usr/bin/python3. Every wait is bounded (--timeout, default 5 s).
 """
-import argparse
 import json
 import signal
 import socket
 import sys
 import threading
 import time
+
+from tfnet import arg, run
 
 
 def connect(path, timeout):
@@ -189,26 +190,14 @@ def cmd_subscribe(args):
         print(line, flush=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("sock")
-    ap.add_argument("--timeout", type=float, default=5.0)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("lines")
-    p.add_argument("line", nargs="+")
-    p.set_defaults(fn=cmd_lines)
-    p = sub.add_parser("big")
-    p.add_argument("size", type=int)
-    p.set_defaults(fn=cmd_big)
-    sub.add_parser("stall").set_defaults(fn=cmd_stall)
-    sub.add_parser("idle").set_defaults(fn=cmd_idle)
-    sub.add_parser("trickle").set_defaults(fn=cmd_trickle)
-    p = sub.add_parser("subscribe")
-    p.add_argument("session", nargs="?")
-    p.set_defaults(fn=cmd_subscribe)
-    args = ap.parse_args()
-    args.fn(args)
-
+COMMANDS = {
+    "lines": (cmd_lines, [arg("line", nargs="+")]),
+    "big": (cmd_big, [arg("size", type=int)]),
+    "stall": (cmd_stall, []),
+    "idle": (cmd_idle, []),
+    "trickle": (cmd_trickle, []),
+    "subscribe": (cmd_subscribe, [arg("session", nargs="?")]),
+}
 
 if __name__ == "__main__":
-    main()
+    run(__doc__, COMMANDS, common=[arg("sock"), arg("--timeout", type=float, default=5.0)])

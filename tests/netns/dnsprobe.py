@@ -16,34 +16,15 @@ spoof:      send one forged DNS answer as an Ethernet frame on --iface (from --s
             egress program said drop).
 Standard library plus Debian's scapy: run it as /usr/bin/python3.
 """
-import argparse
 import errno
 import os
 import socket
-import sys
 import threading
 import time
 
-import logging
+from tfnet import LOG, READY, arg, fmt, log_line, parse_addr, quiet_scapy, ready, run
 
-logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
-
-
-def parse_addr(spec):
-    if spec.startswith("["):
-        host, _, port = spec[1:].partition("]:")
-        return socket.AF_INET6, host, int(port)
-    host, _, port = spec.rpartition(":")
-    return socket.AF_INET, host, int(port)
-
-
-def fmt(family, addr):
-    return f"[{addr[0]}]:{addr[1]}" if family == socket.AF_INET6 else f"{addr[0]}:{addr[1]}"
-
-
-def log_line(path, line):
-    with open(path, "a", encoding="ascii") as f:
-        f.write(line + "\n")
+quiet_scapy()
 
 
 def echo_conn(conn):
@@ -59,13 +40,13 @@ def echo_conn(conn):
     conn.close()
 
 
-def echo_accept(s, family, local, log):
+def echo_accept(s, local, log):
     while True:
         try:
             conn, peer = s.accept()
         except OSError:
             return
-        log_line(log, f"tcp {local} from {fmt(family, peer)}")
+        log_line(log, f"tcp {local} from {fmt(peer)}")
         threading.Thread(target=echo_conn, args=(conn,), daemon=True).start()
 
 
@@ -77,14 +58,10 @@ def echo_serve(args):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((host, port))
         s.listen(16)
-        t = threading.Thread(target=echo_accept, args=(s, family, fmt(family, (host, port)), args.log),
-                             daemon=True)
+        t = threading.Thread(target=echo_accept, args=(s, fmt((host, port)), args.log), daemon=True)
         t.start()
         threads.append(t)
-    if args.ready:
-        with open(args.ready + ".tmp", "w", encoding="ascii") as f:
-            f.write(f"{os.getpid()}\n")
-        os.rename(args.ready + ".tmp", args.ready)
+    ready(args.ready)
     try:
         while True:
             time.sleep(3600)
@@ -112,7 +89,7 @@ def echo_client(args):
     except OSError as e:
         print(f"connect: {e}", flush=True)
         return 1
-    print(f"connected from {fmt(family, s.getsockname())}", flush=True)
+    print(f"connected from {fmt(s.getsockname())}", flush=True)
     for n in (1, 2):
         if n == 2:
             deadline = time.monotonic() + args.wait
@@ -200,42 +177,26 @@ def spoof(args):
     return 0
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    es = sub.add_parser("echo-serve")
-    es.add_argument("--log", required=True)
-    es.add_argument("--ready")
-    es.add_argument("--tcp", action="append", default=[], metavar="ADDR:PORT")
-    ec = sub.add_parser("echo-client")
-    ec.add_argument("dst")
-    ec.add_argument("port", type=int)
-    ec.add_argument("--go", required=True)
-    ec.add_argument("--wait", type=float, default=20.0)
-    ec.add_argument("--timeout", type=float, default=2.0)
-    q = sub.add_parser("query")
-    q.add_argument("server")
-    q.add_argument("--src", required=True)
-    q.add_argument("--sport", type=int, required=True)
-    q.add_argument("--id", type=lambda v: int(v, 0), required=True)
-    q.add_argument("--name", required=True)
-    q.add_argument("--qtype", default="A")
-    q.add_argument("--sent", required=True)
-    q.add_argument("--log", required=True)
-    q.add_argument("--listen", type=float, default=5.0)
-    sp = sub.add_parser("spoof")
-    sp.add_argument("--iface", required=True)
-    sp.add_argument("--src-mac", required=True)
-    sp.add_argument("--dst-mac", required=True)
-    sp.add_argument("--src", required=True)
-    sp.add_argument("--dst", required=True)
-    sp.add_argument("--dport", type=int, required=True)
-    sp.add_argument("--id", type=lambda v: int(v, 0), required=True)
-    sp.add_argument("--name", required=True)
-    sp.add_argument("--addr", required=True)
-    args = p.parse_args()
-    return {"echo-serve": echo_serve, "echo-client": echo_client, "query": query, "spoof": spoof}[args.cmd](args)
+def number(v):
+    return int(v, 0)
 
+
+COMMANDS = {
+    "echo-serve": (echo_serve, [LOG, READY,
+                                arg("--tcp", action="append", default=[], metavar="ADDR:PORT")]),
+    "echo-client": (echo_client, [arg("dst"), arg("port", type=int), arg("--go", required=True),
+                                  arg("--wait", type=float, default=20.0),
+                                  arg("--timeout", type=float, default=2.0)]),
+    "query": (query, [arg("server"), arg("--src", required=True), arg("--sport", type=int, required=True),
+                      arg("--id", type=number, required=True), arg("--name", required=True),
+                      arg("--qtype", default="A"), arg("--sent", required=True), LOG,
+                      arg("--listen", type=float, default=5.0)]),
+    "spoof": (spoof, [arg("--iface", required=True), arg("--src-mac", required=True),
+                      arg("--dst-mac", required=True), arg("--src", required=True),
+                      arg("--dst", required=True), arg("--dport", type=int, required=True),
+                      arg("--id", type=number, required=True), arg("--name", required=True),
+                      arg("--addr", required=True)]),
+}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, COMMANDS)

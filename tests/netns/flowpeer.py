@@ -18,40 +18,20 @@ sniff:  log every IPv4 TCP segment to --port seen on --dev (AF_PACKET), as
 
 Standard library only; run it as /usr/bin/python3.
 """
-import argparse
 import os
 import selectors
-import signal
 import socket
 import struct
-import sys
 import time
 
-
-def parse_addr(spec):
-    host, _, port = spec.rpartition(":")
-    return host, int(port)
-
-
-def log_line(path, line):
-    # One write per line, in append mode, so concurrent readers never see half a line.
-    with open(path, "a", encoding="ascii") as f:
-        f.write(line + "\n")
-
-
-def ready(path):
-    if path:
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(str(os.getpid()))
-        os.rename(tmp, path)
+from tfnet import LOG, READY, arg, exit_on_term, log_line, parse_addr, ready, run
 
 
 def serve(args):
     sel = selectors.DefaultSelector()
     for kind, specs in (("tcp", args.tcp), ("udp", args.udp)):
         for spec in specs:
-            host, port = parse_addr(spec)
+            _, host, port = parse_addr(spec)
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind((host, port))
@@ -59,7 +39,7 @@ def serve(args):
                 s.listen(16)
             s.setblocking(False)
             sel.register(s, selectors.EVENT_READ, (kind, "listen", f"{host}:{port}", b""))
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    exit_on_term()
     ready(args.ready)
     while True:
         for key, _ in sel.select():
@@ -95,7 +75,7 @@ def serve(args):
 
 def stream(args):
     kind, spec = ("tcp", args.tcp) if args.tcp else ("udp", args.udp)
-    dst = parse_addr(spec)
+    dst = parse_addr(spec)[1:]
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if args.sport:
@@ -129,7 +109,7 @@ def stream(args):
 
 
 def once(args):
-    dst = parse_addr(args.tcp)
+    dst = parse_addr(args.tcp)[1:]
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("0.0.0.0", args.sport))
@@ -152,7 +132,7 @@ def once(args):
 def sniff(args):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
     s.bind((args.dev, 0))
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    exit_on_term()
     ready(args.ready)
     while True:
         frame = s.recv(65535)
@@ -172,39 +152,24 @@ def sniff(args):
                            f"flags 0x{tcp[13]:02x} len {tot - ihl - doff}")
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    sv = sub.add_parser("serve")
-    sv.add_argument("--log", required=True)
-    sv.add_argument("--tcp", action="append", default=[], metavar="ADDR:PORT")
-    sv.add_argument("--udp", action="append", default=[], metavar="ADDR:PORT")
-    sv.add_argument("--ready")
-    st = sub.add_parser("stream")
-    st.add_argument("--tcp", metavar="HOST:PORT")
-    st.add_argument("--udp", metavar="HOST:PORT")
-    st.add_argument("--sport", type=int, default=0)
-    st.add_argument("--tag", required=True)
-    st.add_argument("--log", required=True)
-    st.add_argument("--interval", type=float, default=0.1)
-    st.add_argument("--duration", type=float, default=120)
-    st.add_argument("--stop")
-    st.add_argument("--ready")
-    on = sub.add_parser("once")
-    on.add_argument("--tcp", required=True, metavar="HOST:PORT")
-    on.add_argument("--sport", type=int, required=True)
-    on.add_argument("--tag", required=True)
-    on.add_argument("--timeout", type=float, default=2)
-    sn = sub.add_parser("sniff")
-    sn.add_argument("--dev", required=True)
-    sn.add_argument("--port", type=int, required=True)
-    sn.add_argument("--log", required=True)
-    sn.add_argument("--ready")
-    args = p.parse_args()
-    if args.cmd == "stream" and bool(args.tcp) == bool(args.udp):
+def check(p, args):
+    if args.fn is stream and bool(args.tcp) == bool(args.udp):
         p.error("stream: one of --tcp and --udp")
-    return {"serve": serve, "stream": stream, "once": once, "sniff": sniff}[args.cmd](args) or 0
 
+
+COMMANDS = {
+    "serve": (serve, [LOG, READY, arg("--tcp", action="append", default=[], metavar="ADDR:PORT"),
+                      arg("--udp", action="append", default=[], metavar="ADDR:PORT")]),
+    "stream": (stream, [arg("--tcp", metavar="HOST:PORT"), arg("--udp", metavar="HOST:PORT"),
+                        arg("--sport", type=int, default=0), arg("--tag", required=True), LOG,
+                        arg("--interval", type=float, default=0.1),
+                        arg("--duration", type=float, default=120), arg("--stop"), READY]),
+    "once": (once, [arg("--tcp", required=True, metavar="HOST:PORT"),
+                    arg("--sport", type=int, required=True), arg("--tag", required=True),
+                    arg("--timeout", type=float, default=2)]),
+    "sniff": (sniff, [arg("--dev", required=True), arg("--port", type=int, required=True), LOG,
+                      READY]),
+}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, COMMANDS, check=check)

@@ -16,14 +16,12 @@ error --src S --dst GUEST --type T --code C --inner-dst D --sport N --dport P --
         guesses the flow can send it.
 Standard library plus Debian's scapy (error): run it as /usr/bin/python3.
 """
-import argparse
 import errno
-import os
 import select
-import signal
 import socket
-import sys
 import time
+
+from tfnet import LOG, arg, exit_on_term, log_line, quiet_scapy, ready, run
 
 MARKER = b"TAPFENCE-ICMP-PAYLOAD-"
 # <linux/in.h>; Python's socket module names neither.
@@ -38,14 +36,8 @@ ERRORS6 = (1, 2, 3, 4)
 def capture(a):
     s4 = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
     s6 = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
-
-    def on_term(_sig, _frame):
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, on_term)
-    with open(a.ready + ".tmp", "w", encoding="ascii") as f:
-        f.write(f"{os.getpid()}\n")
-    os.rename(a.ready + ".tmp", a.ready)
+    exit_on_term()
+    ready(a.ready)
     while True:
         for s in select.select([s4, s6], [], [], 1.0)[0]:
             data, peer = s.recvfrom(65535)
@@ -56,8 +48,7 @@ def capture(a):
                 continue
             line = (f"{fam} type={data[0]} code={data[1]} src={peer[0]} len={len(data)} "
                     f"marker={int(MARKER in data)}")
-            with open(a.log, "a", encoding="ascii") as f:
-                f.write(line + "\n")
+            log_line(a.log, line)
 
 
 def big(a):
@@ -89,9 +80,7 @@ def big(a):
 
 
 def error(a):
-    import logging
-
-    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+    quiet_scapy()
     from scapy.all import ICMP, IP, UDP, IPv6, send  # noqa: E402
     from scapy.layers.inet6 import ICMPv6DestUnreach  # noqa: E402
 
@@ -107,30 +96,16 @@ def error(a):
     return 0
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("capture")
-    c.add_argument("--log", required=True)
-    c.add_argument("--ready", required=True)
-    b = sub.add_parser("big")
-    b.add_argument("dst")
-    b.add_argument("port", type=int)
-    b.add_argument("size", type=int)
-    b.add_argument("--sport", type=int, required=True)
-    b.add_argument("--timeout", type=float, default=3.0)
-    e = sub.add_parser("error")
-    e.add_argument("--src", required=True)
-    e.add_argument("--dst", required=True)
-    e.add_argument("--type", type=int, default=3)
-    e.add_argument("--code", type=int, default=3)
-    e.add_argument("--inner-dst", required=True)
-    e.add_argument("--sport", type=int, required=True)
-    e.add_argument("--dport", type=int, required=True)
-    e.add_argument("--payload-len", type=int, default=1000)
-    a = p.parse_args()
-    return {"capture": capture, "big": big, "error": error}[a.cmd](a)
-
+COMMANDS = {
+    "capture": (capture, [LOG, arg("--ready", required=True)]),
+    "big": (big, [arg("dst"), arg("port", type=int), arg("size", type=int),
+                  arg("--sport", type=int, required=True), arg("--timeout", type=float, default=3.0)]),
+    "error": (error, [arg("--src", required=True), arg("--dst", required=True),
+                      arg("--type", type=int, default=3), arg("--code", type=int, default=3),
+                      arg("--inner-dst", required=True), arg("--sport", type=int, required=True),
+                      arg("--dport", type=int, required=True),
+                      arg("--payload-len", type=int, default=1000)]),
+}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, COMMANDS)

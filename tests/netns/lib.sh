@@ -3,12 +3,15 @@
 # Test helpers shared by tests/netns/*.sh and tools/demo.sh: namespaces, links, listeners, bpffs,
 # tapfenced, session specs, and a small assertion vocabulary printing "PASS: ..." / "FAIL: ...".
 #
-# Source it from a test script, then:
-#   tf_init                      # $T (scratch dir), $TF_SFX (PID suffix), checks root
-#   trap cleanup EXIT            # cleanup() { tf_cleanup; } — runs every `defer'red command, LIFO
-#   ns_add tf-host-$TF_SFX ...   # namespaces, removed on exit
+# Source it from a test script; the prologue is then:
+#   tf_init                      # checks root; $T (scratch dir), $TF_SFX (PID suffix); cleanup() at exit
+#   host=tf-host-$TF_SFX ...     # namespace names of this run
+#   tf_need dnsmasq dig          # the tools the test runs, or a FAIL naming their package
+#   setup ns_add "$host" ...     # namespaces, removed on exit; setup: a step that must work
 #   ...
 #   tf_done                      # prints "N passed, N failed" and returns non-zero on any failure
+# cleanup() runs every `defer'red command, LIFO (tf_cleanup); a script that must undo more defines
+# its own cleanup() after sourcing this file, calling tf_cleanup.
 #
 # Everything started here is recorded by PID and killed by PID; nothing touches the root namespace's
 # links or routes. Only bash builtins and iproute2, plus /usr/bin/python3 for JSON and packets.
@@ -18,6 +21,9 @@ TF_BUILD=${BUILD:-$TF_ROOT/build}
 TF_NETNS_DIR=$TF_ROOT/tests/netns
 PY=/usr/bin/python3 # Debian's python: the one that has scapy
 TF_CONNECT_TIMEOUT=${TF_CONNECT_TIMEOUT:-2}
+
+# tfjson CMD ARG...: tests/netns/tfjson.py, the JSON side of these helpers (events, specs, checks).
+tfjson() { "$PY" "$TF_NETNS_DIR/tfjson.py" "$@"; }
 
 tf_passed=0
 tf_failed=0
@@ -32,9 +38,34 @@ tf_init() {
 	TF_SFX=$$
 	T=$(mktemp -d /tmp/tapfence-netns.XXXXXX)
 	chmod 755 "$T"
+	trap cleanup EXIT
 	# A fatal signal would end bash without its EXIT trap: turn it into an exit, so cleanup runs.
 	trap 'exit 130' INT
 	trap 'exit 143' TERM HUP
+}
+
+# cleanup: what runs at exit (tf_init's trap). A script may define its own after sourcing this file.
+cleanup() { tf_cleanup; }
+
+# setup CMD...: a set-up step; if it fails, the test ends with a FAIL line naming it.
+setup() { "$@" || die "setup: $*"; }
+
+# tf_need CMD...: each CMD is installed, else the test ends with a FAIL naming the package.
+tf_need() {
+	local c pkg
+	for c in "$@"; do
+		command -v "$c" >/dev/null && continue
+		case $c in
+		dnsmasq) pkg="tools/deps.sh: dnsmasq-base" ;;
+		dig) pkg="tools/deps.sh: bind9-dnsutils" ;;
+		valgrind | vgdb) pkg="tools/deps.sh: valgrind" ;;
+		capsh) pkg="tools/deps.sh: libcap2-bin" ;;
+		prlimit) pkg="util-linux" ;;
+		rsyslogd) pkg="make deps" ;;
+		*) pkg="tools/deps.sh: $c" ;;
+		esac
+		die "$c is not installed ($pkg)"
+	done
 }
 
 # defer CMD...: run CMD at cleanup (last deferred runs first). Arguments are kept as words.
@@ -240,6 +271,38 @@ n_resolv() {
 	ip netns exec "$ns" /bin/sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$conf" "$@"
 }
 
+# dnsmasq_start NS LOG ADDR[,ADDR...] OPTION...: a resolver in NS on port 53 of each ADDR only: no
+# upstream (--no-resolv), no /etc/hosts, no config file, no DHCP, not on loopback (with
+# --listen-address and no --interface it is not added). It logs every query to LOG (emptied first,
+# watched). The OPTIONs are its records (--local, --host-record, --cname ...). Sets DNS_PID; the
+# resolver is killed at cleanup. Returns once every ADDR:53 is bound.
+dnsmasq_start() {
+	local ns=$1 log=$2 a listen=()
+	IFS=, read -ra DNS_ADDRS <<<"$3"
+	shift 3
+	for a in "${DNS_ADDRS[@]}"; do listen+=("--listen-address=$a"); done
+	: >"$log"
+	ip netns exec "$ns" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+		--bind-interfaces "${listen[@]}" --port=53 --user=root --group=root \
+		--pid-file="$T/dnsmasq.pid" --log-queries --log-facility="$log" "$@" >"$T/dnsmasq.out" 2>&1 &
+	DNS_PID=$!
+	DNS_NS=$ns
+	defer kill_pid "$DNS_PID"
+	wait_for 5 dns_bound ||
+		die "dnsmasq did not bind ${DNS_ADDRS[*]} (port 53): $(tail -n 3 "$T/dnsmasq.out" "$log")"
+	kill -0 "$DNS_PID" 2>/dev/null || die "dnsmasq exited: $(tail -n 3 "$T/dnsmasq.out")"
+	tf_watch "$log"
+}
+
+# dns_bound: dnsmasq_start's resolver listens on every one of its addresses.
+dns_bound() {
+	local l a
+	l=$(n "$DNS_NS" ss -Hlun 'sport = :53')
+	for a in "${DNS_ADDRS[@]}"; do
+		[[ $l == *"$a:53"* ]] || return 1
+	done
+}
+
 # tls_certs DIR NAME...: a throwaway CA (DIR/ca.pem) and, for each NAME, DIR/NAME.pem and DIR/NAME.key
 # signed by it for DNS:NAME (P-256, valid 2 days), made with openssl in DIR.
 tls_certs() {
@@ -281,6 +344,31 @@ tapvmm() {
 		--guest-ip "$gip" --gw-mac "$gwmac" --timeout "$TF_CONNECT_TIMEOUT" "$@" >"$T/client.out" 2>&1
 }
 
+# one_guest HOST GUEST INET: the smallest whole topology, in those three namespaces:
+#   GUEST ─ veth ga|ha ─ HOST (router) ─ INET: 198.51.100.10, 203.0.113.10, tcp :80 listeners
+#   10.10.1.2 fd00:a:1::2  10.10.1.1             logging to $L_INET
+# one_guest_spec FILE writes its session "a" (on ha), allowing tcp/80 to 198.51.100.0/24, and
+# guest_probe DESC HOST reached|blocked is probe_tcp from the guest to HOST:80.
+one_guest() {
+	local hns=$1 ins=$3
+	TF_GUEST_NS=$2
+	ns_add "$hns" "$TF_GUEST_NS" "$ins" || return
+	ns_router "$hns" || return
+	guest_link "$TF_GUEST_NS" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 \
+		"$hns" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64 || return
+	inet_link "$hns" "$ins" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
+		198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
+	L_INET=$T/inet.log
+	listener_start "$ins" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+}
+
+one_guest_spec() {
+	session_spec "$1" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 \
+		fd00:a:1::1 '[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+}
+
+guest_probe() { probe_tcp "$1" "$L_INET" "$TF_GUEST_NS" 10.10.1.2 "$2" 80 "$3"; }
+
 # --- bpffs, tapfenced, CLI, session specs -----------------------------------------------------
 
 # bpffs_mount DIR: a private bpffs for pins, in the root mount namespace (ip netns exec copies it).
@@ -304,7 +392,7 @@ tfd_config() {
 		[ -n "$extra" ] && printf ',%s' "$extra"
 		printf '}\n'
 	} >"$file"
-	"$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$file" || die "bad config $file"
+	tfjson valid "$file" || die "bad config $file"
 }
 
 # tfd_start NS: start tapfenced with $TFD_CONFIG inside NS, wait up to $TFD_START_WAIT s (default 10)
@@ -349,22 +437,26 @@ tfc() {
 	"$TF_BUILD/tapfence" --socket "$TF_SOCK" "$@"
 }
 
+# sessions_add ID...: `session add $T/ID.json' for each ID, one check each; non-zero if any failed.
+sessions_add() {
+	local s ret=0
+	for s in "$@"; do
+		if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
+			pass "session add $s"
+		else
+			fail "session add $s: $(head -n 2 "$T/cli.out")"
+			ret=1
+		fi
+	done
+	return "$ret"
+}
+
 # session_spec FILE ID IFNAME GUEST_MAC GUEST4 GUEST6 GW_MAC GW4 GW6 ALLOW_JSON_ARRAY
 # The resolver is the gateway's IPv4, port 53.
 session_spec() {
 	local file=$1
 	shift
-	"$PY" - "$file" "$@" <<-'EOF' || die "cannot write session spec $file"
-		import json, sys
-		file, sid, ifname, gmac, g4, g6, gwmac, gw4, gw6, allow = sys.argv[1:]
-		spec = {"id": sid, "ifname": ifname,
-		        "guest": {"mac": gmac, "ipv4": g4, "ipv6": g6},
-		        "gateway": {"mac": gwmac, "ipv4": gw4, "ipv6": gw6},
-		        "resolver": {"ipv4": gw4, "port": 53},
-		        "allow": json.loads(allow)}
-		with open(file, "w") as f:
-		    json.dump(spec, f, indent=1)
-	EOF
+	tfjson session-spec "$file" "$@" || die "cannot write session spec $file"
 }
 
 # --- assertions -------------------------------------------------------------------------------
@@ -407,7 +499,10 @@ check_says() {
 	fi
 }
 
-# tf_watch FILE: FILE takes part in tf_mark; expectations on it only look at what came after.
+# tf_watch FILE: FILE takes part in tf_mark; expectations on it only look at what came after. A
+# file nobody watches cannot be looked at by since() or the expectations below: a line an earlier
+# probe left there must never count for a later one. listener_start, tlsserver_start and tfd_start
+# watch their logs; a script watches any other log it checks (dnsmasq's, a sniffer's).
 tf_watch() {
 	tf_mark_at[$1]=0
 }
@@ -425,14 +520,26 @@ tf_unmark() {
 	tf_mark_at[$1]=0
 }
 
-# since FILE: what was appended to FILE after the last tf_mark.
+# since FILE: what was appended to FILE after the last tf_mark (a FAIL line if FILE is not watched).
 since() {
-	tail -c +$((${tf_mark_at[$1]:-0} + 1)) "$1" 2>/dev/null
+	if [ -z "${tf_mark_at[$1]+set}" ]; then
+		echo "FAIL: since $1: not watched (tf_watch it), so older lines would count" >&2
+		return 1
+	fi
+	tail -c +$((tf_mark_at[$1] + 1)) "$1" 2>/dev/null
+}
+
+# watched FILE DESC: FILE is watched, else a FAIL for DESC saying so.
+watched() {
+	[ -n "${tf_mark_at[$1]+set}" ] && return 0
+	fail "$2 ($(basename "$1") is not watched: tf_watch it, so that only lines after tf_mark count)"
+	return 1
 }
 
 # expect_reached LOG TEXT DESC: the listener logged a line containing TEXT (fixed string) since tf_mark.
 expect_reached() {
 	local log=$1 pat=$2 desc=$3
+	watched "$log" "$desc" || return 0
 	if wait_for 2 grep_since "$log" "$pat"; then
 		pass "$desc"
 	else
@@ -445,6 +552,7 @@ expect_reached() {
 # and only for a listener that a baseline probe showed does log this very probe.
 expect_not_reached() {
 	local log=$1 pat=$2 desc=$3
+	watched "$log" "$desc" || return 0
 	sleep 0.3
 	if grep_since "$log" "$pat"; then
 		fail "$desc (listener logged: $(since "$log" | grep -F -- "$pat" | head -n 1))"
@@ -472,41 +580,74 @@ grep_since() {
 	since "$1" | grep -qF -- "$2"
 }
 
+# --- the probe table --------------------------------------------------------------------------
+
+# probe NAME VERDICT REASON "EVENT FILTER" LOG TEXT "DESC" [-] -- CLIENT...
+#   One row of a script's probe table, run by run_probe. VERDICT/REASON: what tapfence must decide
+#   once it enforces ("-" REASON: no event to look for). EVENT FILTER: KEY=VALUE words the event
+#   must also carry. LOG/TEXT: the listener log and the line the probe leaves there ("-" LOG when
+#   the only evidence is the client's reply, as for ARP). CLIENT: a command that exits 0 iff the
+#   reply came back, and 125 if it could not run (it says why); "-" before the "--": its exit
+#   status says nothing (a query to a UDP echo), only the log does.
+probes=()
+declare -A p_verdict p_reason p_ev p_log p_text p_desc p_client p_judge_client
+probe() {
+	local name=$1
+	probes+=("$name")
+	p_verdict[$name]=$2 p_reason[$name]=$3 p_ev[$name]=$4 p_log[$name]=$5 p_text[$name]=$6 p_desc[$name]=$7
+	shift 7
+	p_judge_client[$name]=1
+	[ "$1" = - ] && { p_judge_client[$name]=0; shift; }
+	shift # --
+	printf -v "p_client[$name]" '%q ' "$@"
+}
+
+# probe_note: what the client printed, as comments, for a failed check (a script may redefine it).
+probe_note() { sed 's/^/#   client: /' <(head -n 4 "$T/client.out"); }
+
+# run_probe NAME PHASE: PHASE "enforced" expects VERDICT and its event; any other phase (baseline,
+# after-cleanup) expects the probe through. Every expectation looks only at what came after the
+# probe started (tf_mark).
+run_probe() {
+	local name=$1 phase=$2 rc want desc log text
+	desc=${p_desc[$name]} log=${p_log[$name]} text=${p_text[$name]}
+	want=${p_verdict[$name]}
+	[ "$phase" = enforced ] || want=allow
+	tf_mark
+	eval "${p_client[$name]}"
+	rc=$?
+	if [ "$rc" = 125 ]; then
+		fail "$phase: $desc: the client could not run"
+	elif [ "${p_judge_client[$name]}" = 1 ]; then
+		if [ "$want" = allow ] && [ "$rc" = 0 ]; then
+			pass "$phase: $desc: the client got the reply"
+		elif [ "$want" = allow ]; then
+			fail "$phase: $desc: the client got no reply"
+			probe_note
+		elif [ "$rc" != 0 ]; then
+			pass "$phase: $desc: the client got no reply"
+		else
+			fail "$phase: $desc: the client got a reply"
+			probe_note
+		fi
+	fi
+	if [ "$log" != - ] && [ "$want" = allow ]; then
+		expect_reached "$log" "$text" "$phase: $desc: reached $(basename "$log")"
+	elif [ "$log" != - ]; then
+		expect_not_reached "$log" "$text" "$phase: $desc: did not reach $(basename "$log")"
+	fi
+	[ "$phase" = enforced ] && [ "${p_reason[$name]}" != - ] || return 0
+	# shellcheck disable=SC2086 # the filter is a list of words
+	expect_event ${p_ev[$name]} verdict="${p_verdict[$name]}" reason="${p_reason[$name]}" \
+		-- "$phase: $desc: event ${p_verdict[$name]}/${p_reason[$name]}"
+}
+
 # Events: JSON lines in $TF_EVENTS. A FILTER is KEY=VALUE words, all of which must equal the
 # event's fields (compared as text: dport=80 matches 80).
-tf_event_py='
-import json, sys, time
-path, off, timeout, want_some = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
-filt = dict(a.split("=", 1) for a in sys.argv[5:])
-def scan():
-    try:
-        data = open(path, "rb").read()
-    except OSError:
-        return []
-    if off > 0 and data[off - 1:off] != b"\n":
-        off_nl = data.find(b"\n", off)
-        data = data[off_nl + 1:] if off_nl >= 0 else b""
-    else:
-        data = data[off:]
-    hits = []
-    for line in data.decode(errors="replace").splitlines():
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if all(str(ev.get(k)) == v for k, v in filt.items()):
-            hits.append(line)
-    return hits
-deadline = time.monotonic() + timeout
-while True:
-    hits = scan()
-    if (hits and want_some) or time.monotonic() >= deadline:
-        break
-    time.sleep(0.1)
-for h in hits:
-    print(h)
-sys.exit(0 if bool(hits) == want_some else 1)
-'
+
+# events_match FILE OFFSET TIMEOUT WANT FILTER...: the events of FILE after byte OFFSET matching
+# FILTER, printed; 0 iff some matched (WANT 1, waiting up to TIMEOUT s for one) or none did (WANT 0).
+events_match() { tfjson events "$@"; }
 
 # expect_event FILTER... -- DESC: an event matching FILTER was logged since tf_mark (waits up to 3 s).
 expect_event() {
@@ -514,7 +655,8 @@ expect_event() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
 	shift
 	desc=$*
-	if "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 3 1 "${filt[@]}" >"$T/event.out"; then
+	watched "$TF_EVENTS" "$desc" || return 0
+	if events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 3 1 "${filt[@]}" >"$T/event.out"; then
 		pass "$desc"
 	else
 		fail "$desc (no event with ${filt[*]})"
@@ -528,7 +670,8 @@ expect_no_event() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do filt+=("$1"); shift; done
 	shift
 	desc=$*
-	if "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 0 "${filt[@]}" >"$T/event.out"; then
+	watched "$TF_EVENTS" "$desc" || return 0
+	if events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 0 "${filt[@]}" >"$T/event.out"; then
 		pass "$desc"
 	else
 		fail "$desc (unexpected: $(head -n 1 "$T/event.out"))"
@@ -536,23 +679,10 @@ expect_no_event() {
 }
 
 # expect_event_schema DESC: every line since tf_mark is a JSON object with the feed's common keys
-# (the sealed log's epoch, continue, seal and checkpoint lines have their own).
+# (the sealed log's own lines have their own: tfjson.py's LOG_KINDS).
 expect_event_schema() {
 	local bad
-	bad=$(since "$TF_EVENTS" | "$PY" -c '
-import json, sys
-keys = ("time", "ifname", "direction", "verdict", "reason", "policy_version", "suppressed", "lost")
-seal = ("epoch", "continue", "seal", "checkpoint", "retention", "key", "policy", "evidence", "attestation")  # the log'"'"'s own lines (docs/audit.md)
-for line in sys.stdin:
-    try:
-        ev = json.loads(line)
-        missing = [] if ev.get("kind") in seal else [k for k in keys if k not in ev]
-    except ValueError:
-        missing = ["(not JSON)"]
-    if missing:
-        print(" ".join(missing) + ": " + line.strip()[:200])
-        break
-')
+	bad=$(since "$TF_EVENTS" | tfjson schema)
 	if [ -z "$bad" ]; then pass "$*"; else fail "$* (missing $bad)"; fi
 }
 

@@ -13,34 +13,14 @@ udp:   send one datagram (optionally from --src/--sport) and wait --timeout seco
 
 Standard library only; run it as /usr/bin/python3.
 """
-import argparse
 import os
 import random
 import selectors
-import signal
 import socket
 import sys
 import time
 
-
-def parse_addr(spec):
-    """'1.2.3.4:80' or '[2001:db8::1]:80' -> (family, host, port)."""
-    if spec.startswith("["):
-        host, _, port = spec[1:].partition("]:")
-        return socket.AF_INET6, host, int(port)
-    host, _, port = spec.rpartition(":")
-    return socket.AF_INET, host, int(port)
-
-
-def fmt(family, addr):
-    host, port = addr[0], addr[1]
-    return f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
-
-
-def log_line(path, line):
-    # One write per line, opened in append mode, so concurrent readers never see half a line.
-    with open(path, "a", encoding="ascii") as f:
-        f.write(line + "\n")
+from tfnet import LOG, READY, arg, exit_on_term, fmt, log_line, parse_addr, ready, run
 
 
 def serve(args):
@@ -58,29 +38,21 @@ def serve(args):
             if kind == "tcp":
                 s.listen(16)
             s.setblocking(False)
-            sel.register(s, selectors.EVENT_READ, (kind, family, fmt(family, (host, port))))
+            sel.register(s, selectors.EVENT_READ, (kind, fmt((host, port))))
             socks.append(s)
-
-    def on_term(_sig, _frame):
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    if args.ready:
-        with open(args.ready + ".tmp", "w", encoding="ascii") as f:
-            f.write(f"{os.getpid()}\n")
-        os.rename(args.ready + ".tmp", args.ready)
+    exit_on_term()
+    ready(args.ready)
 
     while True:
         for key, _ in sel.select(timeout=1.0):
-            kind, family, local = key.data
+            kind, local = key.data
             s = key.fileobj
             if kind == "tcp":
                 try:
                     conn, peer = s.accept()
                 except OSError:
                     continue
-                log_line(args.log, f"tcp {local} from {fmt(family, peer)}")
+                log_line(args.log, f"tcp {local} from {fmt(peer)}")
                 handle_tcp(conn, local)
             else:
                 try:
@@ -88,7 +60,7 @@ def serve(args):
                 except OSError:
                     continue
                 q = dns_qname(data)
-                log_line(args.log, f"udp {local} from {fmt(family, peer)} len {len(data)}"
+                log_line(args.log, f"udp {local} from {fmt(peer)} len {len(data)}"
                          + (f" q={q}" if q else ""))
                 try:
                     s.sendto(data, peer)
@@ -139,8 +111,8 @@ def udp_client(args):
     s.bind((src, sport))
     payload = (args.payload or f"tapfence-probe-{os.getpid()}").encode()
     s.sendto(payload, (args.dst, args.port))
-    local = fmt(family, s.getsockname())
-    print(f"sent udp {local} -> {fmt(family, (args.dst, args.port))} len {len(payload)}", file=sys.stderr)
+    local = fmt(s.getsockname())
+    print(f"sent udp {local} -> {fmt((args.dst, args.port))} len {len(payload)}", file=sys.stderr)
     deadline = time.monotonic() + args.timeout
     while True:
         left = deadline - time.monotonic()
@@ -156,30 +128,16 @@ def udp_client(args):
             print(f"error {e}")
             return 1
         if data == payload:
-            print(f"reply udp from {fmt(family, peer)} len {len(data)}")
+            print(f"reply udp from {fmt(peer)} len {len(data)}")
             return 0
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    sv = sub.add_parser("serve")
-    sv.add_argument("--log", required=True)
-    sv.add_argument("--tcp", action="append", default=[], metavar="ADDR:PORT")
-    sv.add_argument("--udp", action="append", default=[], metavar="ADDR:PORT")
-    sv.add_argument("--ready", help="file written (atomically) once every socket is bound")
-    uc = sub.add_parser("udp")
-    uc.add_argument("dst")
-    uc.add_argument("port", type=int)
-    uc.add_argument("--src")
-    uc.add_argument("--sport", type=int)
-    uc.add_argument("--payload")
-    uc.add_argument("--timeout", type=float, default=2.0)
-    args = p.parse_args()
-    if args.cmd == "serve":
-        return serve(args)
-    return udp_client(args)
-
+COMMANDS = {
+    "serve": (serve, [LOG, READY, arg("--tcp", action="append", default=[], metavar="ADDR:PORT"),
+                      arg("--udp", action="append", default=[], metavar="ADDR:PORT")]),
+    "udp": (udp_client, [arg("dst"), arg("port", type=int), arg("--src"), arg("--sport", type=int),
+                         arg("--payload"), arg("--timeout", type=float, default=2.0)]),
+}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, COMMANDS)

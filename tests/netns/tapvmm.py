@@ -16,7 +16,6 @@ it sent from, as a guest kernel would, so a reply to a (possibly spoofed) source
 Exit 1 when nothing matching came back, 2 on a usage or setup error.
 Needs Debian's scapy: run it as /usr/bin/python3.
 """
-import argparse
 import fcntl
 import os
 import random
@@ -26,9 +25,9 @@ import struct
 import sys
 import time
 
-import logging
+from tfnet import arg, quiet_scapy, run
 
-logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+quiet_scapy()
 from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import ARP, Dot1Q, Ether  # noqa: E402
 
@@ -185,46 +184,46 @@ def cmd_arp(fd, a):
     return 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dev", required=True)
-    ap.add_argument("--guest-mac", required=True)
-    ap.add_argument("--guest-ip", required=True)
-    ap.add_argument("--gw-mac", required=True)
-    ap.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for a reply")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    u = sub.add_parser("udp")
-    u.add_argument("dst")
-    u.add_argument("dport", type=int)
-    u.add_argument("--src", help="source address to claim (spoof); default --guest-ip")
-    u.add_argument("--sport", type=int)
-    u.add_argument("--payload")
-    u.add_argument("--vlan", type=int, help="send the frame with an 802.1Q tag (0: priority tag)")
-    r = sub.add_parser("arp")
-    r.add_argument("target")
-    g = sub.add_parser("dns-gso", help="DNS queries for NAMES to RESOLVER in one UDP GSO write (send only)")
-    g.add_argument("resolver")
-    g.add_argument("names", nargs="+")
-    g.add_argument("--sport", type=int, default=40053)
-    g.add_argument("--gso-size", type=int, default=64)
-    g.add_argument("--hide-in-opt", action="store_true",
-                   help="two NAMES: one allowed-looking query whose OPT record holds the second's")
-    a = ap.parse_args()
-    try:
-        fd = tap_open(a.dev, vnet_hdr=a.cmd == "dns-gso")
-    except OSError as e:
-        print(f"tapvmm: cannot attach to tap `{a.dev}': {e}", file=sys.stderr)
-        return 2
-    try:
-        # Carrier comes up when we attach; give the host a moment, then drop its link-up chatter.
-        time.sleep(0.1)
-        drain(fd)
-        if a.cmd == "dns-gso":
-            return cmd_dns_gso(fd, a)
-        return cmd_udp(fd, a) if a.cmd == "udp" else cmd_arp(fd, a)
-    finally:
-        os.close(fd)
+def on_tap(cmd, vnet_hdr=False):
+    """cmd(fd, args) on the tap, attached (with a virtio-net header if vnet_hdr) and drained."""
 
+    def run_cmd(a):
+        try:
+            fd = tap_open(a.dev, vnet_hdr)
+        except OSError as e:
+            print(f"tapvmm: cannot attach to tap `{a.dev}': {e}", file=sys.stderr)
+            return 2
+        try:
+            # Carrier comes up when we attach; give the host a moment, then drop its link-up chatter.
+            time.sleep(0.1)
+            drain(fd)
+            return cmd(fd, a)
+        finally:
+            os.close(fd)
+
+    return run_cmd
+
+
+COMMON = [
+    arg("--dev", required=True), arg("--guest-mac", required=True), arg("--guest-ip", required=True),
+    arg("--gw-mac", required=True),
+    arg("--timeout", type=float, default=2.0, help="seconds to wait for a reply"),
+]
+
+COMMANDS = {
+    "udp": (on_tap(cmd_udp), [
+        arg("dst"), arg("dport", type=int),
+        arg("--src", help="source address to claim (spoof); default --guest-ip"),
+        arg("--sport", type=int), arg("--payload"),
+        arg("--vlan", type=int, help="send the frame with an 802.1Q tag (0: priority tag)")]),
+    "arp": (on_tap(cmd_arp), [arg("target")]),
+    # DNS queries for NAMES to RESOLVER in one UDP GSO write (send only)
+    "dns-gso": (on_tap(cmd_dns_gso, vnet_hdr=True), [
+        arg("resolver"), arg("names", nargs="+"), arg("--sport", type=int, default=40053),
+        arg("--gso-size", type=int, default=64),
+        arg("--hide-in-opt", action="store_true",
+            help="two NAMES: one allowed-looking query whose OPT record holds the second's")]),
+}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, COMMANDS, common=COMMON)

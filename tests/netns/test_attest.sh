@@ -12,8 +12,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
 host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX
 ns_add "$host" "$ga" "$gb"
@@ -42,38 +40,14 @@ averify "a fresh attestation verifies (battery waived)" 0 "2 session(s), tapfenc
 	--allow-no-battery "$T/att1.json"
 averify "... with session a's spec" 0 "the spec's policy in force for a" --key "$KEY" --spec "$T/a.json" --allow-no-battery "$T/att1.json"
 averify "... with session b's spec" 0 "in force for b" --key "$KEY" --spec "$T/b.json" --allow-no-battery "$T/att1.json"
-check "an independent verifier (DSSE PAE, Ed25519 with cryptography) accepts it" "$PY" - "$KEY" "$T/att1.json" <<-'EOF'
-	import base64, hashlib, json, sys
-	from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-	name, kid, raw = open(sys.argv[1]).read().strip().split("+", 2)
-	pub = Ed25519PublicKey.from_public_bytes(base64.b64decode(raw)[1:])
-	env = json.load(open(sys.argv[2]))
-	body = base64.b64decode(env["payload"])
-	t = env["payloadType"].encode()
-	pae = b"DSSEv1 %d %s %d %s" % (len(t), t, len(body), body)
-	pub.verify(base64.b64decode(env["signatures"][0]["sig"]), pae)
-	st = json.loads(body)
-	assert st["_type"] == "https://in-toto.io/Statement/v1"
-	assert {s["name"] for s in st["subject"]} == {"tapfenced", "tapfence.bpf.o"}
-	assert all(s["tapfence_first"] for s in st["predicate"]["sessions"])
-	assert st["predicate"]["log_checkpoint"].startswith("tapfence/attest-node/")
-EOF
+check "an independent verifier (DSSE PAE, Ed25519 with cryptography) accepts it" "$PY" "$TF_NETNS_DIR/attest_verify.py" "$KEY" "$T/att1.json"
 check "the statement names the daemon's binary by its SHA-256" "$PY" -c 'import base64, hashlib, json, sys
 st = json.loads(base64.b64decode(json.load(open(sys.argv[1]))["payload"]))
 want = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
 sys.exit(next(s["digest"]["sha256"] for s in st["subject"] if s["name"] == "tapfenced") != want)' \
 	"$T/att1.json" "$TF_BUILD/tapfenced"
 check_not "stats: issued, not stale" stale
-"$PY" >"$T/other.pub" <<-'EOF'
-	import base64, hashlib
-	from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-	from cryptography.hazmat.primitives import serialization
-	pub = Ed25519PrivateKey.generate().public_key().public_bytes(
-	    serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-	name = b"tapfence/attest-node"
-	kid = hashlib.sha256(name + b"\n\x01" + pub).digest()[:4].hex()
-	print("%s+%s+%s" % (name.decode(), kid, base64.b64encode(b"\x01" + pub).decode()))
-EOF
+"$PY" "$TF_NETNS_DIR/key_new.py" >"$T/other.pub"
 averify "another key of the same name: cannot verify (exit 2)" 2 "not signed by the ed25519 key" --key "$T/other.pub" "$T/att1.json"
 "$PY" -c 'import base64, json, sys
 env = json.load(open(sys.argv[1]))
@@ -90,12 +64,7 @@ check "rule add to session a" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"
 check "stats says the attestation is stale (within 3 s)" wait_for 3 stale
 check "... because of a session's policy ($(stale_why))" sh -c "test \"\$1\" = 'a session or its policy'" _ "$(stale_why)"
 expect_event kind=attestation verdict=stale -- "a sealed attestation line says it is stale"
-"$PY" - "$T/a.json" "$T/a2.json" <<-'EOF'
-	import json, sys
-	s = json.load(open(sys.argv[1]))
-	s["allow"].append({"cidr": "203.0.113.0/24", "proto": "udp", "ports": [53000]})
-	json.dump(s, open(sys.argv[2], "w"))
-EOF
+"$PY" "$TF_NETNS_DIR/spec_widen.py" "$T/a.json" "$T/a2.json"
 averify "the old attestation does not show the new policy" 1 "enforces another policy than the spec" \
 	--key "$KEY" --spec "$T/a2.json" --allow-no-battery "$T/att1.json"
 averify "--max-age: an attestation older than allowed is refused" 1 "older than --max-age" --key "$KEY" \

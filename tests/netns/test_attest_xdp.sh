@@ -9,8 +9,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
 host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX
 ns_add "$host" "$ga"

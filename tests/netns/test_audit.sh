@@ -13,24 +13,15 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
 host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
-ns_add "$host" "$g" "$inet"
-ns_router "$host"
-guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
-inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
-	198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
-L_INET=$T/inet.log
-listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+one_guest "$host" "$g" "$inet"
 bpffs_mount "$T/bpffs"
 # The log on a small tmpfs of its own, so that the test can fill it (and give room again).
 mkdir -p "$T/logfs"
 mount -t tmpfs -o size=4m,mode=0755 tmpfs "$T/logfs" || die "cannot mount a tmpfs for the log"
 defer umount -l "$T/logfs"
-session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
-	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+one_guest_spec "$T/a.json"
 tfd_config "$T/tf.json" '"limits":{"events_per_s":0},"log":{"checkpoint_lines":40,"checkpoint_s":1,"name":"test-node"}'
 # The log lives on the tmpfs; TF_EVENTS follows it for lib.sh's expectations.
 sed -i "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/logfs/events.jsonl\"|" "$T/tf.json"
@@ -45,7 +36,6 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i in range(int(sys.argv[1])):
     s.sendto(b"x", ("203.0.113.%d" % (1 + i % 200), 9))' "$1"
 }
-probe() { probe_tcp "$1" "$L_INET" "$g" 10.10.1.2 "$2" 80 "$3"; }
 # verify_says DESC WANT_RC TEXT FILE...: verify exits WANT_RC and its output contains TEXT.
 verify_says() { check_says "$1" "$2" "$3" "$TF_BUILD/tapfence" log verify --key "$KEY" "${@:4}"; }
 stop_daemon() {
@@ -55,46 +45,7 @@ stop_daemon() {
 }
 # Independent check: every checkpoint's Ed25519 signature (signed-note format) and RFC 6962 root.
 pycheck() {
-	"$PY" - "$KEY" "$@" <<-'EOF'
-		import base64, hashlib, json, sys
-		from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-		name, keyid, raw = open(sys.argv[1]).read().strip().split("+", 2)
-		raw = base64.b64decode(raw)
-		assert raw[0] == 1 and len(raw) == 33
-		pub = Ed25519PublicKey.from_public_bytes(raw[1:])
-		want_id = hashlib.sha256(name.encode() + b"\n\x01" + raw[1:]).digest()[:4]
-		assert want_id.hex() == keyid, "key id"
-		def mth(h):
-		    if len(h) == 1:
-		        return h[0]
-		    k = 1
-		    while 2 * k < len(h):
-		        k *= 2
-		    return hashlib.sha256(b"\x01" + mth(h[:k]) + mth(h[k:])).digest()
-		leaves, checked = [], 0
-		for path in sys.argv[2:]:
-		    for line in open(path, "rb").read().split(b"\n")[:-1]:
-		        o = json.loads(line)
-		        if o.get("kind") == "epoch":
-		            leaves = []
-		        if o.get("kind") != "checkpoint":
-		            leaves.append(hashlib.sha256(b"\x00" + line).digest())
-		            continue
-		        note = o["note"].encode()
-		        text, sigs = note.split(b"\n\n", 1)
-		        text += b"\n"
-		        prefix = "\u2014 ".encode() + name.encode() + b" "
-		        assert sigs.startswith(prefix), "signature line"
-		        blob = base64.b64decode(sigs[len(prefix):].strip())
-		        assert blob[:4] == want_id
-		        pub.verify(blob[4:], text)
-		        origin, size, root = text.decode().splitlines()[:3]
-		        assert int(size) == len(leaves), "size %s vs %d" % (size, len(leaves))
-		        assert base64.b64decode(root) == mth(leaves), "root"
-		        checked += 1
-		assert checked > 0
-		print("# %d checkpoints checked independently" % checked)
-	EOF
+	"$PY" "$TF_NETNS_DIR/audit_checkpoints.py" "$KEY" "$@"
 }
 
 tfd_start "$host"
@@ -107,7 +58,7 @@ check "the first line of the log is its epoch line, naming no earlier checkpoint
 
 note "phase 1: load, then SIGTERM seals the rest"
 deny_burst 500
-probe "allowed during the load" 198.51.100.10 reached
+guest_probe "allowed during the load" 198.51.100.10 reached
 sleep 1.5
 stop_daemon
 check "every line but the epoch line and the checkpoints carries seq and prev" "$PY" -c 'import json, sys
@@ -133,34 +84,7 @@ na=$(grep -c '"session":"a"' "$TF_EVENTS")
 check "the bundle holds every line of session a ($nb of $na)" test "$nb" -eq "$na"
 verify_says "log verify --bundle: every line proven" 0 "verified: $nb line(s) of session a" --bundle "$T/a.bundle"
 check "an independent verifier (RFC 9162 inclusion, signed notes) accepts the bundle" \
-	"$PY" - "$KEY" "$T/a.bundle" <<-'EOF'
-	import base64, hashlib, json, sys
-	from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-	name, keyid, raw = open(sys.argv[1]).read().strip().split("+", 2)
-	pub = Ed25519PublicKey.from_public_bytes(base64.b64decode(raw)[1:])
-	b = json.load(open(sys.argv[2]))
-	H = lambda x: hashlib.sha256(x).digest()
-	cps = []
-	for note in b["checkpoints"]:
-	    text, sig = note.encode().split(b"\n\n", 1)
-	    pub.verify(base64.b64decode(sig.split(b" ")[-1])[4:], text + b"\n")
-	    origin, size, root = text.decode().split("\n")[:3]
-	    cps.append((int(size), base64.b64decode(root)))
-	for e in b["entries"]:
-	    n, root = cps[e["checkpoint"]]
-	    fn, sn, r = e["index"], n - 1, H(b"\x00" + e["line"].encode())
-	    for p in map(base64.b64decode, e["proof"]):
-	        assert sn > 0
-	        if fn & 1 or fn == sn:
-	            r = H(b"\x01" + p + r)
-	            while not fn & 1 and fn:
-	                fn >>= 1; sn >>= 1
-	        else:
-	            r = H(b"\x01" + r + p)
-	        fn >>= 1; sn >>= 1
-	    assert sn == 0 and r == root, e["index"]
-	    assert json.loads(e["line"])["session"] == b["session"]
-	EOF
+	"$PY" "$TF_NETNS_DIR/audit_bundle.py" "$KEY" "$T/a.bundle"
 "$PY" -c 'import json, sys
 b = json.load(open(sys.argv[1]))
 b["entries"][3]["line"] = b["entries"][3]["line"].replace("203.0.113.", "203.0.114.")
@@ -202,29 +126,10 @@ verify_says "the whole log against the trusted checkpoint" 0 "verified:" --trust
 sed -n "${c2}p" "$TF_EVENTS" >"$T/oldcp"
 sed "${c3}r $T/oldcp" "$TF_EVENTS" >"$L"
 verify_says "an old checkpoint replayed later" 1 "tamper.jsonl:$((c3 + 1)):" "$L"
-"$PY" - "$TF_EVENTS" "$L" "$c3" <<-'EOF'
-	import base64, json, sys
-	lines = open(sys.argv[1]).read().split("\n")
-	i = int(sys.argv[3]) - 1
-	o = json.loads(lines[i])
-	text, sig = o["note"].split("\n\n", 1)
-	origin, size, root = text.split("\n")[:3]
-	forged = bytearray(base64.b64decode(root)); forged[0] ^= 1
-	o["note"] = "\n".join([origin, size, base64.b64encode(bytes(forged)).decode()]) + "\n\n" + sig
-	lines[i] = json.dumps(o, separators=(",", ":"))
-	open(sys.argv[2], "w").write("\n".join(lines))
-EOF
+"$PY" "$TF_NETNS_DIR/audit_forge.py" "$TF_EVENTS" "$L" "$c3"
 verify_says "a forged checkpoint (another root under the old signature)" 1 "tamper.jsonl:$c3: the checkpoint's signature" "$L"
 openssl genpkey -algorithm ed25519 -out "$T/other.pem" 2>/dev/null
-"$PY" - "$T/other.pem" >"$T/other.pub" <<-'EOF'
-	import base64, hashlib, sys
-	from cryptography.hazmat.primitives import serialization
-	k = serialization.load_pem_private_key(open(sys.argv[1], "rb").read(), None)
-	pub = k.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-	name = b"tapfence/test-node"
-	kid = hashlib.sha256(name + b"\n\x01" + pub).digest()[:4].hex()
-	print("%s+%s+%s" % (name.decode(), kid, base64.b64encode(b"\x01" + pub).decode()))
-EOF
+"$PY" "$TF_NETNS_DIR/key_from_pem.py" "$T/other.pem" >"$T/other.pub"
 # Every --key given is trusted: the other key alone, without $KEY.
 check_says "the wrong key: cannot verify (exit 2), saying so" 2 "wrong key" \
 	"$TF_BUILD/tapfence" log verify --key "$T/other.pub" "$TF_EVENTS"
@@ -253,15 +158,7 @@ verify_says "the middle segment deleted" 1 "events.jsonl:1: this file goes on fr
 verify_says "segments swapped" 1 "out of order" "$TF_EVENTS.2" "$TF_EVENTS.1" "$TF_EVENTS"
 verify_says "the last segment alone verifies: its continue line carries the checkpoint it goes on from" 0 \
 	"(some from a rotated file on)" "$TF_EVENTS"
-"$PY" - "$TF_EVENTS" "$L" <<-'EOF'
-	import base64, json, sys
-	lines = open(sys.argv[1]).read().split("\n")
-	o = json.loads(lines[0])
-	edge = bytearray(base64.b64decode(o["frontier"][0])); edge[0] ^= 1
-	o["frontier"][0] = base64.b64encode(bytes(edge)).decode()
-	lines[0] = json.dumps(o, separators=(",", ":"))
-	open(sys.argv[2], "w").write("\n".join(lines))
-EOF
+"$PY" "$TF_NETNS_DIR/audit_edge.py" "$TF_EVENTS" "$L"
 verify_says "the last segment alone, its tree edge edited" 1 "tamper.jsonl:1: the tree edge" "$L"
 
 note "phase 4: kill -9 under load, a torn last line, and the next start"
@@ -288,8 +185,8 @@ note "phase 5: a full disk never changes a verdict; what could not be written is
 tfd_start "$host"
 head -c 4M /dev/zero >"$T/logfs/fill" 2>/dev/null
 deny_burst 2000
-probe "allowed while the log's disk is full" 198.51.100.10 reached
-probe "denied while the log's disk is full" 203.0.113.10 blocked
+guest_probe "allowed while the log's disk is full" 198.51.100.10 reached
+guest_probe "denied while the log's disk is full" 203.0.113.10 blocked
 check "the daemon says it cannot write its log" grep -q "cannot write: No space left" "$T/tapfenced.log"
 check "tapfence stats counts the unwritten lines" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' --json stats |
 	/usr/bin/python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)[\"stats\"][\"log\"][\"unwritten\"] == 0)'"
@@ -303,20 +200,9 @@ verify_says "the log with a gap verifies" 0 "verified:" "${ALL[@]}"
 verify_says "... with the verifier key given inline" 0 "verified:" --key "$(cat "$KEY")" "${ALL[@]}"
 verify_says "the same file given twice" 1 "tampered:" "${ALL[@]}" "$TF_EVENTS"
 cat "${ALL[@]}" >"$T/all.jsonl"
-"$PY" - "$T/all.jsonl" "$L" <<-'EOF'
-	import sys
-	lines = open(sys.argv[1]).read().split("\n")
-	ep = [i for i, l in enumerate(lines) if '"kind":"epoch"' in l]
-	a, b = ep[-3], ep[-2]   # the third epoch from the end, whole, removed
-	open(sys.argv[2], "w").write("\n".join(lines[:a] + lines[b:]))
-EOF
+"$PY" "$TF_NETNS_DIR/audit_drop_epoch.py" "$T/all.jsonl" "$L"
 verify_says "a whole epoch removed" 1 "which the files do not hold before it" "$L"
-"$PY" - "$TF_EVENTS" "$L" <<-'EOF'
-	import sys
-	lines = open(sys.argv[1], "rb").read().split(b"\n")
-	lines.insert(3, b'\0{"session":"a","verdict":"allow","name":"exfil.evil"}')
-	open(sys.argv[2], "wb").write(b"\n".join(lines))
-EOF
+"$PY" "$TF_NETNS_DIR/audit_nul_line.py" "$TF_EVENTS" "$L"
 verify_says "a line hidden behind a NUL byte" 1 "a line with a NUL byte" "$L"
 
 note "phase 6: the daemon rotates by size itself, compresses closed segments, removes the oldest"

@@ -11,10 +11,8 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
-command -v rsyslogd >/dev/null || die "rsyslogd is not installed (make deps)"
+tf_need rsyslogd
 host=tf-host-$TF_SFX g=tf-g-$TF_SFX coll=tf-coll-$TF_SFX
 ns_add "$host" "$g" "$coll"
 guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64

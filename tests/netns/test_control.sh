@@ -28,16 +28,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-g1=tf-g1-$TF_SFX
-g2=tf-g2-$TF_SFX
-g3=tf-g3-$TF_SFX
-inet=tf-inet-$TF_SFX
-
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
+host=tf-host-$TF_SFX g1=tf-g1-$TF_SFX g2=tf-g2-$TF_SFX g3=tf-g3-$TF_SFX inet=tf-inet-$TF_SFX
 
 # --- topology ---------------------------------------------------------------------------------
 
@@ -125,27 +116,10 @@ expect_err_start() {
 
 # jcheck DESC FILE EXPR [ARG...]: PASS iff the Python expression EXPR is true, with d the JSON
 # document in FILE and a the list of ARGs (so messages with quotes need no escaping).
-jcheck_py='
-import json, sys
-path, expr, a = sys.argv[1], sys.argv[2], sys.argv[3:]
-try:
-    d = json.load(open(path))
-except ValueError as e:
-    print(f"not JSON: {e}: {open(path).read(200)!r}")
-    sys.exit(1)
-try:
-    ok = eval("(" + expr + "\n)")
-except Exception as e:
-    ok, expr = False, f"{expr} raised {e!r}"
-if not ok:
-    flat = " ".join(expr.split())
-    print(f"false: {flat} on {json.dumps(d)[:400]}")
-    sys.exit(1)
-'
 jcheck() {
 	local desc=$1 file=$2 expr=$3 why
 	shift 3
-	if why=$("$PY" -c "$jcheck_py" "$file" "$expr" "$@"); then pass "$desc"; else fail "$desc ($why)"; fi
+	if why=$(tfjson check "$file" "$expr" "$@"); then pass "$desc"; else fail "$desc ($why)"; fi
 }
 
 # jval FILE EXPR: print the value of EXPR (d as in jcheck).
@@ -334,7 +308,7 @@ expect_err "third session with max_sessions 2" 1 "too many sessions (limit 2)" s
 # --- live rules -------------------------------------------------------------------------------
 
 note "rule add / rule del on s1"
-policy_version() { tfc --json session show "$1" 2>/dev/null | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["session"]["policy_version"])'; }
+policy_version() { tfc --json session show "$1" 2>/dev/null | tfjson get session.policy_version; }
 v0=$(policy_version s1)
 r443='{"cidr":"203.0.113.0/24","proto":"tcp","ports":[443]}'
 expect_ok "rule add s1 $r443" --json rule add s1 "$r443"
@@ -449,7 +423,7 @@ wait_for 3 grep -q subscribed "$T/sub2.raw" || fail "raw subscriber for s2 got n
 has_event() {
 	local f=$1
 	shift
-	"$PY" -c "$tf_event_py" "$f" 0 0 1 "$@" >/dev/null
+	events_match "$f" 0 0 1 "$@" >/dev/null
 }
 # The CLI says nothing once subscribed: ping until its first event shows (at most 5 tries).
 for i in 1 2 3 4 5; do

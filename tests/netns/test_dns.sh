@@ -49,18 +49,9 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-ga=tf-ga-$TF_SFX
-gb=tf-gb-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX inet=tf-inet-$TF_SFX
 
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
-
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v dig >/dev/null || die "dig is not installed (tools/deps.sh: bind9-dnsutils)"
+tf_need dnsmasq dig
 
 # --- topology ---------------------------------------------------------------------------------
 
@@ -82,34 +73,18 @@ setup inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 \
 # --- the resolver: dnsmasq in $host, on the two gateway addresses only ------------------------
 
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-# No upstream (--no-resolv), no /etc/hosts, no config file, no DHCP; bound to the two test
-# addresses only (not loopback: with --listen-address and no --interface it is not added).
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$RES_A --listen-address=$RES_B --port=53 \
-	--user=root --group=root --pid-file="$T/dnsmasq.pid" \
-	--log-queries --log-facility="$DNS_LOG" \
-	--local=/example.com/ --local=/example.org/ --local=/example.net/ \
-	--host-record=allowed.example.com,198.51.100.10,2001:db8:100::10,300 \
-	--txt-record=allowed.example.com,tapfence \
-	--host-record=edge.example.net,198.51.100.20,300 \
+dnsmasq_start "$host" "$DNS_LOG" "$RES_A,$RES_B" --local=/example.com/ --local=/example.org/ \
+	--local=/example.net/ --host-record=allowed.example.com,198.51.100.10,2001:db8:100::10,300 \
+	--txt-record=allowed.example.com,tapfence --host-record=edge.example.net,198.51.100.20,300 \
 	--cname=www.example.org,edge.example.net,300 \
 	--host-record=denied.example.com,203.0.113.10,300 \
 	--host-record=rebind.example.com,10.1.2.3,300 \
 	--host-record=meta.example.com,169.254.169.254,300 \
 	--host-record=short.example.com,198.51.100.40,2 \
-	--host-record=ttl.example.org,198.51.100.60,86400 \
-	--host-record=example.org,192.0.2.10,300 \
-	--host-record=bee.example.net,203.0.113.20,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-dns_bound() { n "$host" ss -Hlun 'sport = :53' | grep -q "$RES_A:53" && n "$host" ss -Hlun 'sport = :53' | grep -q "$RES_B:53"; }
-wait_for 5 dns_bound || die "dnsmasq did not bind $RES_A:53 and $RES_B:53: $(tail -n 3 "$T/dnsmasq.out" "$DNS_LOG")"
-kill -0 "$DNS_PID" 2>/dev/null || die "dnsmasq exited: $(tail -n 3 "$T/dnsmasq.out")"
+	--host-record=ttl.example.org,198.51.100.60,86400 --host-record=example.org,192.0.2.10,300 \
+	--host-record=bee.example.net,203.0.113.20,300
 n "$host" ss -Hlnup 'sport = :53' | grep -v -e "$RES_A:53" -e "$RES_B:53" | grep -q . &&
 	die "dnsmasq listens beyond the test addresses: $(n "$host" ss -Hlnu 'sport = :53')"
-tf_watch "$DNS_LOG"
 
 # --- listeners --------------------------------------------------------------------------------
 
@@ -134,7 +109,6 @@ tf_watch "$L_ECHO"
 
 ENFORCED=0 # set in phase 2: conn_* and dns_* then also expect their events
 
-client_note() { sed 's/^/#   client: /' <(head -n 4 "$T/client.out"); }
 dig_note() { sed 's/^/#   dig: /' <(head -n 4 "$T/dig.out"); }
 
 # dig_q NS SERVER NAME TYPE [DIG-OPTION...]: dig's short answer into $T/dig.out; dig's exit status.
@@ -205,7 +179,7 @@ conn_ok() {
 	local desc=$1 ns=$2 host=$3 port=$4
 	shift 4
 	tf_mark
-	if tcp_get "$ns" "$host" "$port"; then pass "$desc: client got the reply"; else fail "$desc: client got no reply"; client_note; fi
+	if tcp_get "$ns" "$host" "$port"; then pass "$desc: client got the reply"; else fail "$desc: client got no reply"; probe_note; fi
 	expect_reached "$L_INET" "$(conn_text "$host" "$port" "$ns")" "$desc: reached the listener"
 	[ $ENFORCED = 1 ] && [ $# -gt 0 ] && expect_event "$@" -- "$desc: event $*"
 	return 0
@@ -217,7 +191,7 @@ conn_denied() {
 	local desc=$1 ns=$2 host=$3 port=$4
 	shift 4
 	tf_mark
-	if tcp_get "$ns" "$host" "$port"; then fail "$desc: client got a reply"; client_note; else pass "$desc: client got no reply"; fi
+	if tcp_get "$ns" "$host" "$port"; then fail "$desc: client got a reply"; probe_note; else pass "$desc: client got no reply"; fi
 	expect_not_reached "$L_INET" "$(conn_text "$host" "$port" "$ns")" "$desc: did not reach the listener"
 	[ $ENFORCED = 1 ] && [ $# -gt 0 ] && expect_event "$@" -- "$desc: event $*"
 	return 0
@@ -285,25 +259,6 @@ spoof_round() {
 # --- session show --json learned[] -----------------------------------------------------------
 # lcheck DESC SESSION EXPR [ARG...]: PASS iff EXPR holds, with L the session's "learned" list,
 # has(addr) its entry for addr (or None) and a the ARGs.
-lcheck_py='
-import json, sys
-path, expr, a = sys.argv[1], sys.argv[2], sys.argv[3:]
-try:
-    d = json.load(open(path))
-    L = d["session"]["learned"]
-except (ValueError, KeyError, TypeError) as e:
-    print(f"no learned list: {e!r}: {open(path).read(300)!r}")
-    sys.exit(1)
-def has(addr):
-    return next((e for e in L if e.get("addr") == addr), None)
-try:
-    ok = eval("(" + expr + "\n)")
-except Exception as e:
-    ok, expr = False, f"{expr} raised {e!r}"
-if not ok:
-    print(f"false: {expr} on learned {json.dumps(L)[:600]}")
-    sys.exit(1)
-'
 lcheck() {
 	local desc=$1 sid=$2 expr=$3 why
 	shift 3
@@ -311,7 +266,7 @@ lcheck() {
 		fail "$desc (session show $sid: $(head -n 1 "$T/show.json"))"
 		return
 	fi
-	if why=$("$PY" -c "$lcheck_py" "$T/show.json" "$expr" "$@"); then pass "$desc"; else fail "$desc ($why)"; fi
+	if why=$(tfjson check --learned "$T/show.json" "$expr" "$@"); then pass "$desc"; else fail "$desc ($why)"; fi
 }
 
 # now_s: seconds since the epoch, with fractions; after_s T0 SECS: sleep until T0 + SECS.
@@ -389,16 +344,7 @@ session_spec "$T/a.json" a ha $A_MAC 10.10.1.2 fd00:a:1::2 $A_GW_MAC $RES_A fd00
 	{"host":"meta.example.com","proto":"tcp","ports":[443],"tls":false}]'
 session_spec "$T/b.json" b hb $B_MAC 10.10.2.2 fd00:a:2::2 $B_GW_MAC $RES_B fd00:a:2::1 '[
 	{"host":"bee.example.net","proto":"tcp","ports":[443],"tls":false}]'
-sessions_added=0
-for s in a b; do
-	if tfc session add "$T/$s.json" >"$T/cli.out" 2>&1; then
-		pass "session add $s"
-		sessions_added=$((sessions_added + 1))
-	else
-		fail "session add $s: $(head -n 2 "$T/cli.out")"
-	fi
-done
-[ "$sessions_added" -eq 2 ] || { tf_done; exit 1; }
+sessions_add a b || { tf_done; exit 1; }
 
 # Event filters for a new TCP connection from guest A (IPv4, IPv6) and guest B.
 A4=(session=a direction=from_guest family=ipv4 proto=tcp)

@@ -29,14 +29,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-ga=tf-ga-$TF_SFX
-inet=tf-inet-$TF_SFX
-
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX inet=tf-inet-$TF_SFX
 
 setup ns_add "$host" "$ga" "$inet"
 setup ns_router "$host"
@@ -55,15 +48,7 @@ CPU=$(taskset -pc $$ | sed 's/.*: *//; s/[,-].*//')
 flood() {
 	local count=$1 last=$2
 	shift 2
-	n "$ga" taskset -c "$CPU" "$PY" - "$count" "$last" "$@" <<-'EOF'
-		import socket, sys
-		count, last, dsts = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-		s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-		s.bind(("10.10.1.2", 40900))
-		for i in range(count):
-		    s.sendto(b"flood", (dsts[i % len(dsts)], 9))
-		s.sendto(b"the one that matters", (last, 9))
-	EOF
+	n "$ga" taskset -c "$CPU" "$PY" "$TF_NETNS_DIR/udp_burst.py" "$count" "$last" "$@"
 }
 
 # --- phase 1: baseline ------------------------------------------------------------------------
@@ -87,12 +72,12 @@ pass "session add a"
 
 # count_events FILTER...: events matching FILTER since tf_mark.
 count_events() {
-	"$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 1 "$@" | wc -l
+	events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 1 "$@" | wc -l
 }
 # suppressed_total: what the session's counters say was suppressed, from `session show'.
 suppressed_total() {
 	tfc --json session show a 2>/dev/null |
-		"$PY" -c 'import json, sys; print(json.load(sys.stdin)["session"]["events_suppressed"])'
+		tfjson get session.events_suppressed
 }
 
 sleep 2.5 # the bucket is full again

@@ -13,8 +13,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
 host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX
 ns_add "$host" "$ga"
@@ -22,12 +20,7 @@ guest_link "$ga" ea 02:00:00:00:2a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:
 bpffs_mount "$T/bpffs"
 session_spec "$T/a.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
 	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
-"$PY" - "$T/a.json" "$T/a2.json" <<-'EOF'
-	import json, sys
-	s = json.load(open(sys.argv[1]))
-	s["allow"].append({"cidr": "203.0.113.0/24", "proto": "udp", "ports": [53000]})
-	json.dump(s, open(sys.argv[2], "w"))
-EOF
+"$PY" "$TF_NETNS_DIR/spec_widen.py" "$T/a.json" "$T/a2.json"
 user=tfe$TF_SFX
 useradd -M -N -r -s /usr/sbin/nologin "$user" || die "cannot create user $user"
 defer userdel "$user"
@@ -96,26 +89,9 @@ check "checkpoints after the rotation are signed by the new keys" sigcheck notes
 lverify "the log verifies with the old Ed25519 key alone, across the rotation" 0 "across key rotations" --key "$T/ed0.pub" "$TF_EVENTS"
 lverify "... and with the old ECDSA key alone" 0 "across key rotations" --key "$T/ec0.pub" "$TF_EVENTS"
 lverify "the new key alone cannot vouch for what the old one signed" 2 "not signed by a key given" --key "$ED" "$TF_EVENTS"
-"$PY" - "$TF_EVENTS" "$T/edited-new.jsonl" <<-'EOF'
-	import json, sys
-	lines = open(sys.argv[1]).read().split("\n")
-	i = next(i for i, l in enumerate(lines) if '"kind":"key"' in l)
-	o = json.loads(lines[i])
-	o["new"] = o["old"]
-	lines[i] = json.dumps(o, separators=(",", ":"))
-	open(sys.argv[2], "w").write("\n".join(lines))
-EOF
+"$PY" "$TF_NETNS_DIR/evidence_key_edit.py" "$TF_EVENTS" "$T/edited-new.jsonl"
 lverify "a key line whose new key was edited is caught" 1 "is not the one its endorsement names" --key "$T/ed0.pub" "$T/edited-new.jsonl"
-"$PY" - "$TF_EVENTS" "$T/edited-end.jsonl" <<-'EOF'
-	import json, sys
-	lines = open(sys.argv[1]).read().split("\n")
-	i = next(i for i, l in enumerate(lines) if '"kind":"key"' in l)
-	o = json.loads(lines[i])
-	text, sigs = o["endorsement"].split("\n\n")
-	o["endorsement"] = text.replace("tapfence/ev-node", "tapfence/ev-nodf", 1) + "\n\n" + sigs
-	lines[i] = json.dumps(o, separators=(",", ":"))
-	open(sys.argv[2], "w").write("\n".join(lines))
-EOF
+"$PY" "$TF_NETNS_DIR/evidence_endorsement_edit.py" "$TF_EVENTS" "$T/edited-end.jsonl"
 lverify "a key line whose endorsement was edited is caught" 1 "a key rotation that hands on no trust" --key "$T/ed0.pub" "$T/edited-end.jsonl"
 sigcheck forge "$TF_EVENTS" "$T/state/log.key" "$T/state/log.ecdsa.key" "$T/forged.jsonl"
 lverify "a log made up by the new keys alone, the genuine key lines copied in, is refused with the old key" 1 \
@@ -160,14 +136,7 @@ averify "... but not with a spec it never enforced" 1 "never enforced the spec's
 	--spec "$T/never.json" "$evidence"
 check "its lines, counters and policies are the log's (independently)" \
 	sigcheck evidence "$evidence" "$TF_EVENTS" "$T/show.json" restore del
-"$PY" - "$evidence" "$T/ev-bad.json" <<-'EOF'
-	import base64, json, sys
-	env = json.load(open(sys.argv[1]))
-	st = json.loads(base64.b64decode(env["payload"]))
-	st["predicate"]["counters"] = {}
-	env["payload"] = base64.b64encode(json.dumps(st).encode()).decode()
-	json.dump(env, open(sys.argv[2], "w"))
-EOF
+"$PY" "$TF_NETNS_DIR/evidence_counters_emptied.py" "$evidence" "$T/ev-bad.json"
 averify "an edited statement (its counters emptied) is refused" 1 "signature does not verify" --evidence --key "$ED" \
 	"$T/ev-bad.json"
 sleep 1.2

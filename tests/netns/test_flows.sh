@@ -34,14 +34,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-g=tf-g-$TF_SFX
-inet=tf-inet-$TF_SFX
-
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
+host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
 
 G_MAC=02:00:00:00:0d:02 GW_MAC=02:00:00:00:0d:01 G4=10.20.1.2
 DOOM=198.51.100.10 KEEP=203.0.113.10

@@ -42,18 +42,9 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-ga=tf-ga-$TF_SFX
-gb=tf-gb-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX inet=tf-inet-$TF_SFX
 
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
-
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v dig >/dev/null || die "dig is not installed (tools/deps.sh: bind9-dnsutils)"
+tf_need dnsmasq dig
 
 # --- topology ---------------------------------------------------------------------------------
 
@@ -94,18 +85,9 @@ setup ip -n "$host" link set vx6 up
 # --- resolver (B's, at its gateway) and listeners ---------------------------------------------
 
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$inet" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$B_GW4 --port=53 --user=root --group=root \
-	--pid-file="$T/dnsmasq.pid" --log-queries --log-facility="$DNS_LOG" --local=/example.com/ \
-	--host-record=hostsvc.example.com,$UP4,$UP6,300 \
-	--host-record=gw.example.com,$B_GW4,300 \
-	--host-record=ok.example.com,192.0.2.1,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-wait_for 5 eval "n $inet ss -Hlun 'sport = :53' | grep -q $B_GW4:53" ||
-	die "dnsmasq did not bind $B_GW4:53: $(tail -n 3 "$T/dnsmasq.out")"
+dnsmasq_start "$inet" "$DNS_LOG" "$B_GW4" --local=/example.com/ \
+	--host-record=hostsvc.example.com,$UP4,$UP6,300 --host-record=gw.example.com,$B_GW4,300 \
+	--host-record=ok.example.com,192.0.2.1,300
 
 L_HOST=$T/host.log L_INET=$T/inet.log
 listener_start "$host" "$L_HOST" tcp:$UP4:8080 "tcp:[$UP6]:8080" udp:0.0.0.0:9999
@@ -120,25 +102,7 @@ ENFORCED=0 # phase 2: probes also expect their events
 # payload is a VXLAN header and an Ethernet frame to INNER_MAC carrying UDP from a made-up source,
 # 198.18.0.7, to the metadata server 169.254.169.254:7, with TAG as its payload.
 vxlan_send() {
-	n "$1" "$PY" - "$2" "$3" "$4" "$5" <<-'EOF'
-		import socket, struct, sys
-		dst, port, mac, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
-		vni = 42 if port == 4789 else 43
-		udp = struct.pack("!HHHH", 40007, 7, 8 + len(tag), 0) + tag
-		ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
-		                 socket.inet_aton("198.18.0.7"), socket.inet_aton("169.254.169.254"))
-		words = struct.unpack("!10H", ip)
-		s = sum(words)
-		s = (s & 0xffff) + (s >> 16)
-		s = (s & 0xffff) + (s >> 16)
-		ip = ip[:10] + struct.pack("!H", ~s & 0xffff) + ip[12:]
-		eth = bytes.fromhex(mac.replace(":", "")) + bytes.fromhex("020000000707") + b"\x08\x00"
-		vx = struct.pack("!II", 0x08000000, vni << 8)
-		fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
-		s = socket.socket(fam, socket.SOCK_DGRAM)
-		for _ in range(3):
-		    s.sendto(vx + eth + ip + udp, (dst, port))
-	EOF
+	n "$1" "$PY" "$TF_NETNS_DIR/vxlan_send.py" "$2" "$3" "$4" "$5"
 }
 
 # probe_vxlan DESC OUTER_DST PORT INNER_MAC reached|blocked
@@ -260,7 +224,7 @@ expect_no_event reason=dns_rebind -- "an answer naming 192.0.2.1 is learnt"
 tcp_probe "B to ok.example.com's 192.0.2.1 (learnt)" "$L_INET" "$gb" 10.10.2.2 192.0.2.1 8080 reached
 
 # An address the host gains after the start is floored, and no longer once it is gone.
-host_entries() { tfc --json stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stats"]["floor"]["host_entries"])' 2>/dev/null; }
+host_entries() { tfc --json stats | tfjson get stats.floor.host_entries 2>/dev/null; }
 entries_are() { [ "$(host_entries)" = "$1" ]; }
 tcp_probe "A to 192.0.2.1 before the host has it" "$L_INET" "$ga" 10.10.1.2 192.0.2.1 8080 reached
 before=$(host_entries)

@@ -39,15 +39,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-ga=tf-ga-$TF_SFX
-rtr=tf-rtr-$TF_SFX
-inet=tf-inet-$TF_SFX
-
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX rtr=tf-rtr-$TF_SFX inet=tf-inet-$TF_SFX
 
 # --- topology ---------------------------------------------------------------------------------
 

@@ -14,21 +14,13 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
-command -v capsh >/dev/null || die "capsh is not installed (tools/deps.sh: libcap2-bin)"
-command -v prlimit >/dev/null || die "prlimit is not installed (util-linux)"
+tf_need capsh prlimit
 
 host=tf-host-$TF_SFX g=tf-g-$TF_SFX x=tf-x-$TF_SFX inet=tf-inet-$TF_SFX
-ns_add "$host" "$g" "$x" "$inet"
-ns_router "$host"
-guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
+one_guest "$host" "$g" "$inet"
+ns_add "$x"
 guest_link "$x" xa 02:00:00:00:1b:02 10.10.2.2/24 fd00:a:2::2/64 "$host" hx 02:00:00:00:1b:01 10.10.2.1/24 fd00:a:2::1/64
-inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
-	198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
-L_INET=$T/inet.log
-listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
 
 # 40 sessions need 7 x 40 + 64 (max_clients) + 128 = 472 fds; the daemon starts under a soft limit
 # of 256 (the old daemon broke at its 30th session). Raising the hard limit needs CAP_SYS_RESOURCE,
@@ -45,18 +37,8 @@ TFD_WRAP=(prlimit --nofile=256:4096)
 allow='[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
 session_spec "$T/vm.1.json" vm.1 ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 "$allow"
 session_spec "$T/x.json" x hx 02:00:00:00:1b:02 10.10.2.2 fd00:a:2::2 02:00:00:00:1b:01 10.10.2.1 fd00:a:2::1 "$allow"
-"$PY" - "$T" "$MAX" <<-'EOF' || die "cannot write the fd-budget session specs"
-	import json, sys
-	t, n = sys.argv[1], int(sys.argv[2])
-	for i in range(1, n):
-	    spec = {"id": "p%d" % i, "ifname": "p%d" % i,
-	            "guest": {"mac": "02:00:00:01:%02x:02" % i, "ipv4": "10.20.%d.2" % i},
-	            "gateway": {"mac": "02:00:00:01:%02x:01" % i, "ipv4": "10.20.%d.1" % i},
-	            "resolver": {"ipv4": "10.20.%d.1" % i, "port": 53}, "allow": []}
-	    json.dump(spec, open("%s/p%d.json" % (t, i), "w"))
-EOF
+"$PY" "$TF_NETNS_DIR/fd_budget_specs.py" "$T" "$MAX" || die "cannot write the fd-budget session specs"
 
-probe() { probe_tcp "$1" "$L_INET" "$g" 10.10.1.2 "$2" 80 "$3"; }
 probe_x() { probe_tcp "$1" "$L_INET" "$x" 10.10.2.2 "$2" 80 "$3"; }
 # daemon LOG CONFIG [WRAP...]: a daemon in the host namespace in the foreground; its exit code if it
 # exits within 5 s, 0 if it was still running then (it started: it is stopped by SIGTERM).
@@ -113,8 +95,8 @@ check "session vm.1 added" tfc session add "$T/vm.1.json"
 check "its links are pinned as vm,1-in and vm,1-out (bpffs refuses dots)" \
 	test -e "$TF_PIN_DIR/links/vm,1-in" -a -e "$TF_PIN_DIR/links/vm,1-out"
 check "its state file is vm.1.json" test -e "$T/state/sessions/vm.1.json"
-probe "vm.1 -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
-probe "vm.1 -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
+guest_probe "vm.1 -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
+guest_probe "vm.1 -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
 
 note "a second daemon"
 sock_ino=$(stat -c %i "$TF_SOCK")
@@ -134,7 +116,7 @@ check_not "a second daemon on other dirs but the same socket is refused" daemon 
 check "its error names the socket and the first daemon's pid" \
 	grep -q "control_socket .* in use by another tapfenced (pid $TFD_PID" "$T/samesock.log"
 check "the first daemon's socket is still the same file" test "$(stat -c %i "$TF_SOCK" 2>/dev/null)" = "$sock_ino"
-probe "after all that: vm.1 -> 203.0.113.10:80" 203.0.113.10 blocked
+guest_probe "after all that: vm.1 -> 203.0.113.10:80" 203.0.113.10 blocked
 check "the state lock file holds the daemon's pid" test "$(cat "$T/state/tapfenced.lock")" = "$TFD_PID"
 cloexec=1
 for fd in /proc/"$TFD_PID"/fd/*; do
@@ -151,7 +133,7 @@ check_not "tapfenced --cleanup is refused" sh -c "ip netns exec '$host' '$TF_BUI
 check "its error names the daemon's pid and --force" grep -q "running tapfenced (pid $TFD_PID.*--force" "$T/cleanup.log"
 check "vm.1's links are still pinned" test -e "$TF_PIN_DIR/links/vm,1-in"
 check "vm.1's state file is still there" test -e "$T/state/sessions/vm.1.json"
-probe "vm.1 -> 203.0.113.10:80 still" 203.0.113.10 blocked
+guest_probe "vm.1 -> 203.0.113.10:80 still" 203.0.113.10 blocked
 check_not "--force without --cleanup is a usage error" ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --force
 
 note "fds run out during an add, at each step in turn"
@@ -210,8 +192,8 @@ check_not "one more is refused by max_sessions" tfc session add "$T/x.json"
 restart
 check "the restart re-adopted all $MAX" test "$(tfc session list | grep -cE '^(vm\.1|p[0-9]+) ')" = "$MAX"
 check "and complained about none" sh -c "! grep -q 'cannot restore' '$T/tapfenced.log'"
-probe "after the restart: vm.1 -> 198.51.100.10:80" 198.51.100.10 reached
-probe "after the restart: vm.1 -> 203.0.113.10:80" 203.0.113.10 blocked
+guest_probe "after the restart: vm.1 -> 198.51.100.10:80" 198.51.100.10 reached
+guest_probe "after the restart: vm.1 -> 203.0.113.10:80" 203.0.113.10 blocked
 
 note "a bad user with saved sessions: refused before re-adopting them"
 kill -TERM "$TFD_PID"
@@ -220,7 +202,7 @@ TFD_PID=
 sed 's|"limits"|"user":"nosuch'"$TF_SFX"'","limits"|' "$TFD_CONFIG" >"$T/baduser2.json"
 check_not "start refused" daemon "$T/baduser2.log" "$T/baduser2.json"
 check "before any session was re-adopted" sh -c "! grep -q 'session vm.1' '$T/baduser2.log'"
-probe "vm.1 -> 203.0.113.10:80 (the pins keep enforcing)" 203.0.113.10 blocked
+guest_probe "vm.1 -> 203.0.113.10:80 (the pins keep enforcing)" 203.0.113.10 blocked
 
 note "a limit that cannot be raised"
 check_not "under 256:256 without CAP_SYS_RESOURCE the start is refused" daemon "$T/nores.log" "$TFD_CONFIG" \

@@ -18,14 +18,10 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v dig >/dev/null || die "dig is not installed (tools/deps.sh: bind9-dnsutils)"
+tf_need dnsmasq dig
 
-host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX gc=tf-gc-$TF_SFX gd=tf-gd-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX gb=tf-gb-$TF_SFX gc=tf-gc-$TF_SFX gd=tf-gd-$TF_SFX inet=tf-inet-$TF_SFX
 ns_add "$host" "$ga" "$gb" "$gc" "$gd" "$inet"
 ns_router "$host"
 guest_link "$ga" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
@@ -37,17 +33,10 @@ inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.
 
 # The session's resolver: no upstream, no hosts file, bound to A's gateway address only.
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=10.10.1.1 --port=53 --user=root --group=root \
-	--pid-file="$T/dnsmasq.pid" --log-queries --log-facility="$DNS_LOG" --local=/example.com/ \
-	--host-record=web.example.com,198.51.100.10,300 --host-record=web2.example.com,198.51.100.11,300 \
-	--host-record=denied.example.com,203.0.113.10,300 >"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-wait_for 5 sh -c "ip netns exec $host ss -Hlun 'sport = :53' | grep -q 10.10.1.1:53" ||
-	die "dnsmasq did not bind 10.10.1.1:53: $(tail -n 3 "$T/dnsmasq.out")"
-tf_watch "$DNS_LOG"
+dnsmasq_start "$host" "$DNS_LOG" "10.10.1.1" --local=/example.com/ \
+	--host-record=web.example.com,198.51.100.10,300 \
+	--host-record=web2.example.com,198.51.100.11,300 \
+	--host-record=denied.example.com,203.0.113.10,300
 
 L_INET=$T/inet.log L_ECHO=$T/echo.log
 listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:198.51.100.11:80 tcp:203.0.113.10:80 udp:192.0.2.1:7
@@ -73,8 +62,8 @@ session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:0
 session_spec "$T/b.json" b hb 02:00:00:00:1b:02 10.10.2.2 fd00:a:2::2 02:00:00:00:1b:01 10.10.2.1 fd00:a:2::1 \
 	'[{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80,9000]}]'
 
-# probe DESC NS HOST PORT reached|blocked
-probe() {
+# ns_probe DESC NS HOST PORT reached|blocked: probe_tcp from guest NS (its address known here)
+ns_probe() {
 	local src
 	case $2 in
 	"$ga") src=10.10.1.2 ;; "$gb") src=10.10.2.2 ;; "$gc") src=10.10.3.2 ;; *) src=10.10.4.2 ;;
@@ -89,7 +78,7 @@ resolve() {
 }
 
 note "baseline: nothing enforces yet"
-probe "baseline: A -> 203.0.113.10:80" "$ga" 203.0.113.10 80 reached
+ns_probe "baseline: A -> 203.0.113.10:80" "$ga" 203.0.113.10 80 reached
 resolve "baseline: A resolves denied.example.com" denied.example.com 203.0.113.10
 
 note "set-up"
@@ -137,7 +126,7 @@ ip netns exec "$ga" "$PY" "$TF_NETNS_DIR/dnsprobe.py" echo-client 198.51.100.10 
 ECHO_PID=$!
 defer kill_pid "$ECHO_PID"
 check "A's long-lived connection is up (first echo)" wait_for 5 grep -q "echo 1 ok" "$T/echo.out"
-probe "B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
+ns_probe "B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
 
 kill -KILL "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
@@ -145,13 +134,13 @@ killed_pid=$TFD_PID
 TFD_PID=
 check "tapfenced is gone" test ! -d "/proc/$killed_pid"
 check "its links stay pinned" test -n "$(ls "$TF_PIN_DIR/links" 2>/dev/null)"
-probe "outage: A -> 203.0.113.10:80 (no rule)" "$ga" 203.0.113.10 80 blocked
-probe "outage: B -> 198.51.100.10:80 (no rule for B)" "$gb" 198.51.100.10 80 blocked
-probe "outage: A -> 198.51.100.10:80 (learnt before)" "$ga" 198.51.100.10 80 reached
-probe "outage: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
-probe "outage: A -> 198.51.100.11:80 before asking for it" "$ga" 198.51.100.11 80 blocked
+ns_probe "outage: A -> 203.0.113.10:80 (no rule)" "$ga" 203.0.113.10 80 blocked
+ns_probe "outage: B -> 198.51.100.10:80 (no rule for B)" "$gb" 198.51.100.10 80 blocked
+ns_probe "outage: A -> 198.51.100.10:80 (learnt before)" "$ga" 198.51.100.10 80 reached
+ns_probe "outage: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
+ns_probe "outage: A -> 198.51.100.11:80 before asking for it" "$ga" 198.51.100.11 80 blocked
 resolve "outage: A resolves web2.example.com (the kernel checks and learns)" web2.example.com 198.51.100.11
-probe "outage: A -> 198.51.100.11:80 by name" "$ga" 198.51.100.11 80 reached
+ns_probe "outage: A -> 198.51.100.11:80 by name" "$ga" 198.51.100.11 80 reached
 tf_mark
 n "$ga" timeout 10 dig @10.10.1.1 +time=2 +tries=1 +short denied.example.com A >/dev/null 2>&1
 expect_not_reached "$DNS_LOG" "query[A] denied.example.com" "outage: A's query for denied.example.com never reaches the resolver"
@@ -169,7 +158,7 @@ check "restart: sessions a and b re-adopted" "$PY" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 sys.exit(sorted(s["id"] for s in d["sessions"]) != ["a", "b"])' "$T/list.json"
-probe "restart: A -> 203.0.113.10:80 still denied" "$ga" 203.0.113.10 80 blocked
+ns_probe "restart: A -> 203.0.113.10:80 still denied" "$ga" 203.0.113.10 80 blocked
 
 note "noisy neighbour: A floods, B is judged as before"
 # B holds a connection through A's flood; A opens far more flows than its table holds and
@@ -178,23 +167,9 @@ rm -f "$T/gob"
 ip netns exec "$gb" "$PY" "$TF_NETNS_DIR/dnsprobe.py" echo-client 203.0.113.10 9000 --go "$T/gob" \
 	--timeout "$TF_CONNECT_TIMEOUT" --wait 60 >"$T/echob.out" 2>&1 &
 defer kill_pid "$!"
-n "$ga" timeout 60 "$PY" - <<-'EOF' >"$T/flood.out" 2>&1
-	import socket, time
-	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-	end = time.monotonic() + 20
-	n = 0
-	for port in range(20000, 24000):        # 4000 allowed flows, a table of 256
-	    s.sendto(b"x", ("192.0.2.1", port))
-	    n += 1
-	for i in range(20000):                  # denied, event after event
-	    s.sendto(b"y", ("203.0.113.10", 7))
-	    n += 1
-	    if time.monotonic() > end:
-	        break
-	print(n)
-EOF
-probe "after A's flood: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
-probe "after A's flood: B -> 198.51.100.10:80 denied" "$gb" 198.51.100.10 80 blocked
+n "$ga" timeout 60 "$PY" "$TF_NETNS_DIR/udp_flood.py" >"$T/flood.out" 2>&1
+ns_probe "after A's flood: B -> 203.0.113.10:80 (B's rule)" "$gb" 203.0.113.10 80 reached
+ns_probe "after A's flood: B -> 198.51.100.10:80 denied" "$gb" 198.51.100.10 80 blocked
 expect_event session=b verdict=deny reason=no_rule dst=198.51.100.10 -- "after A's flood: B's deny is still in the feed"
 tfc --json session show a >"$T/a.show"
 tfc --json session show b >"$T/b.show"
@@ -214,18 +189,12 @@ check "B's connection held across A's flood fills A's flow table" wait_for 5 gre
 
 note "a session that cannot be re-adopted keeps its pinned enforcement and its slot"
 # D: 601 rules, so re-adopting it (new generation beside the old) overflows the 1024-entry table.
-"$PY" - "$T/d.rules" <<-'EOF'
-	import json, sys
-	nets = ("192.0.2.%d/32", "198.51.100.%d/32", "203.0.113.%d/32")
-	rules = [{"cidr": "198.51.100.10/32", "proto": "tcp", "ports": [80]}]
-	rules += [{"cidr": nets[i // 256] % (i % 256), "proto": "udp", "ports": [9]} for i in range(600)]
-	json.dump(rules, open(sys.argv[1], "w"))
-EOF
+"$PY" "$TF_NETNS_DIR/many_rules.py" "$T/d.rules"
 session_spec "$T/d.json" d hd 02:00:00:00:1d:02 10.10.4.2 fd00:a:4::2 02:00:00:00:1d:01 10.10.4.1 fd00:a:4::1 \
 	"$(cat "$T/d.rules")"
 check "session d (601 rules) added" tfc session add "$T/d.json"
-d_slot=$(tfc --json session show d | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
-probe "D -> 198.51.100.10:80 (D's rule)" "$gd" 198.51.100.10 80 reached
+d_slot=$(tfc --json session show d | tfjson get session.slot)
+ns_probe "D -> 198.51.100.10:80 (D's rule)" "$gd" 198.51.100.10 80 reached
 kill -TERM "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
 TFD_PID=
@@ -236,15 +205,15 @@ check "restart: a and b re-adopted, d not" "$PY" -c '
 import json, sys
 sys.exit(sorted(s["id"] for s in json.load(open(sys.argv[1]))["sessions"]) != ["a", "b"])' "$T/list2.json"
 check "restart: D's links are still pinned" test -e "$TF_PIN_DIR/links/d-in" -a -e "$TF_PIN_DIR/links/d-out"
-probe "restart: D -> 198.51.100.10:80 still allowed by its pinned policy" "$gd" 198.51.100.10 80 reached
-probe "restart: D -> 203.0.113.10:80 still denied" "$gd" 203.0.113.10 80 blocked
+ns_probe "restart: D -> 198.51.100.10:80 still allowed by its pinned policy" "$gd" 198.51.100.10 80 reached
+ns_probe "restart: D -> 203.0.113.10:80 still denied" "$gd" 203.0.113.10 80 blocked
 session_spec "$T/c.json" c hc 02:00:00:00:1c:02 10.10.3.2 fd00:a:3::2 02:00:00:00:1c:01 10.10.3.1 fd00:a:3::1 \
 	'[{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}]'
 check "a new session c is added" tfc session add "$T/c.json"
-c_slot=$(tfc --json session show c | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])')
+c_slot=$(tfc --json session show c | tfjson get session.slot)
 check "c does not get D's slot ($c_slot, D had $d_slot)" test "$c_slot" != "$d_slot"
-probe "C -> 203.0.113.10:80 (C's rule)" "$gc" 203.0.113.10 80 reached
-probe "C -> 198.51.100.10:80 (only D's rule: not inherited)" "$gc" 198.51.100.10 80 blocked
+ns_probe "C -> 203.0.113.10:80 (C's rule)" "$gc" 203.0.113.10 80 reached
+ns_probe "C -> 198.51.100.10:80 (only D's rule: not inherited)" "$gc" 198.51.100.10 80 blocked
 
 note "pins made by a build with another ABI"
 kill -TERM "$TFD_PID"
@@ -259,8 +228,8 @@ start_foreground() {
 check_not "a start on them is refused" start_foreground
 check "the refusal names both ABIs and --cleanup" \
 	grep -q "have ABI 1, this build has ABI [0-9]*: run tapfenced --cleanup" "$T/tapfenced.log"
-probe "refused start: C -> 203.0.113.10:80 still allowed by the pinned programs" "$gc" 203.0.113.10 80 reached
-probe "refused start: C -> 198.51.100.10:80 still denied" "$gc" 198.51.100.10 80 blocked
+ns_probe "refused start: C -> 203.0.113.10:80 still allowed by the pinned programs" "$gc" 203.0.113.10 80 reached
+ns_probe "refused start: C -> 198.51.100.10:80 still denied" "$gc" 198.51.100.10 80 blocked
 check "--cleanup removes pins of another ABI" n "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup
 check "no map is left pinned" test -z "$(ls "$TF_PIN_DIR/maps" 2>/dev/null)"
 

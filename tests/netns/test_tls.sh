@@ -57,18 +57,9 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 tf_init
-host=tf-host-$TF_SFX
-ga=tf-ga-$TF_SFX
-inet=tf-inet-$TF_SFX
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX inet=tf-inet-$TF_SFX
 
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
-
-setup() { "$@" || die "setup: $*"; }
-
-command -v dnsmasq >/dev/null || die "dnsmasq is not installed (tools/deps.sh: dnsmasq-base)"
-command -v openssl >/dev/null || die "openssl is not installed (tools/deps.sh: openssl)"
-command -v curl >/dev/null || die "curl is not installed (tools/deps.sh: curl)"
+tf_need dnsmasq openssl curl
 
 G=10.10.1.2 G6=fd00:a:1::2 RES=10.10.1.1
 A=203.0.113.10 A6=2001:db8:113::10 B=203.0.113.20 C=198.51.100.30 D=203.0.113.40
@@ -88,22 +79,9 @@ setup tls_certs "$T" allowed.test forbidden.test cdn2.test api.test hrr.test
 echo "nameserver $RES" >"$T/resolv.conf"
 
 DNS_LOG=$T/dnsmasq.log
-: >"$DNS_LOG"
-ip netns exec "$host" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-	--bind-interfaces --listen-address=$RES --port=53 \
-	--user=root --group=root --pid-file="$T/dnsmasq.pid" \
-	--log-queries --log-facility="$DNS_LOG" --local=/test/ \
-	--host-record=allowed.test,$A,$A6,300 \
-	--host-record=forbidden.test,$A,300 \
-	--host-record=cdn2.test,$B,300 \
-	--host-record=hrr.test,$D,300 \
-	>"$T/dnsmasq.out" 2>&1 &
-DNS_PID=$!
-defer kill_pid "$DNS_PID"
-dns_bound() { n "$host" ss -Hlun 'sport = :53' | grep -q "$RES:53"; }
-wait_for 5 dns_bound || die "dnsmasq did not bind $RES:53: $(tail -n 3 "$T/dnsmasq.out" "$DNS_LOG")"
-kill -0 "$DNS_PID" 2>/dev/null || die "dnsmasq exited: $(tail -n 3 "$T/dnsmasq.out")"
-tf_watch "$DNS_LOG"
+dnsmasq_start "$host" "$DNS_LOG" "$RES" --local=/test/ --host-record=allowed.test,$A,$A6,300 \
+	--host-record=forbidden.test,$A,300 --host-record=cdn2.test,$B,300 \
+	--host-record=hrr.test,$D,300
 
 SLOG=$T/tlsserver.log
 certs=()
@@ -138,7 +116,6 @@ next_port() {
 	case ${1:-} in *:*) FROM="from [$G6]:$LPORT" ;; *) FROM="from $G:$LPORT" ;; esac
 }
 
-client_note() { sed 's/^/#   client: /' <(head -n 4 "$T/client.out"); }
 
 # https_get FAMILY NAME PORT [ADDR]: curl -FAMILY (4 or 6) https://NAME:PORT/ from the guest, from
 # local port $LPORT (call next_port first), by name through the resolver or with --resolve
@@ -176,7 +153,7 @@ tls_ok() {
 		pass "$desc: curl exited 0 with the reply of $name at $to"
 	else
 		fail "$desc: curl exited $rc without the reply of $name at $to"
-		client_note
+		probe_note
 	fi
 	expect_reached "$SLOG" "sni $to $FROM $name" "$desc: the server saw SNI $name"
 	expect_reached "$SLOG" "request $to $FROM sni $name line GET / HTTP/1.1 host $name" \
@@ -203,7 +180,7 @@ tls_refused() {
 		pass "$desc: curl failed (exit $rc: $(head -n 1 "$T/client.out"))"
 	else
 		fail "$desc: curl exited $rc"
-		client_note
+		probe_note
 	fi
 	expect_reached "$SLOG" "conn $to $FROM" "$desc: the TCP connection reached the server"
 	expect_not_reached "$SLOG" "data $to $FROM" "$desc: no byte reached the server"
@@ -331,7 +308,7 @@ hrr_ok() {
 		pass "$desc: curl exited 0 with the reply of hrr.test at $D:443"
 	else
 		fail "$desc: curl exited $rc without the reply of hrr.test"
-		client_note
+		probe_note
 	fi
 	expect_reached "$HLOG" "hello-sni $D:443 $FROM off 0 hrr.test" "$desc: the first hello reached the server"
 	reached_re "$HLOG" "hello-sni $D:443 $FROM off [1-9][0-9]* hrr.test" \
@@ -341,7 +318,7 @@ hrr_ok() {
 	if [ $ENFORCED = 1 ]; then
 		read -ra f <<<"$(probe_filter $D 443)"
 		expect_event "${f[@]}" verdict=allow reason=allow_tls name=hrr.test -- "$desc: event allow_tls"
-		if [ "$("$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 1 "${f[@]}" \
+		if [ "$(events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 1 1 "${f[@]}" \
 			reason=allow_tls | wc -l)" = 2 ]; then
 			pass "$desc: two allow_tls events: the second hello was judged too"
 		else
@@ -437,7 +414,7 @@ else
 	tf_done
 	exit 1
 fi
-note "session $SID attached as: $(tfc --json session show $SID 2>&1 | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["session"]["attach"])' 2>&1)"
+note "session $SID attached as: $(tfc --json session show $SID 2>&1 | tfjson get session.attach 2>&1)"
 SLOG_PHASE2=$(stat -c %s "$SLOG")
 
 note "a host rule's name, to the address learnt for it"
@@ -537,7 +514,7 @@ note "a hello trickled one byte per segment"
 tf_mark
 next_port
 read -ra f <<<"$(probe_filter $A 443)"
-trickle_seen() { "$PY" -c "$tf_event_py" "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 0 1 "${f[@]}" "$@" >/dev/null; }
+trickle_seen() { events_match "$TF_EVENTS" "${tf_mark_at[$TF_EVENTS]:-0}" 0 1 "${f[@]}" "$@" >/dev/null; }
 trickle_t0=$(date +%s%N)
 trickle &
 trickle_pid=$!

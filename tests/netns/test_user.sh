@@ -15,17 +15,10 @@ cleanup() {
 	userdel "$duser" 2>/dev/null
 	userdel "$other" 2>/dev/null
 }
-trap cleanup EXIT
 
 host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
 duser=tfd$TF_SFX other=tfo$TF_SFX
-ns_add "$host" "$g" "$inet"
-ns_router "$host"
-guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
-inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
-	198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
-L_INET=$T/inet.log
-listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+one_guest "$host" "$g" "$inet"
 
 useradd -M -N -r -s /usr/sbin/nologin "$duser" || die "cannot create user $duser"
 useradd -M -N -r -s /usr/sbin/nologin "$other" || die "cannot create user $other"
@@ -34,11 +27,8 @@ duid=$(id -u "$duser") dgid=$(id -g "$duser")
 chmod 0711 "$T"
 bpffs_mount "$T/bpffs"
 tfd_config "$T/tf.json" "\"user\":\"$duser\""
-session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
-	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+one_guest_spec "$T/a.json"
 
-# probe DESC HOST reached|blocked: the guest to HOST:80.
-probe() { probe_tcp "$1" "$L_INET" "$g" 10.10.1.2 "$2" 80 "$3"; }
 
 status() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$TFD_PID/status"; }
 
@@ -59,11 +49,11 @@ note "its job, unprivileged"
 check "session a added" tfc session add "$T/a.json"
 check "its links are pinned, owned by $duser" test "$(stat -c %u "$TF_PIN_DIR/links/a-in")" = "$duid"
 check "its state file is written, owned by $duser" test "$(stat -c %u "$T/state/sessions/a.json")" = "$duid"
-probe "A -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
-probe "A -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
+guest_probe "A -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
+guest_probe "A -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
 expect_event reason=no_rule -- "the denial is in the event log"
 check "rule add" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
-probe "A -> 203.0.113.10:80 after rule add" 203.0.113.10 reached
+guest_probe "A -> 203.0.113.10:80 after rule add" 203.0.113.10 reached
 check "rule del" tfc rule del a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
 
 note "another local user"
@@ -75,7 +65,7 @@ mv "$TF_EVENTS" "$TF_EVENTS.1"
 install -m 0640 -o "$duser" -g "$dgid" /dev/null "$TF_EVENTS"
 check "SIGHUP" kill -HUP "$TFD_PID"
 sleep 0.5
-probe "after the reopen: A -> 203.0.113.10:80" 203.0.113.10 blocked
+guest_probe "after the reopen: A -> 203.0.113.10:80" 203.0.113.10 blocked
 check "the new log gets the events" wait_for 3 grep -q '"reason":"no_rule"' "$TF_EVENTS"
 
 note "restart"
@@ -85,7 +75,7 @@ TFD_PID=
 tfd_start "$host"
 check "session a re-adopted" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^a '"
 check "the restarted daemon is $duser again" test "$(status Uid)" = "$duid $duid $duid $duid"
-probe "after the restart: A -> 198.51.100.10:80" 198.51.100.10 reached
+guest_probe "after the restart: A -> 198.51.100.10:80" 198.51.100.10 reached
 check "session del" tfc session del a
 check "its links are unpinned" test ! -e "$TF_PIN_DIR/links/a-in"
 check "its state file is gone" test ! -e "$T/state/sessions/a.json"

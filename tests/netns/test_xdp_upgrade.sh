@@ -9,23 +9,12 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
-cleanup() { tf_cleanup; }
-trap cleanup EXIT
 
 host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
-ns_add "$host" "$g" "$inet"
-ns_router "$host"
-guest_link "$g" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
-inet_link "$host" "$inet" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
-	198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
-L_INET=$T/inet.log
-listener_start "$inet" "$L_INET" tcp:198.51.100.10:80 tcp:203.0.113.10:80
+one_guest "$host" "$g" "$inet"
 bpffs_mount "$T/bpffs"
-session_spec "$T/a.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
-	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+one_guest_spec "$T/a.json"
 
-# probe DESC HOST reached|blocked: the guest to HOST:80.
-probe() { probe_tcp "$1" "$L_INET" "$g" 10.10.1.2 "$2" 80 "$3"; }
 
 # The id of the XDP program on the guest's device, "" if none.
 xdp_id() { ip -n "$host" -d link show dev ha | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p'; }
@@ -42,8 +31,8 @@ tfd_start "$host"
 check "session a added" tfc session add "$T/a.json"
 id1=$(xdp_id)
 check "an XDP program is on the guest's device ($id1)" test -n "$id1"
-probe "A -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
-probe "A -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
+guest_probe "A -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
+guest_probe "A -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
 
 for knob in 200 300; do
 	note "restart (events_per_s $knob): the program is replaced in place"
@@ -52,8 +41,8 @@ for knob in 200 300; do
 	id2=$(xdp_id)
 	check "another XDP program ($id2, was $id1) is on the device" test -n "$id2" -a "$id2" != "$id1"
 	check "the log names the replacement" grep -q "XDP program $id1 replaced by a new one" "$T/tapfenced.log"
-	probe "after the replacement: A -> 198.51.100.10:80" 198.51.100.10 reached
-	probe "after the replacement: A -> 203.0.113.10:80" 203.0.113.10 blocked
+	guest_probe "after the replacement: A -> 198.51.100.10:80" 198.51.100.10 reached
+	guest_probe "after the replacement: A -> 203.0.113.10:80" 203.0.113.10 blocked
 	expect_event reason=no_rule -- "the new program reports the denial"
 	id1=$id2
 done

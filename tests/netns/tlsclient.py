@@ -15,11 +15,12 @@ Exit status: 0 if the server answered the request (trickle) or anything at all a
 hello (second), 1 if not, 2 on a usage or set-up error. Standard library only; run it as
 /usr/bin/python3.
 """
-import argparse
 import socket
 import ssl
 import sys
 import time
+
+from tfnet import arg, run
 
 
 def connect(args):
@@ -132,27 +133,33 @@ def second(args):
     return 0 if got else 1
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=("trickle", "second"))
-    ap.add_argument("addr")
-    ap.add_argument("port", type=int)
-    ap.add_argument("--sni", required=True)
-    ap.add_argument("--second", help="second: the SNI of the second ClientHello")
-    ap.add_argument("--cafile", required=True)
-    ap.add_argument("--bind", help="ADDR:PORT to connect from")
-    ap.add_argument("--first", type=int, default=120, help="trickle: bytes sent one at a time")
-    ap.add_argument("--gap", type=float, default=0.003, help="trickle: seconds between them")
-    ap.add_argument("--timeout", type=float, default=5)
-    args = ap.parse_args()
-    if args.mode == "second" and not args.second:
-        ap.error("second needs --second NAME")
-    try:
-        return trickle(args) if args.mode == "trickle" else second(args)
-    except (OSError, ssl.SSLError, ConnectionError) as e:
-        print(f"tlsclient: {type(e).__name__}: {e}")
-        return 1
+def guarded(mode):
+    """mode, with a network or TLS error printed and exit status 1 instead of a traceback."""
+
+    def run_mode(args):
+        try:
+            return mode(args)
+        except (OSError, ssl.SSLError, ConnectionError) as e:
+            print(f"tlsclient: {type(e).__name__}: {e}")
+            return 1
+
+    return run_mode
+
+
+ARGS = [
+    arg("addr"), arg("port", type=int), arg("--sni", required=True),
+    arg("--second", help="second: the SNI of the second ClientHello"),
+    arg("--cafile", required=True), arg("--bind", help="ADDR:PORT to connect from"),
+    arg("--first", type=int, default=120, help="trickle: bytes sent one at a time"),
+    arg("--gap", type=float, default=0.003, help="trickle: seconds between them"),
+    arg("--timeout", type=float, default=5),
+]
+
+
+def check(p, args):
+    if args.cmd == "second" and not args.second:
+        p.error("second needs --second NAME")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, {"trickle": (guarded(trickle), ARGS), "second": (guarded(second), ARGS)}, check=check)

@@ -26,8 +26,6 @@ Certificates: --cert NAME:CERTFILE:KEYFILE, the first one also for a ClientHello
 with a name no --cert has. --groups LIST (e.g. prime256v1) limits the key exchange groups, so a
 client offering a key share for another one gets a HelloRetryRequest. Exits 0 on SIGTERM. Standard library only; run it as /usr/bin/python3.
 """
-import argparse
-import os
 import signal
 import socket
 import ssl
@@ -35,27 +33,7 @@ import struct
 import sys
 import threading
 
-LOG_LOCK = threading.Lock()
-
-
-def log_line(path, line):
-    # One write per line, opened in append mode, so concurrent readers never see half a line.
-    with LOG_LOCK, open(path, "a", encoding="ascii", errors="replace") as f:
-        f.write(line + "\n")
-
-
-def parse_addr(spec):
-    """'1.2.3.4:80' or '[2001:db8::1]:80' -> (family, (host, port))."""
-    if spec.startswith("["):
-        host, _, port = spec[1:].partition("]:")
-        return socket.AF_INET6, (host, int(port))
-    host, _, port = spec.rpartition(":")
-    return socket.AF_INET, (host, int(port))
-
-
-def fmt(addr):
-    return f"[{addr[0]}]:{addr[1]}" if ":" in addr[0] else f"{addr[0]}:{addr[1]}"
-
+from tfnet import LOG, READY, arg, exit_on_term, fmt, log_line, parse_addr, ready, run
 
 class Server:
     def __init__(self, args):
@@ -197,50 +175,44 @@ def capture_loop(log, s, listeners):
             log_line(log, f"hello-sni {dst}:{dport} from {src}:{sport} off {off} {name}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log", required=True)
-    ap.add_argument("--ready", help="file written (atomically, with our PID) once every socket is bound")
-    ap.add_argument("--cert", action="append", default=[], help="NAME:CERTFILE:KEYFILE")
-    ap.add_argument("--tcp", action="append", default=[], help="ADDR:PORT or [ADDR6]:PORT, for TLS")
-    ap.add_argument("--groups", help="key exchange groups, e.g. prime256v1 (a client's x25519 share then gets a HelloRetryRequest)")
-    ap.add_argument("--udp", action="append", default=[], help="ADDR:PORT or [ADDR6]:PORT")
-    ap.add_argument("--capture", help="interface whose incoming IPv4 segments to our TCP listeners are logged")
-    args = ap.parse_args()
-
-    def on_term(_sig, _frame):
-        os._exit(0)
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
+def main(args):
+    # A hard exit: the accept and capture threads would keep the process alive.
+    exit_on_term(hard=True)
     srv = Server(args)
     threads = []
     for spec in args.tcp:
-        family, addr = parse_addr(spec)
+        family, host, port = parse_addr(spec)
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(addr)
+        s.bind((host, port))
         s.listen(64)
         threads.append(threading.Thread(target=srv.accept_loop, args=(s,), daemon=True))
     for spec in args.udp:
-        family, addr = parse_addr(spec)
+        family, host, port = parse_addr(spec)
         s = socket.socket(family, socket.SOCK_DGRAM)
-        s.bind(addr)
+        s.bind((host, port))
         threads.append(threading.Thread(target=srv.udp_loop, args=(s,), daemon=True))
     if args.capture:
-        listeners = {parse_addr(spec)[1] for spec in args.tcp}
+        listeners = {parse_addr(spec)[1:] for spec in args.tcp}
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
         s.bind((args.capture, 0))
         threads.append(threading.Thread(target=capture_loop, args=(args.log, s, listeners), daemon=True))
     for t in threads:
         t.start()
-    if args.ready:
-        with open(args.ready + ".tmp", "w", encoding="ascii") as f:
-            f.write(f"{os.getpid()}\n")
-        os.rename(args.ready + ".tmp", args.ready)
+    ready(args.ready)
     while True:
         signal.pause()
 
 
+ARGS = [
+    LOG, READY,
+    arg("--cert", action="append", default=[], help="NAME:CERTFILE:KEYFILE"),
+    arg("--tcp", action="append", default=[], help="ADDR:PORT or [ADDR6]:PORT, for TLS"),
+    arg("--groups", help="key exchange groups, e.g. prime256v1 (a client's x25519 share then gets "
+        "a HelloRetryRequest)"),
+    arg("--udp", action="append", default=[], help="ADDR:PORT or [ADDR6]:PORT"),
+    arg("--capture", help="interface whose incoming IPv4 segments to our TCP listeners are logged"),
+]
+
 if __name__ == "__main__":
-    main()
+    run(__doc__, (main, ARGS))

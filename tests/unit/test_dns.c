@@ -28,12 +28,7 @@
 
 #include <tapfence/abi.h>
 #include <tapfence/dns.h>
-#include "tapfence.skel.h"
-#include "common/reason.h"
-#include "daemon/datapath.h"
-#include "check.h"
-#include "dpenv.h"
-#include "dprun.h"
+#include "fixture.h"
 #include "pkt.h"
 
 #define R(x) TF_REASON_##x
@@ -353,7 +348,8 @@ static void test_parse_queries(void)
 	CHECK_EQ("parser: query with a byte after its OPT record", parse(&m, 0, NULL, 0), DNS_MALFORMED);
 	m_query(&m, 1, "a.b", DNS_T_A);
 	m_opt(&m);
-	CHECK_EQ("parser: query with an OPT record arcount does not announce", parse(&m, 0, NULL, 0),
+	CHECK_EQ("parser: query with an OPT record arcount does not announce",
+	  parse(&m, 0, NULL, 0),
 		 DNS_MALFORMED);
 	m_query(&m, 1, "a.b", DNS_T_A);
 	m_set16(&m, 10, 1);
@@ -579,20 +575,11 @@ static void test_parse_answers(void)
 #define SID_B 2
 #define SID_C 3
 
-#define GMAC "02:00:00:00:00:02"
-#define HMAC "02:00:00:00:00:01"
-#define G4   "10.10.0.2"
-#define GW4  "10.10.0.1"
-#define G6   "fd00:a::2"
-#define GW6  "fd00:a::1"
 #define B6   "2001:db8:b::2"		/* session B's guest: another session's address */
 
 /* Session A: host rules, one CIDR rule, the resolver at the gateway over IPv4. */
 static const char spec_a[] =
-	"{'id':'a','ifname':'tap-a',"
-	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"
-	"'gateway':{'mac':'" HMAC "','ipv4':'" GW4 "','ipv6':'" GW6 "'},"
-	"'resolver':{'ipv4':'" GW4 "'},"
+	SPEC_A_HEAD
 	"'allow':["
 	"{'host':'github.com','proto':'tcp','ports':[443]},"
 	"{'host':'*.npmjs.org','proto':'tcp','ports':[443]},"
@@ -733,6 +720,181 @@ static long learned_ttl(struct env *e, const char *addr)
 	return (long)((v.expires_ns - now_ns() + 500000000ULL) / 1000000000ULL);
 }
 
+/* ---- step tables ---------------------------------------------------------------- */
+
+/* An answer's record: an A or AAAA (data an address) or a CNAME (data a name). */
+struct rr {
+	unsigned int type;	/* 0 ends the list; DNS_T_A for an address of either family */
+	const char *owner;
+	__u32 ttl;
+	const char *data;
+};
+
+enum step_kind { S_QUERY, S_ANSWER, S_TCP, S_UDP, S_LEARNT };
+
+/*
+ * One step of a DNS scenario: a frame and what must come of it (verdict,
+ * counters, events), or a look at what the session learnt.
+ *   S_QUERY:  the guest's query id for name (qtype) from port gport.
+ *   S_ANSWER: the resolver's answer id to port gport for name (qtype), the
+ *             header flags 0x8180 | flags, records rr.
+ *   S_TCP:    the guest's TCP segment (flags) from port gport to addr:port.
+ *   S_UDP:    the guest's 4-byte datagram from port gport to addr:port.
+ *   S_LEARNT: addr is learnt for ttl seconds (-1: not learnt).
+ */
+struct step {
+	enum step_kind kind;
+	const char *desc;
+	unsigned int gport, id;
+	const char *name;
+	unsigned int qtype, flags;	/* S_TCP: the TCP flags */
+	struct rr rr[8];
+	const char *addr;
+	unsigned int port;
+	long ttl;
+	struct expect x;
+};
+
+#define QUERY(d, gp, i, n, t, ...) \
+	{ S_QUERY, d, .gport = gp, .id = i, .name = n, .qtype = t, .x = { __VA_ARGS__ } }
+#define ANSWER(d, gp, i, fl, n, t, recs, ...)                                        \
+	{ S_ANSWER, d, .gport = gp, .id = i, .name = n, .qtype = t, .flags = fl,      \
+	  .rr = { UNPAREN recs }, .x = { __VA_ARGS__ } }
+#define TCP_TO(d, gp, a, p, fl, ...) \
+	{ S_TCP, d, .gport = gp, .addr = a, .port = p, .flags = fl, .x = { __VA_ARGS__ } }
+#define SYN_TO(d, a, p, ...) TCP_TO(d, 50000, a, p, PK_SYN, __VA_ARGS__)
+#define UDP_TO(d, gp, a, p, ...) { S_UDP, d, .gport = gp, .addr = a, .port = p, .x = { __VA_ARGS__ } }
+#define LEARNT(d, a, t) { S_LEARNT, d, .addr = a, .ttl = t }
+#define UNPAREN(...) __VA_ARGS__
+#define A(owner, ttl, addr) { DNS_T_A, owner, ttl, addr }
+#define CNAME(owner, ttl, target) { DNS_T_CNAME, owner, ttl, target }
+
+/* The guest and its resolver, as the session under test has them. */
+struct peers {
+	const char *guest, *resolver;
+};
+
+static const struct peers v4 = { G4, GW4 }, v6 = { G6, GW6 };
+
+static void step_answer(struct msg *m, const struct step *s)
+{
+	unsigned int n = 0, i;
+
+	while (n < N(s->rr) && s->rr[n].type)
+		n++;
+	m_answer(m, s->id, s->flags, s->name, s->qtype, n);
+	for (i = 0; i < n; i++) {
+		if (s->rr[i].type == DNS_T_CNAME)
+			m_cname(m, s->rr[i].owner, s->rr[i].ttl, s->rr[i].data);
+		else
+			m_a(m, s->rr[i].owner, s->rr[i].ttl, s->rr[i].data);
+	}
+}
+
+static void run_steps(struct env *e, const struct peers *p, const struct step *s, size_t n)
+{
+	struct frame f;
+	struct msg m;
+	size_t i;
+
+	for (i = 0; i < n; i++, s++) {
+		switch (s->kind) {
+		case S_QUERY:
+			m_query(&m, s->id, s->name, s->qtype);
+			fr_udp(&f, 0, p->guest, p->resolver, s->gport, 53, &m);
+			judge_expect(e, FROM, &f, s->desc, &s->x);
+			break;
+		case S_ANSWER:
+			step_answer(&m, s);
+			fr_udp(&f, 1, p->resolver, p->guest, 53, s->gport, &m);
+			judge_expect(e, TO, &f, s->desc, &s->x);
+			break;
+		case S_TCP:
+			fr_tcp(&f, strchr(s->addr, ':') ? G6 : G4, s->addr, s->gport, s->port,
+			       (__u8)s->flags);
+			judge_expect(e, FROM, &f, s->desc, &s->x);
+			break;
+		case S_UDP:
+			fr_udp_plain(&f, strchr(s->addr, ':') ? G6 : G4, s->addr, s->gport, s->port);
+			judge_expect(e, FROM, &f, s->desc, &s->x);
+			break;
+		case S_LEARNT:
+			CHECK_EQ(s->desc, learned_ttl(e, s->addr), s->ttl);
+			break;
+		}
+	}
+}
+
+/* Queries, in order: the names and types that go out or not. */
+static const struct step q_first[] = {
+	QUERY("query github.com", 40001, 0x1111, "github.com", DNS_T_A, 1, "allow_dns+1",
+	  "allow_dns[github.com]"),
+};
+static const struct step q_names[] = {
+	QUERY("query GitHub.COM, mixed case", 40002, 0x1112, "GitHub.COM", DNS_T_AAAA, 1,
+	  "allow_dns+1", "allow_dns[github.com]"),
+	QUERY("query github.com CNAME", 40003, 0x1113, "github.com", DNS_T_CNAME, 1, "allow_dns+1",
+	  NULL),
+	QUERY("query www.github.com: only github.com itself is allowed", 40004, 0x1114,
+	  "www.github.com", DNS_T_A, 0, "dns_name_denied+1", "dns_name_denied[www.github.com]"),
+	QUERY("query gitlab.com", 40005, 0x1115, "gitlab.com", DNS_T_A, 0, "dns_name_denied+1",
+	  "dns_name_denied[gitlab.com]"),
+	QUERY("query npmjs.org: *.npmjs.org is only below it", 40006, 0x1116, "npmjs.org", DNS_T_A,
+	  0, "dns_name_denied+1", NULL),
+	QUERY("query registry.npmjs.org", 40007, 0x1117, "registry.npmjs.org", DNS_T_A, 1,
+	  "allow_dns+1", "allow_dns[registry.npmjs.org]"),
+};
+static const struct step q_wild[] = {
+	QUERY("query a.b.npmjs.org", 40008, 0x1118, "a.b.npmjs.org", DNS_T_A, 1, "allow_dns+1",
+	  NULL),
+	QUERY("query evilnpmjs.org", 40009, 0x1119, "evilnpmjs.org", DNS_T_A, 0,
+	  "dns_name_denied+1", NULL),
+	QUERY("query example.com (exact rule)", 40010, 0x111a, "example.com", DNS_T_A, 1,
+	  "allow_dns+1", NULL),
+	QUERY("query www.example.com (wildcard rule)", 40011, 0x111b, "www.example.com", DNS_T_A, 1,
+	  "allow_dns+1", NULL),
+	QUERY("query a.b.example.com", 40012, 0x111c, "a.b.example.com", DNS_T_A, 1, "allow_dns+1",
+	  NULL),
+	QUERY("query evilexample.com", 40013, 0x111d, "evilexample.com", DNS_T_A, 0,
+	  "dns_name_denied+1", "dns_name_denied[evilexample.com]"),
+	QUERY("query example.com.evil.org", 40014, 0x111e, "example.com.evil.org", DNS_T_A, 0,
+	  "dns_name_denied+1", NULL),
+	QUERY("query com", 40015, 0x111f, "com", DNS_T_A, 0, "dns_name_denied+1", NULL),
+	QUERY("query github.com TXT", 40016, 0x1120, "github.com", 16, 0, "dns_qtype+1",
+	  "dns_qtype[github.com]"),
+	QUERY("query github.com ANY", 40017, 0x1121, "github.com", 255, 0, "dns_qtype+1", NULL),
+	QUERY("query github.com NULL", 40018, 0x1122, "github.com", 10, 0, "dns_qtype+1", NULL),
+	QUERY("query github.com HTTPS", 40019, 0x1123, "github.com", 65, 0, "dns_qtype+1", NULL),
+	QUERY("query github.com SVCB", 40020, 0x1124, "github.com", 64, 0, "dns_qtype+1", NULL),
+	QUERY("query a name with a bad byte", 40021, 0x1125, "git!hub.com", DNS_T_A, 0,
+	  "dns_malformed+1", "dns_malformed[]"),	/* no name that is not a host name */
+};
+
+/* The same port again: every query is judged, not just a flow's first. */
+static const struct step q_again[] = {
+	QUERY("second query on an allowed port, for a denied name", 40001, 0x112b, "gitlab.com",
+	  DNS_T_A, 0, "dns_name_denied+1", NULL),
+	QUERY("third query on that port, allowed", 40001, 0x112c, "github.com", DNS_T_A, 1,
+	  "allow_dns+1", NULL),
+};
+
+/* DNS anywhere else */
+static const struct step q_elsewhere[] = {
+	TCP_TO("TCP SYN to the resolver's port", 40030, GW4, 53, PK_SYN, 0, "dns_tcp+1",
+	  "dns_tcp[]"),
+	TCP_TO("TCP ACK to the resolver's port", 40030, GW4, 53, PK_ACK, 0, "dns_tcp+1", NULL),
+	UDP_TO("UDP to 8.8.8.8:53", 40031, "8.8.8.8", 53, 0, "dns_not_resolver+1", NULL),
+	TCP_TO("DNS over TLS to 1.1.1.1:853", 40032, "1.1.1.1", 853, PK_SYN, 0,
+	  "dns_not_resolver+1", NULL),
+	TCP_TO("DNS over TLS to the resolver", 40033, GW4, 853, PK_SYN, 0, "dns_not_resolver+1",
+	  NULL),
+	UDP_TO("DNS over QUIC to 1.1.1.1:853", 40034, "1.1.1.1", 853, 0, "dns_not_resolver+1",
+	  NULL),
+	UDP_TO("mDNS", 5353, "224.0.0.251", 5353, 0, "dns_not_resolver+1", NULL),
+	UDP_TO("LLMNR", 40035, "224.0.0.252", 5355, 0, "dns_not_resolver+1", NULL),
+	UDP_TO("LLMNR over IPv6", 40036, "ff02::1:3", 5355, 0, "dns_not_resolver+1", NULL),
+};
+
 /* Queries: which names, types and shapes go out. Run with TC and with XDP. */
 static void test_queries(struct env *e)
 {
@@ -742,53 +904,23 @@ static void test_queries(struct env *e)
 	char what[128];
 	__u8 rev[TF_DNS_NAME_MAX];
 
-	query(e, "query github.com", 40001, 0x1111, "github.com", DNS_T_A, 1, "allow_dns+1",
-	      "allow_dns[github.com]");
+	run_steps(e, &v4, q_first, N(q_first));
 	snprintf(what, sizeof(what), "%s: the query is outstanding", prog_name(e, FROM));
 	CHECK_EQ(what, dnsq_get(e, SID_A, 40001, 0x1111, &q), 0);
-	snprintf(what, sizeof(what), "%s: outstanding query: name, type, permission (TLS on 443), generation",
-		 prog_name(e, FROM));
+	snprintf(what, sizeof(what), "%s: outstanding query (TLS on 443)", prog_name(e, FROM));
 	rev_of("github.com", rev);
-	CHECK_EQ(what, q.name_len == 11 && !memcmp(q.name, rev, 11) && q.qtype == DNS_T_A &&
-		 q.perm.protos == (TF_PB_TCP | TF_PB_TLS) && q.sub == 0 && q.ver == 1, 1);
-	query(e, "query GitHub.COM, mixed case", 40002, 0x1112, "GitHub.COM", DNS_T_AAAA, 1,
-	      "allow_dns+1", "allow_dns[github.com]");
-	query(e, "query github.com CNAME", 40003, 0x1113, "github.com", DNS_T_CNAME, 1,
-	      "allow_dns+1", NULL);
-	query(e, "query www.github.com: only github.com itself is allowed", 40004, 0x1114,
-	      "www.github.com", DNS_T_A, 0, "dns_name_denied+1", "dns_name_denied[www.github.com]");
-	query(e, "query gitlab.com", 40005, 0x1115, "gitlab.com", DNS_T_A, 0, "dns_name_denied+1",
-	      "dns_name_denied[gitlab.com]");
-	query(e, "query npmjs.org: *.npmjs.org is only below it", 40006, 0x1116, "npmjs.org",
-	      DNS_T_A, 0, "dns_name_denied+1", NULL);
-	query(e, "query registry.npmjs.org", 40007, 0x1117, "registry.npmjs.org", DNS_T_A, 1,
-	      "allow_dns+1", "allow_dns[registry.npmjs.org]");
+	CHECK_FIELD(what, q, name_len, 11);
+	CHECK_MEM(what, q.name, rev, 11);
+	CHECK_FIELD(what, q, qtype, DNS_T_A);
+	CHECK_FIELD(what, q, perm.protos, TF_PB_TCP | TF_PB_TLS);
+	CHECK_FIELD(what, q, sub, 0);
+	CHECK_FIELD(what, q, ver, 1);
+	run_steps(e, &v4, q_names, N(q_names));
 	snprintf(what, sizeof(what), "%s: a wildcard's query is recorded as below its entry",
 		 prog_name(e, FROM));
-	CHECK_EQ(what, !dnsq_get(e, SID_A, 40007, 0x1117, &q) && q.sub == 1, 1);
-	query(e, "query a.b.npmjs.org", 40008, 0x1118, "a.b.npmjs.org", DNS_T_A, 1, "allow_dns+1",
-	      NULL);
-	query(e, "query evilnpmjs.org", 40009, 0x1119, "evilnpmjs.org", DNS_T_A, 0,
-	      "dns_name_denied+1", NULL);
-	query(e, "query example.com (exact rule)", 40010, 0x111a, "example.com", DNS_T_A, 1,
-	      "allow_dns+1", NULL);
-	query(e, "query www.example.com (wildcard rule)", 40011, 0x111b, "www.example.com",
-	      DNS_T_A, 1, "allow_dns+1", NULL);
-	query(e, "query a.b.example.com", 40012, 0x111c, "a.b.example.com", DNS_T_A, 1,
-	      "allow_dns+1", NULL);
-	query(e, "query evilexample.com", 40013, 0x111d, "evilexample.com", DNS_T_A, 0,
-	      "dns_name_denied+1", "dns_name_denied[evilexample.com]");
-	query(e, "query example.com.evil.org", 40014, 0x111e, "example.com.evil.org", DNS_T_A, 0,
-	      "dns_name_denied+1", NULL);
-	query(e, "query com", 40015, 0x111f, "com", DNS_T_A, 0, "dns_name_denied+1", NULL);
-	query(e, "query github.com TXT", 40016, 0x1120, "github.com", 16, 0, "dns_qtype+1",
-	      "dns_qtype[github.com]");
-	query(e, "query github.com ANY", 40017, 0x1121, "github.com", 255, 0, "dns_qtype+1", NULL);
-	query(e, "query github.com NULL", 40018, 0x1122, "github.com", 10, 0, "dns_qtype+1", NULL);
-	query(e, "query github.com HTTPS", 40019, 0x1123, "github.com", 65, 0, "dns_qtype+1", NULL);
-	query(e, "query github.com SVCB", 40020, 0x1124, "github.com", 64, 0, "dns_qtype+1", NULL);
-	query(e, "query a name with a bad byte", 40021, 0x1125, "git!hub.com", DNS_T_A, 0,
-	      "dns_malformed+1", "dns_malformed[]");	/* no name that is not a host name */
+	CHECK_EQ(what, dnsq_get(e, SID_A, 40007, 0x1117, &q), 0);
+	CHECK_FIELD(what, q, sub, 1);
+	run_steps(e, &v4, q_wild, N(q_wild));
 
 	m_hdr(&m, 0x1126, 0x0100, 2, 0, 0, 0);
 	m_question(&m, "github.com", DNS_T_A, DNS_C_IN);
@@ -817,31 +949,8 @@ static void test_queries(struct env *e)
 	fr_udp(&f, 0, G4, GW4, 40027, 53, &m);
 	judge(e, FROM, &f, "query longer than TF_DNS_MSG_MAX", 0, "dns_malformed+1", NULL);
 
-	/* The same port again: every query is judged, not just a flow's first. */
-	query(e, "second query on an allowed port, for a denied name", 40001, 0x112b, "gitlab.com",
-	      DNS_T_A, 0, "dns_name_denied+1", NULL);
-	query(e, "third query on that port, allowed", 40001, 0x112c, "github.com", DNS_T_A, 1,
-	      "allow_dns+1", NULL);
-
-	/* DNS anywhere else */
-	fr_tcp(&f, G4, GW4, 40030, 53, PK_SYN);
-	judge(e, FROM, &f, "TCP SYN to the resolver's port", 0, "dns_tcp+1", "dns_tcp[]");
-	fr_tcp(&f, G4, GW4, 40030, 53, PK_ACK);
-	judge(e, FROM, &f, "TCP ACK to the resolver's port", 0, "dns_tcp+1", NULL);
-	fr_udp_plain(&f, G4, "8.8.8.8", 40031, 53);
-	judge(e, FROM, &f, "UDP to 8.8.8.8:53", 0, "dns_not_resolver+1", NULL);
-	fr_tcp(&f, G4, "1.1.1.1", 40032, 853, PK_SYN);
-	judge(e, FROM, &f, "DNS over TLS to 1.1.1.1:853", 0, "dns_not_resolver+1", NULL);
-	fr_tcp(&f, G4, GW4, 40033, 853, PK_SYN);
-	judge(e, FROM, &f, "DNS over TLS to the resolver", 0, "dns_not_resolver+1", NULL);
-	fr_udp_plain(&f, G4, "1.1.1.1", 40034, 853);
-	judge(e, FROM, &f, "DNS over QUIC to 1.1.1.1:853", 0, "dns_not_resolver+1", NULL);
-	fr_udp_plain(&f, G4, "224.0.0.251", 5353, 5353);
-	judge(e, FROM, &f, "mDNS", 0, "dns_not_resolver+1", NULL);
-	fr_udp_plain(&f, G4, "224.0.0.252", 40035, 5355);
-	judge(e, FROM, &f, "LLMNR", 0, "dns_not_resolver+1", NULL);
-	fr_udp_plain(&f, G6, "ff02::1:3", 40036, 5355);
-	judge(e, FROM, &f, "LLMNR over IPv6", 0, "dns_not_resolver+1", NULL);
+	run_steps(e, &v4, q_again, N(q_again));
+	run_steps(e, &v4, q_elsewhere, N(q_elsewhere));
 }
 
 static void tf_learned_del(struct env *e, const char *addr)
@@ -873,10 +982,12 @@ static void test_isolation(struct env *e)
 
 	inet_pton(AF_INET, "198.51.100.99", bl.addr);
 	l.expires_ns = now_ns() + 60000000000ULL;
-	CHECK_EQ("B has its own query table", qfd >= 0, 1);
-	CHECK_EQ("B has its own learnt-address table", lfd >= 0, 1);
-	CHECK_EQ("B's outstanding query", qfd >= 0 && !bpf_map_update_elem(qfd, &bq, &q, BPF_ANY), 1);
-	CHECK_EQ("B's learnt address", lfd >= 0 && !bpf_map_update_elem(lfd, &bl, &l, BPF_ANY), 1);
+	CHECK_TRUE("B has its own query table", qfd >= 0);
+	CHECK_TRUE("B has its own learnt-address table", lfd >= 0);
+	if (qfd < 0 || lfd < 0)
+		return;
+	CHECK_EQ("B's outstanding query", bpf_map_update_elem(qfd, &bq, &q, BPF_ANY), 0);
+	CHECK_EQ("B's learnt address", bpf_map_update_elem(lfd, &bl, &l, BPF_ANY), 0);
 	for (i = 0; i < n; i++) {
 		m_query(&m, 0x6000 + i, "github.com", DNS_T_A);
 		fr_udp(&f, 0, G4, GW4, 46000 + i, 53, &m);
@@ -885,11 +996,129 @@ static void test_isolation(struct env *e)
 	/* LRU eviction is approximate (per-CPU free lists): count, don't name, what was evicted. */
 	snprintf(what, sizeof(what), "A's flood of %u queries: A's table holds at most its %u",
 		 n, e->cfg.dns_queries);
-	CHECK_EQ(what, slot_count(e, TF_SLOT_DNSQ, SID_A) <= e->cfg.dns_queries, 1);
+	CHECK_TRUE(what, slot_count(e, TF_SLOT_DNSQ, SID_A) <= e->cfg.dns_queries);
 	CHECK_EQ("A's latest query is outstanding", dnsq_get(e, SID_A, 46000 + n - 1, 0x6000 + n - 1, &q), 0);
-	CHECK_EQ("B's outstanding query survived A's flood", qfd >= 0 && !bpf_map_lookup_elem(qfd, &bq, &q), 1);
-	CHECK_EQ("B's learnt address survived A's flood", lfd >= 0 && !bpf_map_lookup_elem(lfd, &bl, &l), 1);
+	CHECK_EQ("B's outstanding query survived A's flood", bpf_map_lookup_elem(qfd, &bq, &q), 0);
+	CHECK_EQ("B's learnt address survived A's flood", bpf_map_lookup_elem(lfd, &bl, &l), 0);
 }
+
+/* Answers that match their query or do not: id, port, name, type, case. */
+static const struct step a_matching[] = {
+	QUERY("query github.com", 41002, 0x2002, "github.com", DNS_T_A, 1, "allow_dns+1", NULL),
+	ANSWER("answer with another id", 41002, 0x2003, 0, "github.com", DNS_T_A,
+	       (A("@12", 60, "140.82.112.5")), 0, "dns_unmatched+1", NULL),
+	ANSWER("answer to another port", 41003, 0x2002, 0, "github.com", DNS_T_A,
+	       (A("@12", 60, "140.82.112.5")), 0, "dns_unmatched+1", NULL),
+	ANSWER("answer for another name", 41002, 0x2002, 0, "gitlab.com", DNS_T_A,
+	       (A("@12", 60, "140.82.112.5")), 0, "dns_unmatched+1", NULL),
+	ANSWER("answer for another type", 41002, 0x2002, 0, "github.com", DNS_T_AAAA,
+	       (A("@12", 60, "2001:db8::5")), 0, "dns_unmatched+1", NULL),
+};
+
+static const struct step a_case[] = {
+	LEARNT("unmatched answers teach nothing", "140.82.112.5", -1),
+	ANSWER("answer with 0x20 case randomisation", 41002, 0x2002, 0, "gItHuB.cOm", DNS_T_A,
+	       (A("@12", 60, "140.82.112.5")), 1, "allow_dns_answer+1", "allow_dns_answer[github.com]"),
+	LEARNT("0x20 answer: 140.82.112.5 is learnt", "140.82.112.5", 60),
+};
+
+/* A CNAME chain; the wildcard's permission (tcp 8080). */
+static const struct step a_cname[] = {
+	QUERY("query www.example.com", 41010, 0x2010, "www.example.com", DNS_T_A, 1, "allow_dns+1",
+	      NULL),
+	ANSWER("CNAME chain answer", 41010, 0x2010, 0, "www.example.com", DNS_T_A,
+	       (CNAME("@12", 300, "cdn.example.net"), A("unrelated.org", 60, "203.0.113.99"),
+		CNAME("cdn.example.net", 300, "edge.cdn.test"), A("edge.cdn.test", 120, "203.0.113.10"),
+		A("cdn.example.net", 120, "203.0.113.11")),
+	       1, "allow_dns_answer+1", NULL),
+	LEARNT("the chain's end 203.0.113.10 is learnt", "203.0.113.10", 120),
+	LEARNT("a chain name's 203.0.113.11 is learnt", "203.0.113.11", 120),
+	LEARNT("unrelated 203.0.113.99 is not learnt", "203.0.113.99", -1),
+	SYN_TO("SYN to 203.0.113.10:8080 (the wildcard's port)", "203.0.113.10", 8080, 1,
+	       "allow_learned+1"),
+	SYN_TO("SYN to 203.0.113.10:443", "203.0.113.10", 443, 0, "port_not_allowed+1"),
+	SYN_TO("SYN to 203.0.113.99:8080", "203.0.113.99", 8080, 0, "no_rule+1"),
+};
+
+/* Rebinding: addresses the floor or another session holds are not learnt. */
+static const struct step a_rebind[] = {
+	QUERY("query a.test", 41030, 0x2030, "a.test", DNS_T_A, 1, "allow_dns+1", NULL),
+	ANSWER("answer with rebinding addresses", 41030, 0x2030, 0, "a.test", DNS_T_A,
+	       (A("@12", 60, "10.0.0.1"), A("@12", 60, "169.254.169.254"), A("@12", 60, "127.0.0.1"),
+		A("@12", 60, B6), A("@12", 60, "10.99.0.5") /* an operator exception */,
+		A("@12", 60, "203.0.113.50")),
+	       1, "dns_rebind+4,allow_dns_answer+1",
+	       "dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],"
+	       "allow_dns_answer[a.test]"),
+};
+
+static const struct step a_rebind_learnt[] = {
+	LEARNT("10.0.0.1 is not learnt", "10.0.0.1", -1),
+	LEARNT("169.254.169.254 is not learnt", "169.254.169.254", -1),
+	LEARNT("127.0.0.1 is not learnt", "127.0.0.1", -1),
+	LEARNT("session B's address is not learnt", B6, -1),
+	LEARNT("10.99.0.5 (floor exception) is learnt", "10.99.0.5", 60),
+	LEARNT("203.0.113.50 beside them is learnt", "203.0.113.50", 60),
+	SYN_TO("SYN to 10.99.0.5:443, learnt in a floor exception", "10.99.0.5", 443, 1,
+	       "allow_learned+1"),
+	SYN_TO("SYN to 10.0.0.1:443", "10.0.0.1", 443, 0, "floor_private+1"),
+};
+
+/* TTLs, clamped to the operator's limits. */
+static const struct step a_ttl[] = {
+	QUERY("query a.test", 41040, 0x2040, "a.test", DNS_T_A, 1, "allow_dns+1", NULL),
+	ANSWER("answer with TTLs 0, 1, 100, 99999, 2^31+1", 41040, 0x2040, 0, "a.test", DNS_T_A,
+	       (A("@12", 0, "203.0.113.60"), A("@12", 1, "203.0.113.61"),
+		A("@12", 100, "203.0.113.62"), A("@12", 99999, "203.0.113.63"),
+		A("@12", 0x80000001u, "203.0.113.64")),
+	       1, "allow_dns_answer+1", NULL),
+	LEARNT("TTL 0 is clamped to the minimum (5 s)", "203.0.113.60", 5),
+	LEARNT("TTL 1 is clamped to the minimum (5 s)", "203.0.113.61", 5),
+	LEARNT("TTL 100 stays", "203.0.113.62", 100),
+	LEARNT("TTL 99999 is clamped to the maximum (3600 s)", "203.0.113.63", 3600),
+	LEARNT("TTL 2^31+1 counts as 0 (RFC 2181), clamped to 5 s", "203.0.113.64", 5),
+};
+
+/* The TC bit and rcodes. */
+static const struct step a_rcodes[] = {
+	QUERY("query a.test", 41050, 0x2050, "a.test", DNS_T_A, 1, "allow_dns+1", NULL),
+	ANSWER("truncated answer", 41050, 0x2050, 0x0200, "a.test", DNS_T_A,
+	       (A("@12", 60, "203.0.113.70")), 0, "dns_truncated+1", "dns_truncated[a.test]"),
+	LEARNT("truncated answer: nothing learnt", "203.0.113.70", -1),
+	ANSWER("the full answer after a truncated one", 41050, 0x2050, 0, "a.test", DNS_T_A,
+	       (A("@12", 60, "203.0.113.70")), 0, "dns_unmatched+1", NULL),
+	QUERY("query a.test", 41051, 0x2051, "a.test", DNS_T_A, 1, "allow_dns+1", NULL),
+	ANSWER("NXDOMAIN answer", 41051, 0x2051, 3, "a.test", DNS_T_A, (), 1, "allow_dns_answer+1",
+	       "allow_dns_answer[a.test]"),
+};
+
+/* AAAA, and a learnt address inside a CIDR rule. */
+static const struct step a_aaaa_cidr[] = {
+	QUERY("query github.com AAAA", 41060, 0x2060, "github.com", DNS_T_AAAA, 1, "allow_dns+1",
+	      NULL),
+	ANSWER("AAAA answer", 41060, 0x2060, 0, "github.com", DNS_T_AAAA,
+	       (A("@12", 60, "2001:db8:1::10")), 1, "allow_dns_answer+1", NULL),
+	SYN_TO("SYN to learnt [2001:db8:1::10]:443", "2001:db8:1::10", 443, 1, "allow_learned+1"),
+	QUERY("query github.com", 41061, 0x2061, "github.com", DNS_T_A, 1, "allow_dns+1", NULL),
+	ANSWER("answer inside a CIDR rule's range", 41061, 0x2061, 0, "github.com", DNS_T_A,
+	       (A("@12", 60, "198.51.100.7")), 1, "allow_dns_answer+1", NULL),
+	SYN_TO("SYN to 198.51.100.7:443, learnt", "198.51.100.7", 443, 1, "allow_learned+1"),
+	SYN_TO("SYN to 198.51.100.7:22, the CIDR rule", "198.51.100.7", 22, 1, "allow_rule+1"),
+	SYN_TO("SYN to 198.51.100.7:25, neither", "198.51.100.7", 25, 0, "port_not_allowed+1"),
+};
+
+/* Session C: the same over IPv6, the message 20 bytes further into the frame. */
+static const struct step ipv6_steps[] = {
+	QUERY("IPv6 query github.com", 42001, 0x3001, "github.com", DNS_T_AAAA, 1, "allow_dns+1",
+	      "allow_dns[github.com]"),
+	QUERY("IPv6 query gitlab.com", 42002, 0x3002, "gitlab.com", DNS_T_AAAA, 0,
+	      "dns_name_denied+1", NULL),
+	ANSWER("IPv6 answer", 42001, 0x3001, 0, "github.com", DNS_T_AAAA,
+	       (A("@12", 60, "2001:db8:2::20")), 1, "allow_dns_answer+1",
+	       "allow_dns_answer[github.com]"),
+	SYN_TO("IPv6 SYN to the learnt address", "2001:db8:2::20", 443, 1, "allow_learned+1"),
+	TCP_TO("IPv6 TCP to the resolver", 50001, GW6, 53, PK_SYN, 0, "dns_tcp+1", NULL),
+};
 
 /* Answers: what is matched, what is learnt, and what the guest may then reach. */
 static void test_answers(struct env *e)
@@ -909,25 +1138,30 @@ static void test_answers(struct env *e)
 	m_answer(&m, 0x2001, 0, "github.com", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "140.82.112.3");
 	answer(e, "its answer", 41001, &m, 1, "allow_dns_answer+1", "allow_dns_answer[github.com]");
-	CHECK_EQ("the answered query is no longer outstanding", dnsq_get(e, SID_A, 41001, 0x2001, &q),
+	CHECK_EQ("the answered query is no longer outstanding",
+	  dnsq_get(e, SID_A, 41001, 0x2001, &q),
 		 -ENOENT);
 	CHECK_EQ("140.82.112.3 is learnt", learned_get(e, SID_A, "140.82.112.3", &l), 0);
 	rev_of("github.com", rev);
-	CHECK_EQ("140.82.112.3 is learnt with github.com's name, permission and generation",
-		 l.name_len == 11 && !memcmp(l.name, rev, 11) && l.perm.protos == (TF_PB_TCP | TF_PB_TLS) &&
-		 l.sub == 0 && l.ver == 1, 1);
+	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, name_len, 11);
+	CHECK_MEM("140.82.112.3 is learnt with github.com's: name", l.name, rev, 11);
+	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, perm.protos, TF_PB_TCP | TF_PB_TLS);
+	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, sub, 0);
+	CHECK_FIELD("140.82.112.3 is learnt in this generation", l, ver, 1);
 	{
 		struct tf_bind_key bk = { .family = TF_FAM_IPV4 };
 		__u64 exp = 0;
 
 		pk_addr("140.82.112.3", bk.addr);
 		memcpy(bk.name, rev, 11);
-		CHECK_EQ("140.82.112.3 is bound to github.com for SNI checks, until its TTL ends",
-			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &exp) == 0 &&
-			 exp > now_ns() && exp <= now_ns() + 61000000000ULL, 1);
+		CHECK_EQ("140.82.112.3 is bound to github.com for SNI checks",
+			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &exp), 0);
+		CHECK_TRUE("the binding ends with the TTL",
+			   exp > now_ns() && exp <= now_ns() + 61000000000ULL);
 	}
 	CHECK_EQ("140.82.112.3 expires with the TTL (60 s)", learned_ttl(e, "140.82.112.3"), 60);
-	CHECK_EQ("140.82.112.3 is not learnt for session B", learned_get(e, SID_B, "140.82.112.3", &l),
+	CHECK_EQ("140.82.112.3 is not learnt for session B",
+	  learned_get(e, SID_B, "140.82.112.3", &l),
 		 -ENOENT);
 	answer(e, "the same answer again", 41001, &m, 0, "dns_unmatched+1", "dns_unmatched[]");
 
@@ -971,26 +1205,10 @@ static void test_answers(struct env *e)
 	syn(e, "SYN to 140.82.112.4:443, not learnt", "140.82.112.4", 443, 0, "no_rule+1");
 
 	/* Matching */
-	query(e, "query github.com", 41002, 0x2002, "github.com", DNS_T_A, 1, "allow_dns+1", NULL);
-	m_answer(&m, 0x2003, 0, "github.com", DNS_T_A, 1);
-	m_a(&m, "@12", 60, "140.82.112.5");
-	answer(e, "answer with another id", 41002, &m, 0, "dns_unmatched+1", NULL);
-	m_set16(&m, 0, 0x2002);
-	answer(e, "answer to another port", 41003, &m, 0, "dns_unmatched+1", NULL);
-	m_answer(&m, 0x2002, 0, "gitlab.com", DNS_T_A, 1);
-	m_a(&m, "@12", 60, "140.82.112.5");
-	answer(e, "answer for another name", 41002, &m, 0, "dns_unmatched+1", NULL);
-	m_answer(&m, 0x2002, 0, "github.com", DNS_T_AAAA, 1);
-	m_a(&m, "@12", 60, "2001:db8::5");
-	answer(e, "answer for another type", 41002, &m, 0, "dns_unmatched+1", NULL);
+	run_steps(e, &v4, a_matching, N(a_matching));
 	CHECK_EQ("unmatched answers leave the query outstanding",
 		 dnsq_get(e, SID_A, 41002, 0x2002, &q), 0);
-	CHECK_EQ("unmatched answers teach nothing", learned_ttl(e, "140.82.112.5"), -1);
-	m_answer(&m, 0x2002, 0, "gItHuB.cOm", DNS_T_A, 1);
-	m_a(&m, "@12", 60, "140.82.112.5");
-	answer(e, "answer with 0x20 case randomisation", 41002, &m, 1, "allow_dns_answer+1",
-	       "allow_dns_answer[github.com]");
-	CHECK_EQ("0x20 answer: 140.82.112.5 is learnt", learned_ttl(e, "140.82.112.5"), 60);
+	run_steps(e, &v4, a_case, N(a_case));
 	m_answer(&m, 0x2009, 0, "github.com", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "140.82.112.6");
 	fr_udp(&f, 1, GW4, G4, 5353, 41009, &m);
@@ -1000,22 +1218,7 @@ static void test_answers(struct env *e)
 	judge(e, TO, &f, "answer from another address", 0, "unsolicited+1", NULL);
 
 	/* CNAME chain; the wildcard's permission (tcp 8080) */
-	query(e, "query www.example.com", 41010, 0x2010, "www.example.com", DNS_T_A, 1,
-	      "allow_dns+1", NULL);
-	m_answer(&m, 0x2010, 0, "www.example.com", DNS_T_A, 5);
-	m_cname(&m, "@12", 300, "cdn.example.net");
-	m_a(&m, "unrelated.org", 60, "203.0.113.99");
-	m_cname(&m, "cdn.example.net", 300, "edge.cdn.test");
-	m_a(&m, "edge.cdn.test", 120, "203.0.113.10");
-	m_a(&m, "cdn.example.net", 120, "203.0.113.11");
-	answer(e, "CNAME chain answer", 41010, &m, 1, "allow_dns_answer+1", NULL);
-	CHECK_EQ("the chain's end 203.0.113.10 is learnt", learned_ttl(e, "203.0.113.10"), 120);
-	CHECK_EQ("a chain name's 203.0.113.11 is learnt", learned_ttl(e, "203.0.113.11"), 120);
-	CHECK_EQ("unrelated 203.0.113.99 is not learnt", learned_ttl(e, "203.0.113.99"), -1);
-	syn(e, "SYN to 203.0.113.10:8080 (the wildcard's port)", "203.0.113.10", 8080, 1,
-	    "allow_learned+1");
-	syn(e, "SYN to 203.0.113.10:443", "203.0.113.10", 443, 0, "port_not_allowed+1");
-	syn(e, "SYN to 203.0.113.99:8080", "203.0.113.99", 8080, 0, "no_rule+1");
+	run_steps(e, &v4, a_cname, N(a_cname));
 
 	/* Many records */
 	query(e, "query a.test", 41020, 0x2020, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
@@ -1032,18 +1235,7 @@ static void test_answers(struct env *e)
 	CHECK_EQ("the first record past the limit is not", learned_ttl(e, a), -1);
 
 	/* Rebinding */
-	query(e, "query a.test", 41030, 0x2030, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
-	m_answer(&m, 0x2030, 0, "a.test", DNS_T_A, 6);
-	m_a(&m, "@12", 60, "10.0.0.1");
-	m_a(&m, "@12", 60, "169.254.169.254");
-	m_a(&m, "@12", 60, "127.0.0.1");
-	m_a(&m, "@12", 60, B6);
-	m_a(&m, "@12", 60, "10.99.0.5");	/* an operator exception */
-	m_a(&m, "@12", 60, "203.0.113.50");
-	answer(e, "answer with rebinding addresses", 41030, &m, 1,
-	       "dns_rebind+4,allow_dns_answer+1",
-	       "dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],"
-	       "allow_dns_answer[a.test]");
+	run_steps(e, &v4, a_rebind, N(a_rebind));
 	o = 0;
 	want[0] = '\0';
 	for (i = 0; i < 4 && i < (unsigned int)e->nev; i++) {
@@ -1054,33 +1246,10 @@ static void test_answers(struct env *e)
 	}
 	CHECK_STR("dns_rebind events carry the refused addresses", want,
 		  "10.0.0.1,169.254.169.254,127.0.0.1," B6);
-	CHECK_EQ("10.0.0.1 is not learnt", learned_ttl(e, "10.0.0.1"), -1);
-	CHECK_EQ("169.254.169.254 is not learnt", learned_ttl(e, "169.254.169.254"), -1);
-	CHECK_EQ("127.0.0.1 is not learnt", learned_ttl(e, "127.0.0.1"), -1);
-	CHECK_EQ("session B's address is not learnt", learned_ttl(e, B6), -1);
-	CHECK_EQ("10.99.0.5 (floor exception) is learnt", learned_ttl(e, "10.99.0.5"), 60);
-	CHECK_EQ("203.0.113.50 beside them is learnt", learned_ttl(e, "203.0.113.50"), 60);
-	syn(e, "SYN to 10.99.0.5:443, learnt in a floor exception", "10.99.0.5", 443, 1,
-	    "allow_learned+1");
-	syn(e, "SYN to 10.0.0.1:443", "10.0.0.1", 443, 0, "floor_private+1");
+	run_steps(e, &v4, a_rebind_learnt, N(a_rebind_learnt));
 
 	/* TTLs */
-	query(e, "query a.test", 41040, 0x2040, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
-	m_answer(&m, 0x2040, 0, "a.test", DNS_T_A, 5);
-	m_a(&m, "@12", 0, "203.0.113.60");
-	m_a(&m, "@12", 1, "203.0.113.61");
-	m_a(&m, "@12", 100, "203.0.113.62");
-	m_a(&m, "@12", 99999, "203.0.113.63");
-	m_a(&m, "@12", 0x80000001u, "203.0.113.64");
-	answer(e, "answer with TTLs 0, 1, 100, 99999, 2^31+1", 41040, &m, 1, "allow_dns_answer+1",
-	       NULL);
-	CHECK_EQ("TTL 0 is clamped to the minimum (5 s)", learned_ttl(e, "203.0.113.60"), 5);
-	CHECK_EQ("TTL 1 is clamped to the minimum (5 s)", learned_ttl(e, "203.0.113.61"), 5);
-	CHECK_EQ("TTL 100 stays", learned_ttl(e, "203.0.113.62"), 100);
-	CHECK_EQ("TTL 99999 is clamped to the maximum (3600 s)", learned_ttl(e, "203.0.113.63"),
-		 3600);
-	CHECK_EQ("TTL 2^31+1 counts as 0 (RFC 2181), clamped to 5 s",
-		 learned_ttl(e, "203.0.113.64"), 5);
+	run_steps(e, &v4, a_ttl, N(a_ttl));
 
 	/* Expiry: a connection outlives it, a new one does not */
 	fr_tcp(&f, G4, "203.0.113.62", 50001, 443, PK_SYN);
@@ -1098,17 +1267,7 @@ static void test_answers(struct env *e)
 	judge(e, FROM, &f, "new SYN after the TTL ended", 0, "no_rule+1", NULL);
 
 	/* TC, rcodes, EDNS0, malformed */
-	query(e, "query a.test", 41050, 0x2050, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
-	m_answer(&m, 0x2050, 0x0200, "a.test", DNS_T_A, 1);
-	m_a(&m, "@12", 60, "203.0.113.70");
-	answer(e, "truncated answer", 41050, &m, 0, "dns_truncated+1", "dns_truncated[a.test]");
-	CHECK_EQ("truncated answer: nothing learnt", learned_ttl(e, "203.0.113.70"), -1);
-	m_set16(&m, 2, 0x8180);
-	answer(e, "the full answer after a truncated one", 41050, &m, 0, "dns_unmatched+1", NULL);
-
-	query(e, "query a.test", 41051, 0x2051, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
-	m_answer(&m, 0x2051, 3, "a.test", DNS_T_A, 0);
-	answer(e, "NXDOMAIN answer", 41051, &m, 1, "allow_dns_answer+1", "allow_dns_answer[a.test]");
+	run_steps(e, &v4, a_rcodes, N(a_rcodes));
 
 	query(e, "query a.test", 41052, 0x2052, "a.test", DNS_T_A, 1, "allow_dns+1", NULL);
 	m_answer(&m, 0x2052, 0, "a.test", DNS_T_A, 1);
@@ -1162,19 +1321,7 @@ static void test_answers(struct env *e)
 		 dnsq_get(e, SID_A, 41058, 0x2058, &q), 0);
 
 	/* AAAA, and a learnt address inside a CIDR rule */
-	query(e, "query github.com AAAA", 41060, 0x2060, "github.com", DNS_T_AAAA, 1, "allow_dns+1",
-	      NULL);
-	m_answer(&m, 0x2060, 0, "github.com", DNS_T_AAAA, 1);
-	m_a(&m, "@12", 60, "2001:db8:1::10");
-	answer(e, "AAAA answer", 41060, &m, 1, "allow_dns_answer+1", NULL);
-	syn(e, "SYN to learnt [2001:db8:1::10]:443", "2001:db8:1::10", 443, 1, "allow_learned+1");
-	query(e, "query github.com", 41061, 0x2061, "github.com", DNS_T_A, 1, "allow_dns+1", NULL);
-	m_answer(&m, 0x2061, 0, "github.com", DNS_T_A, 1);
-	m_a(&m, "@12", 60, "198.51.100.7");
-	answer(e, "answer inside a CIDR rule's range", 41061, &m, 1, "allow_dns_answer+1", NULL);
-	syn(e, "SYN to 198.51.100.7:443, learnt", "198.51.100.7", 443, 1, "allow_learned+1");
-	syn(e, "SYN to 198.51.100.7:22, the CIDR rule", "198.51.100.7", 22, 1, "allow_rule+1");
-	syn(e, "SYN to 198.51.100.7:25, neither", "198.51.100.7", 25, 0, "port_not_allowed+1");
+	run_steps(e, &v4, a_aaaa_cidr, N(a_aaaa_cidr));
 	tf_learned_del(e, "198.51.100.7");
 	syn(e, "SYN to 198.51.100.7:443 once forgotten", "198.51.100.7", 443, 0,
 	    "port_not_allowed+1");
@@ -1183,26 +1330,9 @@ static void test_answers(struct env *e)
 	CHECK_EQ(what, dnsq_get(e, SID_A, 41030, 0x2030, &q), -ENOENT);
 }
 
-/* Session C: the same over IPv6, the message 20 bytes further into the frame. */
 static void test_ipv6(struct env *e)
 {
-	struct frame f;
-	struct msg m;
-
-	m_query(&m, 0x3001, "github.com", DNS_T_AAAA);
-	fr_udp(&f, 0, G6, GW6, 42001, 53, &m);
-	judge(e, FROM, &f, "IPv6 query github.com", 1, "allow_dns+1", "allow_dns[github.com]");
-	m_query(&m, 0x3002, "gitlab.com", DNS_T_AAAA);
-	fr_udp(&f, 0, G6, GW6, 42002, 53, &m);
-	judge(e, FROM, &f, "IPv6 query gitlab.com", 0, "dns_name_denied+1", NULL);
-	m_answer(&m, 0x3001, 0, "github.com", DNS_T_AAAA, 1);
-	m_a(&m, "@12", 60, "2001:db8:2::20");
-	fr_udp(&f, 1, GW6, G6, 53, 42001, &m);
-	judge(e, TO, &f, "IPv6 answer", 1, "allow_dns_answer+1", "allow_dns_answer[github.com]");
-	fr_tcp(&f, G6, "2001:db8:2::20", 50000, 443, PK_SYN);
-	judge(e, FROM, &f, "IPv6 SYN to the learnt address", 1, "allow_learned+1", NULL);
-	fr_tcp(&f, G6, GW6, 50001, 53, PK_SYN);
-	judge(e, FROM, &f, "IPv6 TCP to the resolver", 0, "dns_tcp+1", NULL);
+	run_steps(e, &v6, ipv6_steps, N(ipv6_steps));
 }
 
 static void test_datapath(void)
@@ -1216,20 +1346,14 @@ static void test_datapath(void)
 	CHECK_EQ("a private network namespace with lo up", ret, 0);
 	if (ret)
 		return;
-	tf_config_defaults(&e.cfg);
-	ret = config_parse(&e.cfg, operator_config);
-	CHECK_EQ("parse the operator config", ret, 0);
-	ret = tf_dp_open(&e.dp, &e.cfg, 0);
-	CHECK_EQ("load the datapath, unpinned", ret, 0);
-	if (ret)
+	if (env_open(&e, operator_config)) {
+		env_close(&e);
 		return;
-	CHECK_EQ("write the hard floor", tf_dp_write_floor(&e.dp), 0);
-	e.rb = ring_buffer__new(tf_dp_ringbuf_fd(&e.dp), on_event, &e, NULL);
-	CHECK_EQ("open the event ring buffer", e.rb != NULL, 1);
+	}
 	CHECK_EQ("set up session B on ifindex 2", session_add(&e, &b, spec_b, SID_B, IFINDEX_B), 0);
 	ret = session_add(&e, &a, spec_a, SID_A, IFINDEX_LO);
 	CHECK_EQ("set up session A (host rules) on ifindex 1", ret, 0);
-	if (!ret && e.rb) {
+	if (!ret) {
 		e.sid = SID_A;
 		for (e.xdp = 0; e.xdp < 2; e.xdp++)
 			test_queries(&e);
@@ -1240,15 +1364,14 @@ static void test_datapath(void)
 	session_del(&e, &a);
 	ret = session_add(&e, &c, spec_c, SID_C, IFINDEX_LO);
 	CHECK_EQ("set up session C (IPv6 resolver) on ifindex 1", ret, 0);
-	if (!ret && e.rb) {
+	if (!ret) {
 		e.sid = SID_C;
 		for (e.xdp = 0; e.xdp < 2; e.xdp++)
 			test_ipv6(&e);
 	}
 	session_del(&e, &c);
 	session_del(&e, &b);
-	ring_buffer__free(e.rb);
-	tf_dp_close(&e.dp);
+	env_close(&e);
 }
 
 int main(void)

@@ -70,46 +70,164 @@ static int rules_allow(const struct tf_rule *rules, unsigned int n, const struct
 	return 0;
 }
 
-/* Structural promises of policy.h and abi.h, checked on any compiled policy. */
-static int policy_consistent(const struct tf_policy *p)
+/* The permission bit of a chunk's set: TCP ports, UDP ports or TLS ports (TF_PORTS_TLS). */
+static __u8 chunk_bit(const struct tf_policy_chunk *c)
 {
+	return c->proto == IPPROTO_TCP ? TF_PB_TCP : c->proto == IPPROTO_UDP ? TF_PB_UDP :
+	       c->proto == TF_PORTS_TLS ? TF_PB_TLS : 0;
+}
+
+/* Is port in the set of class cls whose permission bit is bit? */
+static int class_has(const struct tf_policy *p, __u16 cls, __u8 bit, __u16 port)
+{
+	unsigned int i;
+
+	for (i = 0; cls && i < p->nchunks; i++)
+		if (p->chunks[i].cls == cls && chunk_bit(&p->chunks[i]) == bit &&
+		    p->chunks[i].hi == port >> 8)
+			return (int)(p->chunks[i].bits.w[(port & 0xff) / 64] >> (port % 64) & 1);
+	return 0;
+}
+
+/* Does permission v allow TCP (bit TF_PB_TCP) or make a TLS port (TF_PB_TLS) of port? */
+static int val_has(const struct tf_policy *p, const struct tf_rule_val *v, __u8 bit, __u16 port)
+{
+	if (!(v->protos & bit))
+		return 0;
+	return (v->all_ports & bit) || class_has(p, v->cls, bit, port);
+}
+
+/*
+ * The promises policy.h and abi.h make of one permission: all_ports only
+ * TCP, UDP and TLS, and within protos; a class iff some TCP, UDP or TLS
+ * permission is limited to ports; no chunk for a set that is all ports; a
+ * TLS port is always a TCP port the permission allows. "" if kept, else
+ * which field breaks which promise.
+ */
+static void val_check(const struct tf_policy *p, const struct tf_rule_val *v, const char *where,
+		      char *buf, size_t len)
+{
+	const __u8 ported = TF_PB_TCP | TF_PB_UDP | TF_PB_TLS;
+	unsigned int j, port;
+
+	if (v->all_ports & ~ported)
+		snprintf(buf, len, "%s: all_ports 0x%x beyond TCP|UDP|TLS", where, v->all_ports);
+	else if (v->all_ports & ~v->protos)
+		snprintf(buf, len, "%s: all_ports 0x%x not within protos 0x%x", where, v->all_ports,
+			 v->protos);
+	else if (v->cls > p->nclasses)
+		snprintf(buf, len, "%s: cls %u past nclasses %u", where, v->cls, p->nclasses);
+	else if (!!v->cls != !!(v->protos & ~v->all_ports & ported))
+		snprintf(buf, len, "%s: cls %u with port-limited protos 0x%x", where, v->cls,
+			 v->protos & ~v->all_ports & ported);
+	else if ((v->protos & TF_PB_TLS) && !(v->protos & TF_PB_TCP))
+		snprintf(buf, len, "%s: protos 0x%x: TLS ports without TCP", where, v->protos);
+	else if ((v->all_ports & TF_PB_TLS) && !(v->all_ports & TF_PB_TCP))
+		snprintf(buf, len, "%s: all_ports 0x%x: every port TLS, not every port TCP", where,
+			 v->all_ports);
+	if (buf[0])
+		return;
+	for (j = 0; j < p->nchunks; j++)
+		if (p->chunks[j].cls == v->cls && (v->all_ports & chunk_bit(&p->chunks[j]))) {
+			snprintf(buf, len, "%s: chunk %u (proto %u) of cls %u for a set of all ports",
+				 where, j, p->chunks[j].proto, v->cls);
+			return;
+		}
+	if (!(v->protos & TF_PB_TLS) || (v->all_ports & TF_PB_TLS))
+		return;
+	for (port = 0; port <= 65535; port++)
+		if (class_has(p, v->cls, TF_PB_TLS, (__u16)port) &&
+		    !val_has(p, v, TF_PB_TCP, (__u16)port)) {
+			snprintf(buf, len, "%s: TLS port %u is not an allowed TCP port", where, port);
+			return;
+		}
+}
+
+/*
+ * Structural promises of policy.h and abi.h, checked on any compiled
+ * policy: each entry's and name's permissions (val_check), and chunks that
+ * name a class, a set (TCP, UDP, TLS) and some port, once each. Returns
+ * "consistent", or the first promise broken, naming the field.
+ */
+static const char *policy_check(const struct tf_policy *p, char *buf, size_t len)
+{
+	char where[64];
 	unsigned int i, j;
 
-	for (i = 0; i < p->nentries; i++) {
-		const struct tf_rule_val *v = &p->entries[i].val;
-
-		if (v->all_ports & ~(TF_PB_TCP | TF_PB_UDP) || (v->all_ports & ~v->protos) ||
-		    v->cls > p->nclasses)
-			return 0;
-		/* a port-limited TCP/UDP permission needs a class, and only it */
-		if (!!v->cls != !!(v->protos & ~v->all_ports & (TF_PB_TCP | TF_PB_UDP)))
-			return 0;
-		for (j = 0; j < p->nchunks; j++)
-			if (p->chunks[j].cls == v->cls &&
-			    (v->all_ports & (p->chunks[j].proto == IPPROTO_TCP ? TF_PB_TCP : TF_PB_UDP)))
-				return 0;
+	buf[0] = '\0';
+	for (i = 0; i < p->nentries && !buf[0]; i++) {
+		snprintf(where, sizeof(where), "entry %u", i);
+		val_check(p, &p->entries[i].val, where, buf, len);
 	}
-	for (i = 0; i < p->nchunks; i++) {
+	for (i = 0; i < p->nnames && !buf[0]; i++) {
+		snprintf(where, sizeof(where), "name %u exact", i);
+		val_check(p, &p->names[i].exact, where, buf, len);
+		snprintf(where, sizeof(where), "name %u sub", i);
+		if (!buf[0])
+			val_check(p, &p->names[i].sub, where, buf, len);
+	}
+	for (i = 0; i < p->nchunks && !buf[0]; i++) {
 		const struct tf_policy_chunk *c = &p->chunks[i];
 
-		if (!c->cls || c->cls > p->nclasses ||
-		    (c->proto != IPPROTO_TCP && c->proto != IPPROTO_UDP) ||
-		    !(c->bits.w[0] | c->bits.w[1] | c->bits.w[2] | c->bits.w[3]))
-			return 0;
-		for (j = 0; j < i; j++)
+		if (!c->cls || c->cls > p->nclasses)
+			snprintf(buf, len, "chunk %u: cls %u out of 1..%u", i, c->cls, p->nclasses);
+		else if (!chunk_bit(c))
+			snprintf(buf, len, "chunk %u: proto %u neither TCP, UDP nor TF_PORTS_TLS", i,
+				 c->proto);
+		else if (!(c->bits.w[0] | c->bits.w[1] | c->bits.w[2] | c->bits.w[3]))
+			snprintf(buf, len, "chunk %u: bits empty", i);
+		for (j = 0; j < i && !buf[0]; j++)
 			if (p->chunks[j].cls == c->cls && p->chunks[j].proto == c->proto &&
 			    p->chunks[j].hi == c->hi)
-				return 0;
+				snprintf(buf, len, "chunk %u: same cls, proto and hi as chunk %u", i, j);
 	}
-	return 1;
+	return buf[0] ? buf : "consistent";
+}
+
+/* The oracle for TLS ports: does a rule containing ip make TCP port a TLS port? CIDR rules only. */
+static int rules_tls(const struct tf_rule *rules, unsigned int n, const struct tf_ip *ip, __u16 port)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < n; i++) {
+		const struct tf_rule *r = &rules[i];
+
+		if (!tf_cidr_contains(&r->cidr, ip) || !(r->protos & TF_PB_TCP) || r->tls != TF_TLS_ON)
+			continue;
+		if (!r->nranges)
+			return 1;
+		for (k = 0; k < r->nranges; k++)
+			if (port >= r->ranges[k].lo && port <= r->ranges[k].hi)
+				return 1;
+	}
+	return 0;
+}
+
+/* What the compiled policy says: the longest entry containing ip, its TLS ports. */
+static int policy_tls(const struct tf_policy *p, const struct tf_ip *ip, __u16 port)
+{
+	const struct tf_policy_entry *best = NULL;
+	struct tf_cidr c;
+	unsigned int i;
+
+	for (i = 0; i < p->nentries; i++) {
+		c.ip.family = p->entries[i].family;
+		memcpy(c.ip.addr, p->entries[i].addr, 16);
+		c.prefixlen = p->entries[i].prefixlen;
+		if (tf_cidr_contains(&c, ip) && (!best || c.prefixlen > best->prefixlen))
+			best = &p->entries[i];
+	}
+	return best && val_has(p, &best->val, TF_PB_TLS, port);
 }
 
 struct probe {
 	const char *addr;
 	__u8 proto;
 	__u16 port;
-	int want;
+	int want;	/* 1: allowed; ALLOW_TLS: allowed, and a TLS port */
 };
+
+#define ALLOW_TLS 3
 
 struct policy_case {
 	const char *desc;
@@ -214,16 +332,50 @@ static const struct policy_case policy_cases[] = {
 		{ "8.8.8.8", IPPROTO_TCP, 1, 1 },
 		{ "8.8.8.8", IPPROTO_UDP, 53, 0 },
 	} },
+	{ "\"tls\": true on ports: those are TLS ports", {
+		"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[443,8443],'tls':true}", NULL }, {
+		{ "198.51.100.9", IPPROTO_TCP, 443, ALLOW_TLS },
+		{ "198.51.100.9", IPPROTO_TCP, 8443, ALLOW_TLS },
+		{ "198.51.100.9", IPPROTO_TCP, 80, 0 },
+		{ "198.51.101.9", IPPROTO_TCP, 443, 0 },
+	} },
+	{ "\"tls\": true without ports: every TCP port", {
+		"{'cidr':'192.0.2.0/24','proto':'tcp','tls':true}",
+		"{'cidr':'192.0.2.0/24','proto':'udp','ports':[443]}", NULL }, {
+		{ "192.0.2.1", IPPROTO_TCP, 1, ALLOW_TLS },
+		{ "192.0.2.1", IPPROTO_TCP, 443, ALLOW_TLS },
+		{ "192.0.2.1", IPPROTO_TCP, 65535, ALLOW_TLS },
+		{ "192.0.2.1", IPPROTO_UDP, 443, 1 },
+	} },
+	{ "a TLS child under a plain parent, and a plain child under a TLS parent", {
+		"{'cidr':'10.0.0.0/8','proto':'tcp'}",
+		"{'cidr':'10.1.0.0/16','proto':'tcp','ports':[443],'tls':true}",
+		"{'cidr':'2001:db8::/32','proto':'tcp','ports':['440-450'],'tls':true}",
+		"{'cidr':'2001:db8:1::/48','proto':'tcp','ports':[80,445]}", NULL }, {
+		{ "10.1.2.3", IPPROTO_TCP, 443, ALLOW_TLS },
+		{ "10.1.2.3", IPPROTO_TCP, 80, 1 },
+		{ "10.2.0.1", IPPROTO_TCP, 443, 1 },
+		{ "2001:db8:1::1", IPPROTO_TCP, 445, ALLOW_TLS },
+		{ "2001:db8:1::1", IPPROTO_TCP, 80, 1 },
+		{ "2001:db8:2::1", IPPROTO_TCP, 440, ALLOW_TLS },
+		{ "2001:db8:2::1", IPPROTO_TCP, 80, 0 },
+	} },
+	{ "\"tls\": false beside \"tls\": true on one prefix: the union", {
+		"{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443],'tls':false}",
+		"{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443,8443],'tls':true}", NULL }, {
+		{ "203.0.113.5", IPPROTO_TCP, 443, ALLOW_TLS },
+		{ "203.0.113.5", IPPROTO_TCP, 8443, ALLOW_TLS },
+	} },
 };
 
 static void test_policy_cases(void)
 {
 	struct tf_rule rules[MAX_CASE_RULES];
-	char what[256];
+	char what[256], buf[256];
 	struct tf_policy p;
 	struct tf_ip ip;
 	size_t i, k;
-	int n;
+	int n, allowed, tls;
 
 	for (i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
 		const struct policy_case *c = &policy_cases[i];
@@ -234,22 +386,32 @@ static void test_policy_cases(void)
 		if (n < 0)
 			continue;
 		snprintf(what, sizeof(what), "%s: consistent", c->desc);
-		CHECK_EQ(what, policy_consistent(&p), 1);
+		CHECK_STR(what, policy_check(&p, buf, sizeof(buf)), "consistent");
 		for (k = 0; k < sizeof(c->probes) / sizeof(c->probes[0]) && c->probes[k].addr; k++) {
 			const struct probe *pr = &c->probes[k];
 
 			snprintf(what, sizeof(what), "%s: %s proto %u port %u %s", c->desc, pr->addr,
 				 pr->proto, pr->port, pr->want ? "allowed" : "denied");
+			allowed = pr->want != 0;
 			if (tf_parse_ip(pr->addr, &ip)) {
 				CHECK_STR(what, "unparsable fixture address", pr->addr);
 				continue;
 			}
 			CHECK_EQ(what, tf_policy_allows(&p, ip.family, ip.addr, pr->proto, pr->port),
-				 pr->want);
+				 allowed);
 			snprintf(what, sizeof(what), "%s: %s proto %u port %u: oracle agrees", c->desc,
 				 pr->addr, pr->proto, pr->port);
 			CHECK_EQ(what, rules_allow(rules, (unsigned int)n, &ip, pr->proto, pr->port),
-				 pr->want);
+				 allowed);
+			if (pr->proto != IPPROTO_TCP)
+				continue;
+			tls = pr->want == ALLOW_TLS;
+			snprintf(what, sizeof(what), "%s: %s port %u %s a TLS port", c->desc, pr->addr,
+				 pr->port, tls ? "is" : "is not");
+			CHECK_EQ(what, policy_tls(&p, &ip, pr->port), tls);
+			snprintf(what, sizeof(what), "%s: %s port %u: TLS oracle agrees", c->desc,
+				 pr->addr, pr->port);
+			CHECK_EQ(what, rules_tls(rules, (unsigned int)n, &ip, pr->port), tls);
 		}
 		tf_policy_free(&p);
 	}
@@ -289,6 +451,7 @@ static void test_layout(void)
 	struct tf_rule rules[MAX_CASE_RULES];
 	const struct tf_policy_entry *e, *e16, *e24;
 	struct tf_policy p;
+	char buf[256];
 
 	CHECK_EQ("shared: compiles", compile_fixture(shared, rules, &p), 5);
 	CHECK_EQ("shared: one entry per distinct prefix", p.nentries, 5);
@@ -325,7 +488,7 @@ static void test_layout(void)
 			 TF_PB_TCP | TF_PB_UDP | TF_PB_ICMP | TF_PB_OTHER);
 		CHECK_EQ("chunks: /24 any: no class", e24->val.cls, 0);
 	}
-	CHECK_EQ("chunks: consistent", policy_consistent(&p), 1);
+	CHECK_STR("chunks: consistent", policy_check(&p, buf, sizeof(buf)), "consistent");
 	tf_policy_free(&p);
 	tf_policy_free(&p);
 	tf_policy_free(NULL);
@@ -405,7 +568,11 @@ static void random_rule_json(char *buf, size_t size)
 			n += (size_t)snprintf(buf + n, size - n, "%s'%u-%u'", i ? "," : ",'ports':[",
 					      lo, hi);
 	}
-	snprintf(buf + n, size - n, "%s}", nports ? "]" : "");
+	if (nports)
+		n += (size_t)snprintf(buf + n, size - n, "]");
+	if (proto && (!strcmp(proto, "tcp") || !strcmp(proto, "any")) && !rnd(3))
+		n += (size_t)snprintf(buf + n, size - n, ",'tls':%s", rnd(2) ? "true" : "false");
+	snprintf(buf + n, size - n, "}");
 }
 
 static void test_random(void)
@@ -415,8 +582,8 @@ static void test_random(void)
 		IPPROTO_GRE_,
 	};
 	struct tf_rule rules[48];
-	char json[1024], what[128];
-	unsigned int round, nrules, i, bad, consistent = 1;
+	char json[1024], what[128], problem[256] = "consistent", buf[256];
+	unsigned int round, nrules, i, bad, tls_bad;
 	struct tf_policy p;
 	struct tf_ip ip;
 
@@ -433,8 +600,9 @@ static void test_random(void)
 		CHECK_EQ(what, !bad && !tf_policy_compile(rules, nrules, &p), 1);
 		if (bad)
 			continue;
-		consistent &= policy_consistent(&p);
-		for (i = 0, bad = 0; i < 2000; i++) {
+		if (!strcmp(problem, "consistent"))
+			snprintf(problem, sizeof(problem), "%s", policy_check(&p, buf, sizeof(buf)));
+		for (i = 0, bad = 0, tls_bad = 0; i < 2000; i++) {
 			__u8 proto = probe_protos[rnd(sizeof(probe_protos))];
 			__u16 port = random_port();
 			int got, want;
@@ -448,12 +616,24 @@ static void test_random(void)
 				printf("# first mismatch: %s proto %u port %u: got %d, want %d\n",
 				       tf_fmt_ip(ip.family, ip.addr, a), proto, port, got, want);
 			}
+			if (proto != IPPROTO_TCP)
+				continue;
+			got = policy_tls(&p, &ip, port);
+			want = rules_tls(rules, nrules, &ip, port);
+			if (got != want && !tls_bad++) {
+				char a[TF_ADDRSTRLEN];
+
+				printf("# first TLS mismatch: %s port %u: got %d, want %d\n",
+				       tf_fmt_ip(ip.family, ip.addr, a), port, got, want);
+			}
 		}
 		snprintf(what, sizeof(what), "random round %u: 2000 probes agree with the oracle", round);
 		CHECK_EQ(what, bad, 0);
+		snprintf(what, sizeof(what), "random round %u: TLS ports agree with the oracle", round);
+		CHECK_EQ(what, tls_bad, 0);
 		tf_policy_free(&p);
 	}
-	CHECK_EQ("random: every policy consistent", consistent, 1);
+	CHECK_STR("random: every policy consistent", problem, "consistent");
 }
 
 static void host_rule(struct tf_rule *r, __u8 family, unsigned int i, __u8 protos, __u16 port)
@@ -652,23 +832,42 @@ static void test_tls_ports(void)
 	static const char *const host_443[] = { "{'host':'a.test','proto':'tcp','ports':[80,443]}", NULL };
 	static const char *const host_off[] = { "{'host':'a.test','proto':'tcp','ports':[443],'tls':false}",
 						NULL };
+	static const char *const host_nested[] = {
+		"{'host':'*.a.test','proto':'tcp','ports':[443,8443],'tls':true}",
+		"{'host':'b.a.test','proto':'tcp','ports':[80]}",
+		"{'host':'a.test','proto':'any'}", NULL };
 	struct tf_rule rules[MAX_CASE_RULES];
 	struct tf_policy p;
+	char buf[256];
 	unsigned int i, tls443;
 
-	CHECK_EQ("\"tls\": true without ports: every TCP port of a CIDR rule is a TLS port",
-		 compile_fixture(cidr_all, rules, &p) == 1 && p.nentries == 1 &&
-		 (p.entries[0].val.all_ports & TF_PB_TLS), 1);
+	CHECK_EQ("\"tls\": true without ports, CIDR rule: compiles", compile_fixture(cidr_all, rules, &p), 1);
+	CHECK_STR("\"tls\": true without ports, CIDR rule: consistent", policy_check(&p, buf, sizeof(buf)),
+		  "consistent");
+	CHECK_EQ("\"tls\": true without ports, CIDR rule: one entry", p.nentries, 1);
+	if (p.nentries == 1)
+		CHECK_EQ("\"tls\": true without ports: every TCP port of a CIDR rule is a TLS port",
+			 p.entries[0].val.all_ports & TF_PB_TLS, TF_PB_TLS);
 	tf_policy_free(&p);
-	CHECK_EQ("a CIDR rule without \"tls\" has no TLS port",
-		 compile_fixture(cidr_none, rules, &p) == 1 && !(p.entries[0].val.protos & TF_PB_TLS), 1);
+	CHECK_EQ("a CIDR rule without \"tls\": compiles", compile_fixture(cidr_none, rules, &p), 1);
+	CHECK_STR("a CIDR rule without \"tls\": consistent", policy_check(&p, buf, sizeof(buf)),
+		  "consistent");
+	if (p.nentries)
+		CHECK_EQ("a CIDR rule without \"tls\" has no TLS port", p.entries[0].val.protos & TF_PB_TLS,
+			 0);
 	tf_policy_free(&p);
-	CHECK_EQ("\"tls\": true without ports: every TCP port of a host rule is a TLS port",
-		 compile_fixture(host_all, rules, &p) == 1 && p.nnames == 1 &&
-		 (p.names[0].exact.all_ports & TF_PB_TLS), 1);
+	CHECK_EQ("\"tls\": true without ports, host rule: compiles", compile_fixture(host_all, rules, &p), 1);
+	CHECK_STR("\"tls\": true without ports, host rule: consistent", policy_check(&p, buf, sizeof(buf)),
+		  "consistent");
+	CHECK_EQ("\"tls\": true without ports, host rule: one name", p.nnames, 1);
+	if (p.nnames == 1)
+		CHECK_EQ("\"tls\": true without ports: every TCP port of a host rule is a TLS port",
+			 p.names[0].exact.all_ports & TF_PB_TLS, TF_PB_TLS);
 	tf_policy_free(&p);
 	CHECK_EQ("a host rule on 80 and 443: 443 alone is a TLS port (compile)",
 		 compile_fixture(host_443, rules, &p), 1);
+	CHECK_STR("a host rule on 80 and 443: consistent", policy_check(&p, buf, sizeof(buf)),
+		  "consistent");
 	for (i = 0, tls443 = 0; i < p.nchunks; i++) {
 		if (p.chunks[i].proto != TF_PORTS_TLS)
 			continue;
@@ -679,8 +878,15 @@ static void test_tls_ports(void)
 	}
 	CHECK_EQ("a host rule on 80 and 443: 443 alone is a TLS port", tls443, 1);
 	tf_policy_free(&p);
-	CHECK_EQ("\"tls\": false: no TLS port",
-		 compile_fixture(host_off, rules, &p) == 1 && !(p.names[0].exact.protos & TF_PB_TLS), 1);
+	CHECK_EQ("\"tls\": false: compiles", compile_fixture(host_off, rules, &p), 1);
+	CHECK_STR("\"tls\": false: consistent", policy_check(&p, buf, sizeof(buf)), "consistent");
+	if (p.nnames)
+		CHECK_EQ("\"tls\": false: no TLS port", p.names[0].exact.protos & TF_PB_TLS, 0);
+	tf_policy_free(&p);
+	CHECK_EQ("nested host rules with and without \"tls\": compile",
+		 compile_fixture(host_nested, rules, &p), 3);
+	CHECK_STR("nested host rules with and without \"tls\": consistent",
+		  policy_check(&p, buf, sizeof(buf)), "consistent");
 	tf_policy_free(&p);
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Test that a TLS connection carries payload only after a ClientHello whose SNI a host rule allows and the destination was learnt for, however the hello is segmented or framed, and that every other first flight is refused with its reason. */
 /*
- * The datapath through BPF_PROG_TEST_RUN on the real object (dprun.h), a
+ * The datapath through BPF_PROG_TEST_RUN on the real object (fixture.h), a
  * session set up as the daemon does. Learnt addresses are written into the
  * session's tables as an answer would leave them (test_dns.c tests that
  * answers do); hellos are the captures in tests/tls/hellos/ (real clients)
@@ -19,15 +19,8 @@
 
 #include <tapfence/abi.h>
 #include <tapfence/tls.h>
-#include "check.h"
-#include "dpenv.h"
-#include "dprun.h"
+#include "fixture.h"
 #include "pkt.h"
-
-#define GMAC "02:00:00:00:00:02"
-#define HMAC "02:00:00:00:00:01"
-#define G4   "10.10.0.2"
-#define G6   "fd00:a::2"
 
 #define CDN   "192.0.2.10"	/* learnt for www.example.com and other.example.net */
 #define OTHER "192.0.2.20"	/* learnt for other.example.net only */
@@ -37,10 +30,7 @@
 #define CDN6  "2001:db8:c::10"	/* learnt for www.example.com */
 
 static const char spec[] =
-	"{'id':'a','ifname':'tap-a',"
-	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"
-	"'gateway':{'mac':'" HMAC "','ipv4':'10.10.0.1','ipv6':'fd00:a::1'},"
-	"'resolver':{'ipv4':'10.10.0.1'},"
+	SPEC_A_HEAD
 	"'allow':["
 	"{'host':'www.example.com','proto':'tcp','ports':[443]},"
 	"{'host':'other.example.net','proto':'tcp','ports':[443]},"
@@ -385,36 +375,124 @@ static const char *w(const char *fmt, const char *a)
 	return what;
 }
 
+/* ---- step tables ------------------------------------------------------------------ */
+
+enum tstep_kind { T_SYN, T_SEND, T_REPLY, T_BUFFERS };
+
+/*
+ * One step of a connection that opens with a hello h, and what must come of
+ * it (verdict, counters, events). Offsets count from the first byte after the
+ * SYN, or from the end of the hello when after_hello is set.
+ *   T_SYN:     the guest's SYN (and when it passes, the server's SYN-ACK, unchecked).
+ *   T_SEND:    the guest's payload at off: the hello if hello is set, else n bytes of pay.
+ *   T_REPLY:   the server acknowledging the guest's bytes up to off, with n bytes of its own.
+ *   T_BUFFERS: the session holds n hello buffers.
+ * The check names are the case's label followed by what.
+ */
+struct tstep {
+	enum tstep_kind kind;
+	const char *what;
+	int after_hello, hello;
+	unsigned int off, n;
+	const char *pay;
+	struct expect x;
+};
+
+/* In a step's expectation: the counters or events of the case it runs in. */
+static const char CASE[] = "(the case's)";
+
+#define T_SYN_(d, ...) { T_SYN, d, .x = { __VA_ARGS__ } }
+#define T_HELLO(d, ...) { T_SEND, d, .hello = 1, .x = { __VA_ARGS__ } }
+#define T_SEND_(d, h, o, p, len, ...) \
+	{ T_SEND, d, .after_hello = h, .off = o, .pay = p, .n = len, .x = { __VA_ARGS__ } }
+#define T_REPLY_(d, h, o, len, ...) \
+	{ T_REPLY, d, .after_hello = h, .off = o, .n = len, .x = { __VA_ARGS__ } }
+#define T_BUFFERS_(d, count) { T_BUFFERS, d, .n = count }
+
 /* A whole hello in one segment, then the server's reply and data both ways. */
+static const struct tstep one_segment[] = {
+	T_SYN_("SYN", 1, "allow_learned+1"),
+	T_REPLY_("SYN-ACK (no payload) passes", 0, 0, 0, 1, "allow_flow+1"),
+	T_REPLY_("server data before the hello is held", 0, 0, 10, 0, "tls_pending+1"),
+	T_HELLO("the hello", 1, "allow_tls+1", CASE),
+	T_REPLY_("the server's answer, acking the hello", 1, 0, 40, 1, "allow_flow+1"),
+	T_REPLY_("more of it (its records are not read)", 1, 0, 40, 1, "allow_flow+1"),
+	T_SEND_("the guest's ChangeCipherSpec record: read, passes", 1, 0, "\x14\x03\x03\x00\x01\x01",
+		6, 1, "allow_flow+1", "-"),
+	T_SEND_("the header of its first application_data record: read, passes", 1, 6,
+		"\x17\x03\x03\x00\x05", 5, 1, "allow_flow+1", "-"),
+	T_BUFFERS_("its buffer stays until the server acks that", 1),
+	T_REPLY_("the server's ack of it opens the flow", 1, 11, 0, 1, "allow_flow+1"),
+	T_SEND_("then the guest's data takes the fast path", 1, 11, "abcde", 5, 1, "allow_flow+1",
+		"-"),
+	T_BUFFERS_("its buffer is gone once the flow is open", 0),
+};
+
+/*
+ * A refused first flight: the SYN passes, the hello is dropped with the
+ * reason, its retransmission too (the flow stays refused), and nothing
+ * of the server's reaches the guest.
+ */
+static const struct tstep refused[] = {
+	T_SYN_("SYN", 1, NULL),
+	T_HELLO("refused", 0, CASE, CASE),
+	T_HELLO("its retransmission too", 0, CASE, NULL),
+	T_REPLY_("no server data reaches the guest", 1, 0, 20, 0, CASE),
+	T_SEND_("a bare ACK still passes", 0, 0, NULL, 0, 1, "allow_flow+1", NULL),
+	T_BUFFERS_("no buffer left behind", 0),
+};
+
+static const char *case_or(const char *x, const char *of_case)
+{
+	return x == CASE ? of_case : x;
+}
+
+/* Run steps on a new connection to raddr:port that opens with h; counters, events: the case's. */
+static void run_tsteps(struct env *e, const char *label, const struct hello *h, const char *raddr,
+		       unsigned int port, const char *counters, const char *events,
+		       const struct tstep *t, size_t n)
+{
+	static const __u8 server_data[64];
+	struct frame f;
+	struct conn c;
+	size_t i;
+
+	conn_init(&c, raddr, port);
+	for (i = 0; i < n; i++, t++) {
+		struct expect x = { t->x.allow, case_or(t->x.counters, counters),
+				    case_or(t->x.events, events) };
+		unsigned int off = t->off + (t->after_hello ? h->len : 0);
+		char desc[512];
+
+		snprintf(desc, sizeof(desc), "%s: %s", label, t->what);
+		switch (t->kind) {
+		case T_SYN:
+			fr_seg(&f, &c, 0, PK_SYN, c.isn, 0, NULL, 0);
+			judge_expect(e, FROM, &f, desc, &x);
+			if (x.allow)
+				synack(e, &c);
+			break;
+		case T_SEND:
+			fr_seg(&f, &c, 0, PK_ACK | PK_PSH, c.isn + 1 + off, c.risn + 1,
+			       t->hello ? h->b : (const __u8 *)t->pay, t->hello ? h->len : t->n);
+			judge_expect(e, FROM, &f, desc, &x);
+			break;
+		case T_REPLY:
+			fr_seg(&f, &c, 1, PK_ACK | (t->n ? PK_PSH : 0), c.risn + 1, c.isn + 1 + off,
+			       server_data, t->n);
+			judge_expect(e, TO, &f, desc, &x);
+			break;
+		case T_BUFFERS:
+			CHECK_EQ(desc, slot_count(e, TF_SLOT_TLSBUF, e->sid), t->n);
+			break;
+		}
+	}
+}
+
 static void test_one_segment(struct env *e, const char *label, const struct hello *h,
 			     const char *raddr, const char *events)
 {
-	struct conn c;
-
-	conn_init(&c, raddr, 443);
-	c_syn(e, &c, w("%s: SYN", label), 1, "allow_learned+1");
-	c_reply(e, &c, 0, 0, w("%s: SYN-ACK (no payload) passes", label), 1, "allow_flow+1");
-	c_reply(e, &c, 0, 10, w("%s: server data before the hello is held", label), 0,
-		"tls_pending+1");
-	c_send(e, &c, 0, h->b, h->len, w("%s: the hello", label), 1, "allow_tls+1", events);
-	c_reply(e, &c, h->len, 40, w("%s: the server's answer, acking the hello", label), 1,
-		"allow_flow+1");
-	c_reply(e, &c, h->len, 40, w("%s: more of it (its records are not read)", label), 1,
-		"allow_flow+1");
-	c_send(e, &c, h->len, "\x14\x03\x03\x00\x01\x01", 6,
-	       w("%s: the guest's ChangeCipherSpec record: read, passes", label), 1, "allow_flow+1",
-	       "-");
-	c_send(e, &c, h->len + 6, "\x17\x03\x03\x00\x05", 5,
-	       w("%s: the header of its first application_data record: read, passes", label), 1,
-	       "allow_flow+1", "-");
-	CHECK_EQ(w("%s: its buffer stays until the server acks that", label),
-		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 1);
-	c_reply(e, &c, h->len + 11, 0, w("%s: the server's ack of it opens the flow", label), 1,
-		"allow_flow+1");
-	c_send(e, &c, h->len + 11, "abcde", 5, w("%s: then the guest's data takes the fast path", label),
-	       1, "allow_flow+1", "-");
-	CHECK_EQ(w("%s: its buffer is gone once the flow is open", label),
-		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+	run_tsteps(e, label, h, raddr, 443, NULL, events, one_segment, N(one_segment));
 }
 
 /*
@@ -466,30 +544,19 @@ static void test_small_segments(struct env *e, const char *label, const struct h
 	}
 	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: every one held but the last, "
 		 "which passes", prog_name(e, FROM), label, seg);
-	CHECK_EQ(what, held == (h->len + seg - 1) / seg - 1 && last, 1);
+	CHECK_EQ(what, held, (h->len + seg - 1) / seg - 1);
+	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: the last passes", prog_name(e, FROM),
+		 label, seg);
+	CHECK_TRUE(what, last);
 	q_reply(e, &c, h->len);
 	q_open(e, &c, h->len);
 }
 
-/*
- * A refused first flight: the SYN passes, the hello is dropped with the
- * reason, its retransmission too (the flow stays refused), and nothing
- * of the server's reaches the guest.
- */
 static void test_refused(struct env *e, const char *label, const struct hello *h,
 			 const char *raddr, unsigned int port, const char *counter,
 			 const char *events)
 {
-	struct conn c;
-
-	conn_init(&c, raddr, port);
-	c_syn(e, &c, w("%s: SYN", label), 1, NULL);
-	c_send(e, &c, 0, h->b, h->len, w("%s: refused", label), 0, counter, events);
-	c_send(e, &c, 0, h->b, h->len, w("%s: its retransmission too", label), 0, counter, NULL);
-	c_reply(e, &c, h->len, 20, w("%s: no server data reaches the guest", label), 0, counter);
-	c_send(e, &c, 0, NULL, 0, w("%s: a bare ACK still passes", label), 1, "allow_flow+1",
-	       NULL);
-	CHECK_EQ(w("%s: no buffer left behind", label), slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
+	run_tsteps(e, label, h, raddr, port, counter, events, refused, N(refused));
 }
 
 static void test_fixtures(struct env *e)
@@ -528,6 +595,45 @@ static void test_fixtures(struct env *e)
 	test_refused(e, "openssl without SNI", &h, CDN, 443, "tls_no_sni+1", "tls_no_sni[]");
 }
 
+/*
+ * A built hello (SNI sni, HB_* flags, byte patch_off set to patch if
+ * patch_off) to raddr:443: allowed with events when counter is NULL, else
+ * refused with counter and events.
+ */
+struct tls_case {
+	const char *label, *sni;
+	unsigned int flags, patch_off;
+	__u8 patch;
+	const char *raddr, *counter, *events;
+};
+
+static const struct tls_case built_cases[] = {
+	{ "an SNI no rule allows", "evil.test", 0, 0, 0, CDN, "tls_sni_denied+1",
+	  "tls_sni_denied[evil.test]" },
+	{ "an allowed SNI to an address learnt for another name", "www.example.com", 0, 0, 0, OTHER,
+	  "tls_sni_mismatch+1", "tls_sni_mismatch[www.example.com]" },
+	{ "an address shared by two learnt names: the other one", "other.example.net", 0, 0, 0, CDN,
+	  NULL, "allow_tls[other.example.net]" },
+	{ "a built hello over IPv6", "www.example.com", 0, 0, 0, CDN6, NULL,
+	  "allow_tls[www.example.com]" },
+	{ "an allowed SNI to an IPv6 address learnt for another name", "other.example.net", 0, 0, 0,
+	  CDN6, "tls_sni_mismatch+1", "tls_sni_mismatch[other.example.net]" },
+	{ "an SNI in mixed case", "WWW.Example.COM", 0, 0, 0, CDN, NULL, "allow_tls[www.example.com]" },
+	{ "an SNI with a control byte", "x\x01y.test", 0, 0, 0, CDN, "tls_malformed+1",
+	  "tls_malformed[]" },
+	{ "an IP literal as SNI", "192.0.2.10", 0, 0, 0, CDN, "tls_sni_ip+1", "tls_sni_ip[192.0.2.10]" },
+	{ "encrypted_client_hello with an allowed outer SNI", "www.example.com", HB_ECH, 0, 0, CDN,
+	  "tls_ech+1", "tls_ech[www.example.com]" },
+	{ "a built hello without SNI", "www.example.com", HB_NO_SNI, 0, 0, CDN, "tls_no_sni+1",
+	  "tls_no_sni[]" },
+	{ "a handshake that is not a ClientHello", "www.example.com", 0, 5, 2 /* a ServerHello */,
+	  CDN, "tls_malformed+1", NULL },
+	{ "a hello with a 33-byte session id", "www.example.com", 0, 44, 33, CDN, "tls_malformed+1",
+	  NULL },
+	{ "a hello claiming more than 16 KB", "www.example.com", 0, 6, 1 /* 64 KB more */, CDN,
+	  "tls_too_big+1", NULL },
+};
+
 /* Each refused first flight, with the reason and the SNI the event carries. */
 static void test_denials(struct env *e)
 {
@@ -537,51 +643,25 @@ static void test_denials(struct env *e)
 	static struct hello h;
 	struct conn c;
 	struct frame f;
+	size_t i;
 
-	hello_build(&h, "evil.test", 0);
-	test_refused(e, "an SNI no rule allows", &h, CDN, 443, "tls_sni_denied+1",
-		     "tls_sni_denied[evil.test]");
-	hello_build(&h, "www.example.com", 0);
-	test_refused(e, "an allowed SNI to an address learnt for another name", &h, OTHER, 443,
-		     "tls_sni_mismatch+1", "tls_sni_mismatch[www.example.com]");
-	hello_build(&h, "other.example.net", 0);
-	test_one_segment(e, "an address shared by two learnt names: the other one", &h, CDN,
-			 "allow_tls[other.example.net]");
-	hello_build(&h, "www.example.com", 0);
-	test_one_segment(e, "a built hello over IPv6", &h, CDN6, "allow_tls[www.example.com]");
-	hello_build(&h, "other.example.net", 0);
-	test_refused(e, "an allowed SNI to an IPv6 address learnt for another name", &h, CDN6,
-		     443, "tls_sni_mismatch+1", "tls_sni_mismatch[other.example.net]");
-	hello_build(&h, "WWW.Example.COM", 0);
-	test_one_segment(e, "an SNI in mixed case", &h, CDN, "allow_tls[www.example.com]");
-	hello_build(&h, "x\x01y.test", 0);
-	test_refused(e, "an SNI with a control byte", &h, CDN, 443, "tls_malformed+1",
-		     "tls_malformed[]");
-	hello_build(&h, "192.0.2.10", 0);
-	test_refused(e, "an IP literal as SNI", &h, CDN, 443, "tls_sni_ip+1",
-		     "tls_sni_ip[192.0.2.10]");
-	hello_build(&h, "www.example.com", HB_ECH);
-	test_refused(e, "encrypted_client_hello with an allowed outer SNI", &h, CDN, 443,
-		     "tls_ech+1", "tls_ech[www.example.com]");
-	hello_build(&h, "www.example.com", HB_NO_SNI);
-	test_refused(e, "a built hello without SNI", &h, CDN, 443, "tls_no_sni+1", "tls_no_sni[]");
+	for (i = 0; i < N(built_cases); i++) {
+		const struct tls_case *k = &built_cases[i];
+
+		hello_build(&h, k->sni, k->flags);
+		if (k->patch_off)
+			h.b[k->patch_off] = k->patch;
+		if (k->counter)
+			test_refused(e, k->label, &h, k->raddr, 443, k->counter, k->events);
+		else
+			test_one_segment(e, k->label, &h, k->raddr, k->events);
+	}
 	memcpy(h.b, http, sizeof(http) - 1);
 	h.len = sizeof(http) - 1;
 	test_refused(e, "plain HTTP on a TLS port", &h, CDN, 443, "tls_not_tls+1", "tls_not_tls[]");
 	memcpy(h.b, sslv2, sizeof(sslv2));
 	h.len = sizeof(sslv2);
 	test_refused(e, "an SSLv2-framed hello", &h, CDN, 443, "tls_sslv2+1", "tls_sslv2[]");
-	hello_build(&h, "www.example.com", 0);
-	h.b[5] = 2;	/* a ServerHello */
-	test_refused(e, "a handshake that is not a ClientHello", &h, CDN, 443, "tls_malformed+1",
-		     NULL);
-	hello_build(&h, "www.example.com", 0);
-	h.b[44] = 33;	/* session id longer than 32 */
-	test_refused(e, "a hello with a 33-byte session id", &h, CDN, 443, "tls_malformed+1",
-		     NULL);
-	hello_build(&h, "www.example.com", 0);
-	h.b[6] = 1;	/* claims 64 KB more */
-	test_refused(e, "a hello claiming more than 16 KB", &h, CDN, 443, "tls_too_big+1", NULL);
 	memset(h.b, 0xa5, 600);
 	h.len = 600;
 	test_refused(e, "garbage", &h, CDN, 443, "tls_sslv2+1", NULL);
@@ -1100,7 +1180,8 @@ static void test_table(struct env *e)
 		held += !q_send(e, &c[i], 0, h.b, 20);
 	}
 	CHECK_EQ("16 connections with half a hello each fill the session's table",
-		 slot_count(e, TF_SLOT_TLSBUF, e->sid) == 16 && held == 16, 1);
+		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 16);
+	CHECK_EQ("16 connections with half a hello each: every hello held", held, 16);
 	conn_init(&c[16], CDN, 443);
 	c_syn(e, &c[16], "a 17th connection: SYN", 1, NULL);
 	c_send(e, &c[16], 0, h.b, 20, "a 17th hello: no buffer for it", 0, "tls_table_full+1",
@@ -1223,37 +1304,28 @@ static const struct {
 };
 
 /* Load the datapath with config, set up the session, learn its addresses. */
-static int env_open(struct env *e, struct sess *a, const char *config)
+static int env_open_session(struct env *e, struct sess *a, const char *config)
 {
 	size_t i;
 	int ret;
 
-	tf_config_defaults(&e->cfg);
-	CHECK_EQ(w("parse the operator config %s", config), config_parse(&e->cfg, config), 0);
-	ret = tf_dp_open(&e->dp, &e->cfg, 0);
-	CHECK_EQ("load the datapath, unpinned", ret, 0);
-	if (ret)
-		return ret;
-	CHECK_EQ("write the hard floor", tf_dp_write_floor(&e->dp), 0);
-	e->rb = ring_buffer__new(tf_dp_ringbuf_fd(&e->dp), on_event, e, NULL);
-	CHECK_EQ("open the event ring buffer", e->rb != NULL, 1);
+	if (env_open(e, config))
+		return -1;
 	ret = session_add(e, a, spec, 1, IFINDEX_LO);
 	CHECK_EQ("set up the session on ifindex 1", ret, 0);
-	for (i = 0; !ret && i < sizeof(learnt) / sizeof(learnt[0]); i++)
+	for (i = 0; !ret && i < N(learnt); i++)
 		CHECK_EQ(w("learn an address for %s", learnt[i].name),
 			 learn(e, a, learnt[i].addr, learnt[i].name), 0);
 	e->sid = 1;
 	e->xdp = 0;
-	return ret || !e->rb ? -1 : 0;
+	return ret;
 }
 
-static void env_close(struct env *e, struct sess *a)
+static void env_close_session(struct env *e, struct sess *a)
 {
-	if (!e->dp.skel)
-		return;
-	session_del(e, a);
-	ring_buffer__free(e->rb);
-	tf_dp_close(&e->dp);
+	if (e->dp.skel)
+		session_del(e, a);
+	env_close(e);
 }
 
 /* tls_ech "outer": a hello with encrypted_client_hello is judged by its outer SNI. */
@@ -1276,7 +1348,7 @@ int main(void)
 
 	libbpf_set_print(quiet_libbpf);
 	CHECK_EQ("a private network namespace with lo up", private_netns(), 0);
-	if (!env_open(&e, &a, operator_config)) {
+	if (!env_open_session(&e, &a, operator_config)) {
 		for (e.xdp = 0; e.xdp < 2; e.xdp++) {
 			test_fixtures(&e);
 			test_denials(&e);
@@ -1292,9 +1364,9 @@ int main(void)
 		test_flood(&e, &b);
 		session_del(&e, &b);
 	}
-	env_close(&e, &a);
-	if (!env_open(&e, &a, "{'tls_ech':'outer','limits':{'events_per_s':0}}"))
+	env_close_session(&e, &a);
+	if (!env_open_session(&e, &a, "{'tls_ech':'outer','limits':{'events_per_s':0}}"))
 		test_ech_outer(&e);
-	env_close(&e, &a);
+	env_close_session(&e, &a);
 	return CHECK_EXIT();
 }

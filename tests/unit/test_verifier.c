@@ -14,7 +14,7 @@
 
 #include "tapfence.skel.h"
 #include "check.h"
-#include "dpenv.h"
+#include "fixture.h"
 
 static const struct {
 	const char *prog;

@@ -62,7 +62,7 @@
 #include "daemon/daemon.h"
 #include "daemon/datapath.h"
 #include "../../tests/unit/pkt.h"
-#include "../../tests/unit/dpenv.h"	/* private_netns() */
+#include "../../tests/unit/netns.h"	/* private_netns() */
 
 #define IFINDEX_LO   1		/* what a test run judges on: the measured session */
 #define IFINDEX_BASE 100000	/* other sessions: ifindex IFINDEX_BASE + slot, no such device */
