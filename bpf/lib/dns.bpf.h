@@ -257,7 +257,8 @@ static __always_inline enum judgement dns_answer(struct judge *j, struct dns_scr
 	dns_parse_start(&s->p, 1, s->q.name, s->q.name_len, s->q.qtype);
 	st = dns_parse_run(&s->p, s->msg, len);
 	if (!s->p.matched)
-		return deny(j, st == DNS_MALFORMED ? TF_REASON_DNS_MALFORMED : TF_REASON_DNS_UNMATCHED);
+		return deny(j, st == DNS_MALFORMED ? TF_REASON_DNS_MALFORMED :
+						     TF_REASON_DNS_UNMATCHED);
 	j->name_len = s->p.chain_len[0];
 	if (bpf_map_delete_elem(qmap, &qk))
 		return deny(j, TF_REASON_DNS_UNMATCHED);

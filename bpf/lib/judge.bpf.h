@@ -43,9 +43,9 @@ struct judge {
 	__u8 emit;	/* an allow worth an event (a new flow) */
 	__u8 vlan;	/* the skb carried a tag the stack already took off */
 	__u8 pulled;	/* TC pulled TF_PULL_LEN already: no JUDGE_NEED_PULL again */
-	__u16 name_len;	/* the event names the DNS question in tf_dnsbuf (0: no name) */
+	__u16 name_len; /* the event names the DNS question in tf_dnsbuf (0: no name) */
 	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
-	__u8 trim;	/* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
+	__u8 trim; /* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
 	struct pkt p;
 };
 

@@ -177,19 +177,19 @@ struct {
  * Room to de-frame and parse one ClientHello, per CPU, one run at a time
  * (as tf_dnsbuf below). @chunk holds resent bytes being compared.
  */
-#define TF_TCP_OPTS_MAX 40	/* RFC 9293 3.1: data offset 15 words, 5 of them the fixed header */
+#define TF_TCP_OPTS_MAX 40 /* RFC 9293 3.1: data offset 15 words, 5 of them the fixed header */
 
 struct tls_scratch {
 	__u8 hs[TF_TLS_BUF + TF_TLS_SLACK];
-	__u8 syn_opts[TF_TCP_OPTS_MAX];	/* the judged SYN's TCP options, syn_optlen bytes */
+	__u8 syn_opts[TF_TCP_OPTS_MAX]; /* the judged SYN's TCP options, syn_optlen bytes */
 	__u8 syn_optlen;
-	__u8 syn_optwant;		/* how many its header says it has */
+	__u8 syn_optwant; /* how many its header says it has */
 	__u8 pad[6];
 	struct tls_parse p;
 	struct tf_name_key key;
 	struct tf_bind_key bkey;
-	struct tf_flow_key fkey;	/* the segment's flow (keys may live in map values) */
-	struct tf_flow flow;		/* JUDGE_NEED_TLS: a copy of the segment's flow (tls_flow_out()) */
+	struct tf_flow_key fkey; /* the segment's flow (keys may live in map values) */
+	struct tf_flow flow;	 /* JUDGE_NEED_TLS: a copy of the segment's flow (tls_flow_out()) */
 	__u8 chunk[TF_TLS_SLACK];
 };
 
@@ -212,9 +212,9 @@ struct dns_scratch {
 	__u8 msg[TF_DNS_MSG_MAX];
 	struct dns_parse p;
 	struct tf_name_key key;
-	struct tf_dnsq q;	/* the query being recorded, or a copy of the one answered */
-	struct tf_learned l;	/* what an answer's addresses are learnt with */
-	struct tf_bind_key bkey;	/* (address, asked name) pairs an SNI is checked against */
+	struct tf_dnsq q;	 /* the query being recorded, or a copy of the one answered */
+	struct tf_learned l;	 /* what an answer's addresses are learnt with */
+	struct tf_bind_key bkey; /* (address, asked name) pairs an SNI is checked against */
 };
 
 struct {
@@ -238,7 +238,7 @@ struct {
 /* Per-session per-reason packet counters: index sid * TF_CNT_SLOTS + slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TF_MAX_SESSIONS * TF_CNT_SLOTS);
+	__uint(max_entries, TF_MAX_SESSIONS *TF_CNT_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } tf_counters SEC(".maps");

@@ -32,16 +32,17 @@ struct pkt {
 	__u8 proto;
 	__u8 tcp_flags;
 	__u8 icmp_type;
-	__u16 l4_len;	/* IP payload length, from the IP header (host order) */
-	__u16 udp_len;	/* UDP length field (host order) */
-	__u8 tcp_hlen;	/* TCP header length in bytes */
-	__u8 tcp_opts;	/* a SYN with options: they are in tf_tlsscratch (syn_opts) */
-	__u8 l4_off;	/* where the L4 header starts in the frame (IPv4 options refused) */
-	__u8 pay_off;	/* where the L4 payload starts: after the TCP header and its options */
+	__u16 l4_len;  /* IP payload length, from the IP header (host order) */
+	__u16 udp_len; /* UDP length field (host order) */
+	__u8 tcp_hlen; /* TCP header length in bytes */
+	__u8 tcp_opts; /* a SYN with options: they are in tf_tlsscratch (syn_opts) */
+	__u8 l4_off;   /* where the L4 header starts in the frame (IPv4 options refused) */
+	__u8 pay_off;  /* where the L4 payload starts: after the TCP header and its options */
 	__u8 pad[2];
-	__u32 tcp_seq;	/* host order */
-	__u32 tcp_ack;	/* host order */
-} __attribute__((aligned(8)));	/* addresses are read as __u32 words: keep them aligned on the stack */
+	__u32 tcp_seq; /* host order */
+	__u32 tcp_ack; /* host order */
+}
+__attribute__((aligned(8))); /* addresses are read as __u32 words: keep them aligned on the stack */
 
 /* ARP for Ethernet/IPv4, as on the wire (struct arphdr stops before the addresses). */
 struct arp_eth {
@@ -83,8 +84,8 @@ static __always_inline void *cur_pull(struct cursor *c, __u32 len)
 
 static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
 {
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] &&
-	       a[3] == b[3] && a[4] == b[4] && a[5] == b[5];
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4] &&
+	       a[5] == b[5];
 }
 
 static __always_inline int mac_is_bcast(const __u8 *a)

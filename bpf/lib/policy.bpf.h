@@ -101,8 +101,7 @@ static __always_inline __u16 floor_session_reason(const struct tf_session *s, __
 }
 
 /* Bit port of bitmap (sid, ver, cls, proto): port classes are per generation. */
-static __always_inline int port_bit(__u32 sid, __u32 ver, __u16 cls, __u8 proto,
-				    __u16 port)
+static __always_inline int port_bit(__u32 sid, __u32 ver, __u16 cls, __u8 proto, __u16 port)
 {
 	struct tf_port_key k = {
 		.sid = sid,
@@ -142,8 +141,8 @@ static __always_inline int tls_port(__u32 sid, const struct tf_flow_key *k, __u3
  * Returns TF_REASON_PORT_NOT_ALLOWED, or 0 if permission v (of generation
  * ver) allows protocol proto of family to port (network order).
  */
-static __always_inline __u16 perm_check(__u32 sid, __u8 proto, __u8 family,
-					__be16 port, __u32 ver, const struct tf_rule_val *v)
+static __always_inline __u16 perm_check(__u32 sid, __u8 proto, __u8 family, __be16 port, __u32 ver,
+					const struct tf_rule_val *v)
 {
 	enum tf_perm e = tf_perm_eval(v, tf_perm_bit(proto, family));
 
@@ -158,8 +157,8 @@ static __always_inline __u16 perm_reason(const struct judge *j, __u32 ver,
 }
 
 /* perm_check() for flow k: its protocol and remote port. */
-static __always_inline __u16 flow_perm_reason(__u32 sid, const struct tf_flow_key *k,
-					      __u32 ver, const struct tf_rule_val *v)
+static __always_inline __u16 flow_perm_reason(__u32 sid, const struct tf_flow_key *k, __u32 ver,
+					      const struct tf_rule_val *v)
 {
 	return perm_check(sid, k->proto, k->family, k->rport, ver, v);
 }
@@ -226,16 +225,16 @@ static __always_inline int dns_elsewhere(const struct tf_flow_key *k)
 	__be16 port = k->rport;
 
 	if (port == bpf_htons(DNS_PORT) || port == bpf_htons(DOT_PORT))
-		return 1;	/* DNS, DNS over TLS (TCP) and over QUIC (UDP) */
+		return 1; /* DNS, DNS over TLS (TCP) and over QUIC (UDP) */
 	return k->proto == IPPROTO_UDP &&
 	       (port == bpf_htons(MDNS_PORT) || port == bpf_htons(LLMNR_PORT));
 }
 
 /* How the policy in force allows a flow (policy_judge()). */
 struct allowance {
-	__u16 reason;	/* TF_REASON_ALLOW_RULE or TF_REASON_ALLOW_LEARNED */
-	__u8 tls;	/* a TLS port: the connection needs an allowed ClientHello */
-	__u8 bind;	/* ... whose SNI is a name the address was learnt for */
+	__u16 reason; /* TF_REASON_ALLOW_RULE or TF_REASON_ALLOW_LEARNED */
+	__u8 tls;     /* a TLS port: the connection needs an allowed ClientHello */
+	__u8 bind;    /* ... whose SNI is a name the address was learnt for */
 };
 
 /*
@@ -248,7 +247,7 @@ struct judge_ref {
 	__u16 sflags;
 	__u8 keep;
 	__u8 pad;
-	__u32 ifindex;	/* the device: policy_judge() finds the session's gateway by it */
+	__u32 ifindex; /* the device: policy_judge() finds the session's gateway by it */
 };
 
 /*
@@ -299,8 +298,8 @@ __noinline __u16 policy_judge(const struct judge_ref *r, const struct tf_flow_ke
 	reason = floor_session_reason(sess, k->family, k->raddr);
 	if (reason)
 		return reason;
-	learned = (r->sflags & TF_SF_HOSTS) ? learned_reason(sid, ver, k, r->keep, &lperm, &lver)
-					    : TF_REASON_NO_RULE;
+	learned = (r->sflags & TF_SF_HOSTS) ? learned_reason(sid, ver, k, r->keep, &lperm, &lver) :
+					      TF_REASON_NO_RULE;
 	a->tls = 0;
 	a->bind = 0;
 	a->reason = TF_REASON_ALLOW_LEARNED;
@@ -311,10 +310,12 @@ __noinline __u16 policy_judge(const struct judge_ref *r, const struct tf_flow_ke
 	if (!reason && !tls_port(sid, k, ver, &rperm))
 		return 0;
 	if (reason && learned)
-		return reason == TF_REASON_NO_RULE ? learned : reason;	/* a learnt address, but not this port */
+		return reason == TF_REASON_NO_RULE ?
+			       learned :
+			       reason; /* a learnt address, but not this port */
 	/* A TLS port, allowed by the CIDR rule (no bind) or else by the learnt address. */
 	if (k->proto != IPPROTO_TCP)
-		return TF_REASON_TLS_UDP;	/* QUIC carries no SNI we read */
+		return TF_REASON_TLS_UDP; /* QUIC carries no SNI we read */
 	a->tls = 1;
 	a->bind = reason != 0;
 	a->reason = a->bind ? TF_REASON_ALLOW_LEARNED : TF_REASON_ALLOW_RULE;
@@ -326,7 +327,11 @@ static __always_inline __u16 judge_flow(const struct judge *j, const struct tf_f
 					__u8 keep, struct allowance *a)
 {
 	struct judge_ref r = {
-		.sid = j->sid, .ver = j->ver, .sflags = j->s->flags, .keep = keep, .ifindex = j->ifindex,
+		.sid = j->sid,
+		.ver = j->ver,
+		.sflags = j->s->flags,
+		.keep = keep,
+		.ifindex = j->ifindex,
 	};
 
 	return policy_judge(&r, k, a);
@@ -394,7 +399,7 @@ static __always_inline __u16 flow_rejudged(struct judge *j, void *flows,
 
 /* Guest -> host on a live flow f of the generation in force (the map's element or a copy). */
 static __always_inline enum judgement flow_out(struct judge *j, const struct tf_flow_key *k,
-						const struct tf_flow *f)
+					       const struct tf_flow *f)
 {
 	if (f->state == TF_FLOW_OPEN) {
 		/*

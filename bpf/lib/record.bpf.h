@@ -141,7 +141,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, enum j
 	e->ifindex = j->ifindex;
 	e->policy_ver = j->ver;
 	e->reason = reason;
-	e->verdict = verdict;	/* JUDGE_ALLOW or JUDGE_DENY: the TF_VERDICT_* numbers */
+	e->verdict = verdict; /* JUDGE_ALLOW or JUDGE_DENY: the TF_VERDICT_* numbers */
 	e->dir = j->dir;
 	e->family = j->p.family;
 	e->proto = j->p.proto;

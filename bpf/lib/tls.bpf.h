@@ -69,7 +69,7 @@ static __always_inline void syn_opts_from_guest(struct judge *j, const struct cu
 struct tcp_opts_ctx {
 	const __u8 *o;
 	__u32 n, i;
-	int verdict;	/* 1: MPTCP or options that do not parse */
+	int verdict; /* 1: MPTCP or options that do not parse */
 };
 
 /* One option per step (a bpf_loop() callback: verified once, not per option). */
@@ -138,8 +138,8 @@ static __always_inline void tls_buf_drop(__u32 sid, const struct tf_flow_key *k)
  * that a permission allows on a TLS port. bind: the SNI must also be a
  * name the destination was learnt for (it was allowed as a learnt address).
  */
-static __always_inline enum judgement tls_flow_new(struct judge *j, void *flows,
-						   const struct tf_flow_key *k, __u8 bind, __u16 reason)
+static __always_inline enum judgement
+tls_flow_new(struct judge *j, void *flows, const struct tf_flow_key *k, __u8 bind, __u16 reason)
 {
 	struct tf_flow f = {
 		.seen = flow_clock(),
@@ -150,7 +150,7 @@ static __always_inline enum judgement tls_flow_new(struct judge *j, void *flows,
 		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
 	};
 
-	tls_buf_drop(j->sid, k);	/* an earlier connection's, on the same tuple */
+	tls_buf_drop(j->sid, k); /* an earlier connection's, on the same tuple */
 	if (bpf_map_update_elem(flows, k, &f, BPF_ANY))
 		return deny(j, TF_REASON_FLOW_TABLE_FULL);
 	return allow(j, reason, 1);
@@ -178,7 +178,8 @@ static __always_inline enum judgement tls_flow_out(struct judge *j, const struct
 		return deny(j, TF_REASON_UNKNOWN);
 	__builtin_memcpy(&t->flow, f, sizeof(t->flow));
 	if (t->flow.state == TF_FLOW_TLS_DENIED)
-		return tcp_payload_len(j) ? deny(j, t->flow.reason) : allow(j, TF_REASON_ALLOW_FLOW, 0);
+		return tcp_payload_len(j) ? deny(j, t->flow.reason) :
+					    allow(j, TF_REASON_ALLOW_FLOW, 0);
 	if (j->p.tcp_flags & TCP_FLAG_URG)
 		return deny(j, TF_REASON_TLS_MALFORMED);
 	if (tcp_payload_len(j)) {

@@ -64,13 +64,13 @@ static __always_inline long tls_load(void *ctx, const int xdp, __u32 off, void *
  * loops would be walked for every chunk and word with their own bounds.
  */
 struct tls_chunk_ctx {
-	void *ctx;		/* the program's context */
-	__u8 *wire;		/* the held bytes */
-	__u8 *chunk;		/* scratch for one chunk of packet bytes */
-	__u64 off;		/* where in wire the packet's bytes go */
+	void *ctx;   /* the program's context */
+	__u8 *wire;  /* the held bytes */
+	__u8 *chunk; /* scratch for one chunk of packet bytes */
+	__u64 off;   /* where in wire the packet's bytes go */
 	__u64 pay_off;
 	__u64 n;
-	__u64 differ;		/* compare: a difference; append: a failed read */
+	__u64 differ; /* compare: a difference; append: a failed read */
 };
 
 /* Chunk i's length, 0 past the end (64-bit: the register compared is the one passed). */
@@ -91,7 +91,8 @@ static __always_inline long tls_append_step(struct tls_chunk_ctx *c, const int x
 
 	if (len == 0)
 		return 1;
-	if (tls_load(c->ctx, xdp, c->pay_off + done, c->wire + ((c->off + done) & TF_TLS_MASK), len)) {
+	if (tls_load(c->ctx, xdp, c->pay_off + done, c->wire + ((c->off + done) & TF_TLS_MASK),
+		     len)) {
 		c->differ = 1;
 		return 1;
 	}
@@ -256,7 +257,8 @@ static __always_inline struct tf_tls_buf *tls_buf_new(void *bufs, const struct t
 }
 
 /* Refuse the hello: the flow passes no payload again, its buffer goes. */
-static __always_inline enum judgement tls_refuse(struct judge *j, const struct tf_flow_key *k, __u16 reason)
+static __always_inline enum judgement tls_refuse(struct judge *j, const struct tf_flow_key *k,
+						 __u16 reason)
 {
 	void *flows = session_flows(j->sid);
 	struct tf_flow *cur = flows ? bpf_map_lookup_elem(flows, k) : NULL;
@@ -288,7 +290,7 @@ static __always_inline __u16 tls_status_reason(int st)
 	case TLS_SNI_IP:
 		return TF_REASON_TLS_SNI_IP;
 	case TLS_SNI_LONG:
-		return TF_REASON_TLS_SNI_DENIED;	/* longer than any host rule */
+		return TF_REASON_TLS_SNI_DENIED; /* longer than any host rule */
 	case TLS_ECH:
 		return TF_REASON_TLS_ECH;
 	}
@@ -301,9 +303,10 @@ static __always_inline __u16 tls_status_reason(int st)
  * (j->name_tls).
  */
 static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tls_buf *b,
-					struct tls_scratch *t)
+					     struct tls_scratch *t)
 {
-	struct tls_copy_ctx cc = { .c = { .off = b->h_start, .end = b->rec_off }, .wire = b->wire,
+	struct tls_copy_ctx cc = { .c = { .off = b->h_start, .end = b->rec_off },
+				   .wire = b->wire,
 				   .hs = t->hs };
 	struct tls_parse_ctx pc = { .p = &t->p, .hs = t->hs };
 	struct tf_rule_val perm;
@@ -384,10 +387,10 @@ static __always_inline int tls_in_hello(const struct tf_tls_buf *b, __u32 off, _
  * application_data record's header is read, bytes past it pass unread.
  */
 static __always_inline enum judgement tls_segment_held(struct tls_chunk_ctx *c, const int xdp,
-							struct judge *j, void *flows,
-							const struct tf_flow_key *k,
-							struct tf_tls_buf *b, struct tls_scratch *t,
-							__u32 pay_off, __u32 off, __u32 n)
+						       struct judge *j, void *flows,
+						       const struct tf_flow_key *k,
+						       struct tf_tls_buf *b, struct tls_scratch *t,
+						       __u32 pay_off, __u32 off, __u32 n)
 {
 	__u32 have, take, fresh, open_at;
 	int st, judged = 0, first = 0;
@@ -417,7 +420,7 @@ static __always_inline enum judgement tls_segment_held(struct tls_chunk_ctx *c, 
 	fresh = n - take;
 	if (!fresh) {
 		if (!tls_in_hello(b, off, n))
-			return allow(j, TF_REASON_ALLOW_FLOW, 0);	/* resent, read before */
+			return allow(j, TF_REASON_ALLOW_FLOW, 0); /* resent, read before */
 		/*
 		 * The first hello's first byte resent a second time with nothing
 		 * new: the client's retransmission timer fired, its congestion
@@ -457,8 +460,9 @@ static __always_inline enum judgement tls_segment_held(struct tls_chunk_ctx *c, 
 	} else if (st != TLS_APPDATA) {
 		if (!b->following)
 			return tls_refuse(j, k, tls_status_reason(st));
-		return tls_refuse(j, k, st == TLS_TOO_BIG ? TF_REASON_TLS_TOO_BIG :
-					  TF_REASON_TLS_SECOND_HELLO);
+		return tls_refuse(j, k,
+				  st == TLS_TOO_BIG ? TF_REASON_TLS_TOO_BIG :
+						      TF_REASON_TLS_SECOND_HELLO);
 	}
 	if (st == TLS_APPDATA)
 		t->flow.tls_open_at = b->open_at;
@@ -513,13 +517,13 @@ static __always_inline enum judgement tls_segment(void *ctx, const int xdp, stru
 			return deny(j, TF_REASON_TLS_PENDING);
 		b = tls_buf_new(bufs, k);
 		if (!b)
-			return deny(j, TF_REASON_TLS_TABLE_FULL);	/* the client resends */
+			return deny(j, TF_REASON_TLS_TABLE_FULL); /* the client resends */
 	}
 	/* One run at a time appends and judges; a segment racing it is held (and resent). */
 	if (__sync_val_compare_and_swap(&b->busy, 0, 1) != 0)
 		return deny(j, TF_REASON_TLS_PENDING);
 	v = tls_segment_held(&c, xdp, j, flows, k, b, t, pay_off, off, n);
-	__sync_lock_test_and_set(&b->busy, 0);	/* xchg: a full barrier before the release */
+	__sync_lock_test_and_set(&b->busy, 0); /* xchg: a full barrier before the release */
 	return v;
 }
 

@@ -154,7 +154,7 @@ static __always_inline enum judgement reply_to_guest(struct judge *j)
 	if (from_resolver(j))
 		return JUDGE_NEED_DNS;
 	if (j->p.proto == IPPROTO_ICMP || j->p.proto == IPPROTO_ICMPV6) {
-		k.gport = j->p.sport;	/* echo id */
+		k.gport = j->p.sport; /* echo id */
 		k.rport = 0;
 	}
 	flows = session_flows(j->sid);

@@ -14,37 +14,38 @@
 
 #include "reason.h"
 
-#define TF_ABI_VERSION      3	/* 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation */
+/* 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation */
+#define TF_ABI_VERSION 3
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
-#define TF_MAX_SESSIONS     4096
-#define TF_NAME_MAX         256	/* DNS name / SNI carried in an event */
+#define TF_MAX_SESSIONS 4096
+#define TF_NAME_MAX	256 /* DNS name / SNI carried in an event */
 
 /* Address families as carried in keys and events (not AF_*). */
-#define TF_FAM_IPV4         4
-#define TF_FAM_IPV6         6
+#define TF_FAM_IPV4 4
+#define TF_FAM_IPV6 6
 
 /* Protocol bits used by rules (struct tf_rule_val). */
-#define TF_PB_TCP           0x01
-#define TF_PB_UDP           0x02
-#define TF_PB_ICMP          0x04	/* ICMP echo / ICMPv6 echo */
-#define TF_PB_OTHER         0x08	/* any other IP protocol ("any" rules) */
+#define TF_PB_TCP   0x01
+#define TF_PB_UDP   0x02
+#define TF_PB_ICMP  0x04 /* ICMP echo / ICMPv6 echo */
+#define TF_PB_OTHER 0x08 /* any other IP protocol ("any" rules) */
 /*
  * TCP ports on which a connection must show an allowed ClientHello SNI
  * before payload passes (tls.bpf.h): in all_ports, every TCP port of the
  * permission; in protos, the ports of the class's TF_PORTS_TLS bitmap.
  */
-#define TF_PB_TLS           0x10
+#define TF_PB_TLS   0x10
 
 /* tf_port_key.proto of a class's TLS port bitmap (not an IP protocol number). */
-#define TF_PORTS_TLS        0
+#define TF_PORTS_TLS 0
 
 /* Session flags (struct tf_session.flags). */
-#define TF_SF_IPV4          0x0001	/* guest has an IPv4 address */
-#define TF_SF_IPV6          0x0002	/* guest has an IPv6 address */
-#define TF_SF_RESOLVER4     0x0004	/* resolver reachable over IPv4 */
-#define TF_SF_RESOLVER6     0x0008	/* resolver reachable over IPv6 */
-#define TF_SF_HOSTS         0x0010	/* the session has host rules (learnt addresses count) */
+#define TF_SF_IPV4	0x0001 /* guest has an IPv4 address */
+#define TF_SF_IPV6	0x0002 /* guest has an IPv6 address */
+#define TF_SF_RESOLVER4 0x0004 /* resolver reachable over IPv4 */
+#define TF_SF_RESOLVER6 0x0008 /* resolver reachable over IPv6 */
+#define TF_SF_HOSTS	0x0010 /* the session has host rules (learnt addresses count) */
 
 /**
  * struct tf_session - per-session configuration, map tf_sessions
@@ -129,8 +130,8 @@ struct tf_port_bits {
 };
 
 /* Hard floor actions (struct tf_floor_val.action). */
-#define TF_FLOOR_DENY       1
-#define TF_FLOOR_EXEMPT     2	/* operator exception: the floor does not apply */
+#define TF_FLOOR_DENY	1
+#define TF_FLOOR_EXEMPT 2 /* operator exception: the floor does not apply */
 
 /** struct tf_floor_key - LPM key of tf_floor (global). prefixlen = 8 + bits. */
 struct tf_floor_key {
@@ -143,7 +144,7 @@ _Static_assert(sizeof(struct tf_floor_key) == 24, "tf_floor_key layout");
 #define TF_FLOOR_KEY_FIXED_BITS 8
 
 struct tf_floor_val {
-	__u16 reason;	/* enum tf_reason, for TF_FLOOR_DENY */
+	__u16 reason; /* enum tf_reason, for TF_FLOOR_DENY */
 	__u8 action;
 	__u8 pad;
 };
@@ -173,17 +174,17 @@ struct tf_flow_key {
 _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 
 /* Flow states (struct tf_flow.state); docs/tls.md draws the TLS ones. */
-#define TF_FLOW_OPEN        1	/* every packet passes */
-#define TF_FLOW_TLS_WAIT    2	/* TLS port: no payload passes until the ClientHello is judged */
-#define TF_FLOW_TLS_VERIFY  3	/* allowed: the hello's bytes must be resent unchanged until acked */
-#define TF_FLOW_TLS_DENIED  4	/* refused (@reason): no payload passes */
-#define TF_FLOW_TLS_FOLLOW  5	/* the judged hello acknowledged: the guest's records are followed */
+#define TF_FLOW_OPEN	   1 /* every packet passes */
+#define TF_FLOW_TLS_WAIT   2 /* TLS port: no payload passes until the ClientHello is judged */
+#define TF_FLOW_TLS_VERIFY 3 /* allowed: the hello's bytes must be resent unchanged until acked */
+#define TF_FLOW_TLS_DENIED 4 /* refused (@reason): no payload passes */
+#define TF_FLOW_TLS_FOLLOW 5 /* the judged hello acknowledged: the guest's records are followed */
 
 /* Flow flags (struct tf_flow.flags). */
-#define TF_FF_REPLIED       0x01	/* a packet came back from the remote end (TCP: its SYN-ACK first) */
-#define TF_FF_FIN           0x02	/* TCP: a FIN, either way */
-#define TF_FF_RST           0x04	/* TCP: an RST, either way */
-#define TF_FF_LEARNED       0x08	/* allowed (last judged) as a learnt address, not by a CIDR rule */
+#define TF_FF_REPLIED 0x01 /* a packet came back from the remote end (TCP: its SYN-ACK first) */
+#define TF_FF_FIN     0x02 /* TCP: a FIN, either way */
+#define TF_FF_RST     0x04 /* TCP: an RST, either way */
+#define TF_FF_LEARNED 0x08 /* allowed (last judged) as a learnt address, not by a CIDR rule */
 
 /*
  * A flow's last-seen time moves only when it is 1/TF_FLOW_SEEN_GRAIN s
@@ -191,7 +192,7 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
  * second, not on every packet; timeouts are given that much slack, so a
  * flow never expires before its timeout.
  */
-#define TF_FLOW_SEEN_GRAIN  8
+#define TF_FLOW_SEEN_GRAIN 8
 
 /**
  * struct tf_flow - a tracked flow.
@@ -241,8 +242,8 @@ _Static_assert(sizeof(struct tf_flow) == 40, "tf_flow layout");
  * A name whose reversed form exceeds TF_DNS_NAME_MAX bytes is refused
  * (LPM keys hold at most 256 data bytes).
  */
-#define TF_DNS_NAME_MAX     248
-#define TF_DNS_LEARN_MAX    16	/* address records learnt from one answer */
+#define TF_DNS_NAME_MAX	 248
+#define TF_DNS_LEARN_MAX 16 /* address records learnt from one answer */
 
 /**
  * struct tf_name_key - LPM key of tf_names: (sid, generation, reversed name).
@@ -276,8 +277,8 @@ _Static_assert(sizeof(struct tf_name_val) == 12, "tf_name_val layout");
 /** struct tf_dnsq_key - an outstanding query, map tf_dnsq (LRU). */
 struct tf_dnsq_key {
 	__u32 sid;
-	__be16 gport;	/* guest's source port */
-	__be16 id;	/* DNS transaction id */
+	__be16 gport; /* guest's source port */
+	__be16 id;    /* DNS transaction id */
 };
 
 /**
@@ -294,7 +295,7 @@ struct tf_dnsq {
 	__u8 pad;
 	__u16 qtype;
 	__u16 name_len;
-	__u8 name[TF_DNS_NAME_MAX];	/* reversed form */
+	__u8 name[TF_DNS_NAME_MAX]; /* reversed form */
 };
 
 /** struct tf_learn_key - an address learnt for a session, map tf_learned. */
@@ -319,8 +320,8 @@ struct tf_learned {
 	__u16 name_idx;
 	__u8 sub;
 	__u8 pad;
-	__u16 name_len;			/* the asked name, for `session show' */
-	__u8 name[TF_DNS_NAME_MAX];	/* reversed form */
+	__u16 name_len;		    /* the asked name, for `session show' */
+	__u8 name[TF_DNS_NAME_MAX]; /* reversed form */
 	__u8 pad2[2];
 };
 _Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
@@ -332,8 +333,8 @@ _Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
  * wire bytes. Once whole, its handshake message is de-framed into a
  * per-CPU scratch and parsed there.
  */
-#define TF_TLS_BUF          16384
-#define TF_TLS_SLACK        256	/* room for a chunk copied at a masked offset */
+#define TF_TLS_BUF   16384
+#define TF_TLS_SLACK 256 /* room for a chunk copied at a masked offset */
 
 /**
  * struct tf_tls_buf - one ClientHello being reassembled.
@@ -398,21 +399,21 @@ struct tf_bind_key {
 	__u8 family;
 	__u8 pad[3];
 	__u8 addr[16];
-	__u8 name[TF_DNS_NAME_MAX];	/* reversed form, zero padded */
+	__u8 name[TF_DNS_NAME_MAX]; /* reversed form, zero padded */
 };
 _Static_assert(sizeof(struct tf_bind_key) == 268, "tf_bind_key layout");
 
 /* Directions, seen from the guest. */
-#define TF_DIR_FROM_GUEST   0
-#define TF_DIR_TO_GUEST     1
+#define TF_DIR_FROM_GUEST 0
+#define TF_DIR_TO_GUEST	  1
 
-#define TF_VERDICT_DENY     0
-#define TF_VERDICT_ALLOW    1
+#define TF_VERDICT_DENY	 0
+#define TF_VERDICT_ALLOW 1
 
 /* Global counters (tf_stats, per-CPU array). */
 enum tf_stat {
-	TF_STAT_EVENTS,		/* events written to the ringbuf */
-	TF_STAT_EVENTS_LOST,	/* events the full ringbuf refused */
+	TF_STAT_EVENTS,	     /* events written to the ringbuf */
+	TF_STAT_EVENTS_LOST, /* events the full ringbuf refused */
 	TF_STAT_MAX,
 };
 

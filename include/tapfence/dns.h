@@ -42,40 +42,40 @@
  * MTU is at most 1472 bytes, and fragments are dropped before DNS is read.
  * A power of two: every read is masked with TF_DNS_MSG_MAX - 1.
  */
-#define TF_DNS_MSG_MAX      2048
-#define TF_DNS_HDR_LEN      12
-#define TF_DNS_WIRE_MAX     255	/* RFC 1035 3.1: a name's wire length */
-#define TF_DNS_FWD_MAX      (TF_DNS_NAME_MAX - 1)	/* forward form: reversed minus the dot */
-#define TF_DNS_NAME_BUF     256	/* name buffers: a power of two, for masking */
-#define TF_DNS_CHAIN_MAX    4	/* the asked name and up to 3 CNAME targets */
-#define TF_DNS_RR_MAX       64	/* answer records walked; more are not learnt from */
-#define TF_DNS_JUMPS_MAX    16	/* compression pointers followed per name */
+#define TF_DNS_MSG_MAX	 2048
+#define TF_DNS_HDR_LEN	 12
+#define TF_DNS_WIRE_MAX	 255		       /* RFC 1035 3.1: a name's wire length */
+#define TF_DNS_FWD_MAX	 (TF_DNS_NAME_MAX - 1) /* forward form: reversed minus the dot */
+#define TF_DNS_NAME_BUF	 256		       /* name buffers: a power of two, for masking */
+#define TF_DNS_CHAIN_MAX 4		       /* the asked name and up to 3 CNAME targets */
+#define TF_DNS_RR_MAX	 64		       /* answer records walked; more are not learnt from */
+#define TF_DNS_JUMPS_MAX 16		       /* compression pointers followed per name */
 
 /* Steps of one name: one per wire byte (<= 255) plus one per jump. */
-#define TF_DNS_NAME_STEPS   (TF_DNS_WIRE_MAX + TF_DNS_JUMPS_MAX)
+#define TF_DNS_NAME_STEPS (TF_DNS_WIRE_MAX + TF_DNS_JUMPS_MAX)
 /* Enough for any message the limits above accept: header, question, reversal, records. */
-#define TF_DNS_STEPS_MAX                                                        \
-	(2 + TF_DNS_NAME_STEPS + TF_DNS_NAME_BUF +                              \
-	 TF_DNS_RR_MAX * (1 + TF_DNS_NAME_STEPS) + TF_DNS_CHAIN_MAX * TF_DNS_NAME_STEPS)
+#define TF_DNS_STEPS_MAX                                                                     \
+	(2 + TF_DNS_NAME_STEPS + TF_DNS_NAME_BUF + TF_DNS_RR_MAX * (1 + TF_DNS_NAME_STEPS) + \
+	 TF_DNS_CHAIN_MAX * TF_DNS_NAME_STEPS)
 
-#define DNS_T_A             1
-#define DNS_T_CNAME         5
-#define DNS_T_AAAA          28
-#define DNS_T_OPT           41
-#define DNS_C_IN            1
+#define DNS_T_A	    1
+#define DNS_T_CNAME 5
+#define DNS_T_AAAA  28
+#define DNS_T_OPT   41
+#define DNS_C_IN    1
 
-#define DNS_F_QR            0x8000
-#define DNS_F_OPCODE        0x7800
-#define DNS_F_TC            0x0200
-#define DNS_F_RCODE         0x000f
+#define DNS_F_QR     0x8000
+#define DNS_F_OPCODE 0x7800
+#define DNS_F_TC     0x0200
+#define DNS_F_RCODE  0x000f
 
 /* struct dns_parse.status, once the parse is done. */
 enum dns_status {
-	DNS_OK,			/* a valid query / a matched answer, walked */
-	DNS_MALFORMED,		/* does not parse, or breaks a limit */
-	DNS_QTYPE,		/* query: not A, AAAA or CNAME of class IN */
-	DNS_MISMATCH,		/* answer: not to the stored query */
-	DNS_TRUNCATED,		/* answer: matched, with the TC bit */
+	DNS_OK,	       /* a valid query / a matched answer, walked */
+	DNS_MALFORMED, /* does not parse, or breaks a limit */
+	DNS_QTYPE,     /* query: not A, AAAA or CNAME of class IN */
+	DNS_MISMATCH,  /* answer: not to the stored query */
+	DNS_TRUNCATED, /* answer: matched, with the TC bit */
 };
 
 enum dns_phase {
@@ -89,29 +89,29 @@ enum dns_phase {
 	DNS_PH_DONE,
 };
 
-#define DNS_NONE            0xff	/* no chain slot */
+#define DNS_NONE 0xff /* no chain slot */
 
 /** struct dns_rec - an address record to learn. @ttl: seconds, smallest along the chain. */
 struct dns_rec {
 	__u32 ttl;
-	__u8 family;		/* TF_FAM_IPV4 (addr[0..3]) or TF_FAM_IPV6 */
-	__u8 chain;		/* which chain name owns it (0: the asked name) */
+	__u8 family; /* TF_FAM_IPV4 (addr[0..3]) or TF_FAM_IPV6 */
+	__u8 chain;  /* which chain name owns it (0: the asked name) */
 	__u8 pad[2];
 	__u8 addr[16];
 };
 
 /* Where a name being read is, and what it has produced so far. */
 struct dns_name_walk {
-	__u32 pos;		/* next byte to read */
-	__u32 seg;		/* where reading started after the last jump: pointers go below */
-	__u32 end;		/* offset just past the name where it sits (0: not yet known) */
-	__u16 out;		/* forward-form bytes produced */
-	__u16 wire;		/* uncompressed wire length so far */
-	__u8 left;		/* bytes left in the current label */
+	__u32 pos;  /* next byte to read */
+	__u32 seg;  /* where reading started after the last jump: pointers go below */
+	__u32 end;  /* offset just past the name where it sits (0: not yet known) */
+	__u16 out;  /* forward-form bytes produced */
+	__u16 wire; /* uncompressed wire length so far */
+	__u8 left;  /* bytes left in the current label */
 	__u8 jumps;
-	__u8 bad;		/* a byte outside [a-z0-9-_], or longer than TF_DNS_FWD_MAX */
-	__u8 cand;		/* bit k: still equal to chain[k] */
-	__u8 dst;		/* chain slot the name is written to, or DNS_NONE */
+	__u8 bad;  /* a byte outside [a-z0-9-_], or longer than TF_DNS_FWD_MAX */
+	__u8 cand; /* bit k: still equal to chain[k] */
+	__u8 dst;  /* chain slot the name is written to, or DNS_NONE */
 	__u8 pad[3];
 };
 
@@ -142,20 +142,20 @@ struct dns_parse {
 	__u8 lost;
 	__u8 nrec;
 	__u8 nchain;
-	__u8 owner;		/* chain slot owning the current record, or DNS_NONE */
+	__u8 owner; /* chain slot owning the current record, or DNS_NONE */
 	__u16 id;
 	__u16 flags;
 	__u16 ancount;
-	__u16 rr;		/* answer records done */
+	__u16 rr; /* answer records done */
 	__u16 qtype;
 	__u16 want_qtype;
 	__u16 want_len;
 	__u16 rev_len;
-	__u16 k;		/* reversal: next byte */
+	__u16 k; /* reversal: next byte */
 	__u16 arcount;
-	__u32 pos;		/* next fixed field */
-	__u32 rd_end;		/* end of the current record's data */
-	__u32 ttl;		/* TTL a CNAME target being read gets */
+	__u32 pos;    /* next fixed field */
+	__u32 rd_end; /* end of the current record's data */
+	__u32 ttl;    /* TTL a CNAME target being read gets */
 	struct dns_name_walk nw;
 	__u16 chain_len[TF_DNS_CHAIN_MAX];
 	__u32 chain_ttl[TF_DNS_CHAIN_MAX];
@@ -231,7 +231,7 @@ DNS_INLINE void dns_name_put(struct dns_parse *p, __u8 c)
 	__u8 k;
 
 	if (o >= TF_DNS_FWD_MAX) {
-		w->bad = 1;	/* too long for a reversed form: can match nothing */
+		w->bad = 1; /* too long for a reversed form: can match nothing */
 		return;
 	}
 	if (w->dst < TF_DNS_CHAIN_MAX)
@@ -240,7 +240,7 @@ DNS_INLINE void dns_name_put(struct dns_parse *p, __u8 c)
 		if (!(w->cand & (1 << k)))
 			continue;
 		if (o >= p->chain_len[k] || p->chain[k][o & (TF_DNS_NAME_BUF - 1)] != c)
-			w->cand &= (__u8)~(1 << k);
+			w->cand &= (__u8) ~(1 << k);
 	}
 	w->out = (__u16)(o + 1);
 }
@@ -290,9 +290,9 @@ DNS_INLINE int dns_name_step(struct dns_parse *p, const __u8 *msg, __u32 len)
 		return 0;
 	}
 	if (b & 0xc0)
-		return -1;	/* 0x40 and 0x80 label types: obsolete (RFC 6891 5) */
+		return -1; /* 0x40 and 0x80 label types: obsolete (RFC 6891 5) */
 	if (w->wire + b + 1 >= TF_DNS_WIRE_MAX)
-		return -1;	/* no room left for the root label */
+		return -1; /* no room left for the root label */
 	w->wire = (__u16)(w->wire + b + 1);
 	if (w->out)
 		dns_name_put(p, '.');
@@ -452,7 +452,7 @@ DNS_INLINE int dns_owner(struct dns_parse *p, const __u8 *msg, __u32 len)
 	p->owner = DNS_NONE;
 	for (k = TF_DNS_CHAIN_MAX; k-- > 0;)
 		if (!p->nw.bad && (p->nw.cand & (1 << k)) && p->chain_len[k] == p->nw.out)
-			p->owner = k;	/* the first chain name it equals */
+			p->owner = k; /* the first chain name it equals */
 	p->pos = p->nw.end;
 	p->phase = DNS_PH_RR;
 	return 0;
@@ -498,7 +498,7 @@ DNS_INLINE int dns_rr(struct dns_parse *p, const __u8 *msg, __u32 len)
 		return dns_finish(p, DNS_MALFORMED);
 	p->pos = rd_end;
 	if (ttl & 0x80000000)
-		ttl = 0;	/* RFC 2181 8: a TTL with the top bit set means zero */
+		ttl = 0; /* RFC 2181 8: a TTL with the top bit set means zero */
 	if (class != DNS_C_IN || o >= TF_DNS_CHAIN_MAX)
 		return dns_next_rr(p);
 	if (ttl > p->chain_ttl[o])
@@ -531,7 +531,7 @@ DNS_INLINE int dns_cname(struct dns_parse *p, const __u8 *msg, __u32 len)
 	if (r < 0 || p->nw.end != p->rd_end)
 		return dns_finish(p, DNS_MALFORMED);
 	if (p->nw.bad || !p->nw.out || n >= TF_DNS_CHAIN_MAX) {
-		p->lost = 1;	/* a target no host name can be: its records are not learnt */
+		p->lost = 1; /* a target no host name can be: its records are not learnt */
 	} else {
 		p->chain_len[n] = p->nw.out;
 		p->chain_ttl[n] = p->ttl;

@@ -23,7 +23,7 @@
 enum tf_perm {
 	TF_PERM_DENY,
 	TF_PERM_ALLOW,
-	TF_PERM_PORT,	/* the port's bit in class v->cls decides */
+	TF_PERM_PORT, /* the port's bit in class v->cls decides */
 };
 
 /*

@@ -38,23 +38,23 @@
 #define TAPFENCE_TLS_H
 
 #include "abi.h"
-#include "dns.h"	/* name limits: TF_DNS_FWD_MAX, TF_DNS_NAME_BUF */
+#include "dns.h" /* name limits: TF_DNS_FWD_MAX, TF_DNS_NAME_BUF */
 
-#define TF_TLS_MASK         (TF_TLS_BUF - 1)
-#define TF_TLS_REC_HDR      5
-#define TF_TLS_REC_MAX      16384	/* RFC 8446 5.1: 2^14 bytes of plaintext */
-#define TF_TLS_COPY         64		/* body bytes one de-framing step copies */
-#define TF_TLS_SNI_MAX      TF_DNS_FWD_MAX	/* longer: no host rule can name it */
+#define TF_TLS_MASK    (TF_TLS_BUF - 1)
+#define TF_TLS_REC_HDR 5
+#define TF_TLS_REC_MAX 16384	      /* RFC 8446 5.1: 2^14 bytes of plaintext */
+#define TF_TLS_COPY    64	      /* body bytes one de-framing step copies */
+#define TF_TLS_SNI_MAX TF_DNS_FWD_MAX /* longer: no host rule can name it */
 
-#define TLS_CT_CCS          20	/* change_cipher_spec */
-#define TLS_CT_ALERT        21
+#define TLS_CT_CCS	    20 /* change_cipher_spec */
+#define TLS_CT_ALERT	    21
 #define TLS_CT_HANDSHAKE    22
-#define TLS_CT_APPDATA      23
-#define TF_TLS_CIPHER_MAX   (TF_TLS_REC_MAX + 2048)	/* RFC 5246 6.2.3: a TLS 1.2 ciphertext record */
+#define TLS_CT_APPDATA	    23
+#define TF_TLS_CIPHER_MAX   (TF_TLS_REC_MAX + 2048) /* RFC 5246 6.2.3: a TLS 1.2 ciphertext record */
 #define TLS_HS_CLIENT_HELLO 1
 #define TLS_EXT_SERVER_NAME 0x0000
-#define TLS_EXT_ECH         0xfe0d	/* draft-ietf-tls-esni, encrypted_client_hello */
-#define TLS_EXT_ESNI        0xffce	/* the older encrypted_server_name drafts */
+#define TLS_EXT_ECH	    0xfe0d /* draft-ietf-tls-esni, encrypted_client_hello */
+#define TLS_EXT_ESNI	    0xffce /* the older encrypted_server_name drafts */
 
 /*
  * Steps that bound each stage for any input the limits accept. The walk
@@ -70,19 +70,19 @@
 
 /* Outcome of a stage (tls_walk_step(), struct tls_parse.status). */
 enum tls_status {
-	TLS_MORE,		/* de-framing: the hello is not whole yet */
-	TLS_OK,			/* de-framing: whole; parsing: a valid SNI */
-	TLS_NOT_TLS,		/* the first bytes are not a TLS handshake record */
-	TLS_SSLV2,		/* an SSLv2-framed hello */
-	TLS_MALFORMED,		/* breaks the format or a rule above */
-	TLS_TOO_BIG,		/* the hello does not fit TF_TLS_BUF */
-	TLS_NO_SNI,		/* parsing: no server_name */
-	TLS_SNI_IP,		/* parsing: the SNI is an IP literal */
-	TLS_SNI_LONG,		/* parsing: the SNI is longer than TF_TLS_SNI_MAX */
-	TLS_ECH,		/* parsing: encrypted_client_hello (or ESNI) present */
-	TLS_HELLO,		/* following: a ClientHello is whole, records [h_start, rec_off) */
-	TLS_APPDATA,		/* following: the first application_data header read, at open_at */
-	TLS_SECOND,		/* following: a record that breaks the framing or may hide a hello */
+	TLS_MORE,      /* de-framing: the hello is not whole yet */
+	TLS_OK,	       /* de-framing: whole; parsing: a valid SNI */
+	TLS_NOT_TLS,   /* the first bytes are not a TLS handshake record */
+	TLS_SSLV2,     /* an SSLv2-framed hello */
+	TLS_MALFORMED, /* breaks the format or a rule above */
+	TLS_TOO_BIG,   /* the hello does not fit TF_TLS_BUF */
+	TLS_NO_SNI,    /* parsing: no server_name */
+	TLS_SNI_IP,    /* parsing: the SNI is an IP literal */
+	TLS_SNI_LONG,  /* parsing: the SNI is longer than TF_TLS_SNI_MAX */
+	TLS_ECH,       /* parsing: encrypted_client_hello (or ESNI) present */
+	TLS_HELLO,     /* following: a ClientHello is whole, records [h_start, rec_off) */
+	TLS_APPDATA,   /* following: the first application_data header read, at open_at */
+	TLS_SECOND,    /* following: a record that breaks the framing or may hide a hello */
 };
 
 static inline __u32 tls_u16(const __u8 *b, __u32 pos)
@@ -219,12 +219,12 @@ static inline int tls_follow_step(struct tf_tls_buf *b, int *progress)
 			return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
 		t = b->wire[off & TF_TLS_MASK];
 		if (b->f_ccs && t != TLS_HS_CLIENT_HELLO) {
-			b->f_msg = b->f_left;	/* maybe ciphertext: the whole record */
+			b->f_msg = b->f_left; /* maybe ciphertext: the whole record */
 			*progress = 1;
 			return TLS_MORE;
 		}
 		if (b->f_left < len)
-			return TLS_SECOND;	/* a header split across records */
+			return TLS_SECOND; /* a header split across records */
 		if (n < len)
 			return b->have >= TF_TLS_BUF ? TLS_TOO_BIG : TLS_MORE;
 		if (t == TLS_HS_CLIENT_HELLO &&
@@ -269,10 +269,10 @@ static inline void tls_follow_from(struct tf_tls_buf *b)
 
 /* Where the copy of a whole hello's record bodies into one buffer is. */
 struct tls_copy {
-	__u32 off;		/* wire offset */
-	__u32 left;		/* body bytes left in the current record */
-	__u32 out;		/* handshake bytes written */
-	__u32 end;		/* wire offset where the hello's records end */
+	__u32 off;  /* wire offset */
+	__u32 left; /* body bytes left in the current record */
+	__u32 out;  /* handshake bytes written */
+	__u32 end;  /* wire offset where the hello's records end */
 };
 
 /*
@@ -305,12 +305,12 @@ static inline int tls_copy_step(struct tls_copy *c, const __u8 *wire, __u8 *hs)
 }
 
 enum tls_phase {
-	TLS_PH_HELLO,		/* version, random, session id */
+	TLS_PH_HELLO, /* version, random, session id */
 	TLS_PH_SUITES,
 	TLS_PH_COMP,
-	TLS_PH_EXT,		/* the next extension header */
-	TLS_PH_SNI,		/* one byte of the host name */
-	TLS_PH_REV,		/* one byte of the reversed form */
+	TLS_PH_EXT, /* the next extension header */
+	TLS_PH_SNI, /* one byte of the host name */
+	TLS_PH_REV, /* one byte of the reversed form */
 	TLS_PH_DONE,
 };
 
@@ -326,18 +326,18 @@ enum tls_phase {
  */
 struct tls_parse {
 	__u32 pos;
-	__u32 end;		/* the handshake message's length (hs_need) */
-	__u32 ext_end;		/* end of the current extension / of the list in PH_EXT */
+	__u32 end;     /* the handshake message's length (hs_need) */
+	__u32 ext_end; /* end of the current extension / of the list in PH_EXT */
 	__u32 list_end;
 	__u32 sni_end;
 	__u8 phase;
 	__u8 status;
 	__u8 ech;
 	__u8 seen_sni;
-	__u8 label;		/* bytes in the current label */
-	__u8 ip_like;		/* digits and dots only so far */
-	__u8 literal;		/* a ':' or '[' */
-	__u8 bad;		/* a byte outside the host name alphabet, or an empty label */
+	__u8 label;   /* bytes in the current label */
+	__u8 ip_like; /* digits and dots only so far */
+	__u8 literal; /* a ':' or '[' */
+	__u8 bad;     /* a byte outside the host name alphabet, or an empty label */
 	__u8 ech_status;
 	__u16 sni_len;
 	__u16 rev_len;
@@ -356,7 +356,7 @@ static inline void tls_parse_start(struct tls_parse *p, __u32 end)
 	p->list_end = 0;
 	p->sni_end = 0;
 	p->phase = TLS_PH_HELLO;
-	p->status = TLS_MALFORMED;	/* until a phase ends the parse: fail closed */
+	p->status = TLS_MALFORMED; /* until a phase ends the parse: fail closed */
 	p->ech = 0;
 	p->seen_sni = 0;
 	p->label = 0;
@@ -421,7 +421,8 @@ static inline void tls_sni_byte(struct tls_parse *p, __u8 c)
 	} else {
 		if (c == ':' || c == '[' || c == ']')
 			p->literal = 1;
-		else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+		else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+			   c == '_'))
 			p->bad = 1;
 		if (c < '0' || c > '9')
 			p->ip_like = 0;
@@ -495,7 +496,7 @@ static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 			return tls_fail(p, TLS_MALFORMED);
 		p->pos += 1 + n;
 		if (p->pos == p->end)
-			return tls_name_done(p);	/* no extensions (TLS 1.0-1.2 allow it) */
+			return tls_name_done(p); /* no extensions (TLS 1.0-1.2 allow it) */
 		if (p->pos + 2 > p->end || p->pos + 2 + tls_u16(hs, p->pos) != p->end)
 			return tls_fail(p, TLS_MALFORMED);
 		p->pos += 2;

@@ -24,7 +24,9 @@ static void check_id(const char *id)
 	FUZZ_CHECK(id != NULL);
 	n = strlen(id);
 	FUZZ_CHECK(n >= 1 && n <= TF_ID_MAX);
-	FUZZ_CHECK(strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n);
+	FUZZ_CHECK(
+		strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+		n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

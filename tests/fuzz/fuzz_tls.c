@@ -103,7 +103,8 @@ static void ft_check_name(const struct tls_parse *p, const __u8 *hs, __u32 len)
 			label = 0;
 			continue;
 		}
-		FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_');
+		FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+			   c == '_');
 		if (c < '0' || c > '9')
 			ip = 0;
 		FUZZ_CHECK(++label <= 63);
@@ -199,8 +200,8 @@ static int ft_follow(struct tf_tls_buf *b, const __u8 *w, size_t n, size_t step,
 	tls_follow_from(b);
 	for (;;) {
 		st = tls_follow_run(b);
-		FUZZ_CHECK(st == TLS_MORE || st == TLS_HELLO || st == TLS_APPDATA || st == TLS_SECOND ||
-			   st == TLS_MALFORMED || st == TLS_TOO_BIG);
+		FUZZ_CHECK(st == TLS_MORE || st == TLS_HELLO || st == TLS_APPDATA ||
+			   st == TLS_SECOND || st == TLS_MALFORMED || st == TLS_TOO_BIG);
 		FUZZ_CHECK(b->have <= TF_TLS_BUF && b->f_off <= b->have && b->rec_off <= b->have);
 		FUZZ_CHECK(st != TLS_MORE || b->have < TF_TLS_BUF);
 		if (st == TLS_HELLO) {
@@ -254,8 +255,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (st[0] < 0 || st[1] < 0)
 		return 0;
 	FUZZ_CHECK(st[0] == st[1] && ft_p[0].ech_status == ft_p[1].ech_status &&
-		   ft_p[0].sni_len == ft_p[1].sni_len &&
-		   ft_p[0].rev_len == ft_p[1].rev_len &&
+		   ft_p[0].sni_len == ft_p[1].sni_len && ft_p[0].rev_len == ft_p[1].rev_len &&
 		   !memcmp(ft_p[0].sni, ft_p[1].sni, sizeof(ft_p[0].sni)) &&
 		   !memcmp(ft_p[0].rev, ft_p[1].rev, sizeof(ft_p[0].rev)));
 	{
@@ -265,7 +265,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		k[1] = ft_follow(&ft_buf[1], w, n, cut ? cut : 1, out[1]);
 		k[2] = ft_follow(&ft_buf[2], w, n, 1, out[2]);
 		for (i = 1; i < 3; i++)
-			FUZZ_CHECK(k[i] == k[0] && !memcmp(out[i], out[0], sizeof(int) * (size_t)k[0]));
+			FUZZ_CHECK(k[i] == k[0] &&
+				   !memcmp(out[i], out[0], sizeof(int) * (size_t)k[0]));
 	}
 	return 0;
 }

@@ -19,7 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#define TCX_INGRESS 46		/* uapi values newer than Debian 12's headers */
+#define TCX_INGRESS 46 /* uapi values newer than Debian 12's headers */
 #define F_BEFORE    (1U << 3)
 
 int main(int argc, char **argv)
@@ -40,15 +40,16 @@ int main(int argc, char **argv)
 	}
 	if (xdp)
 		insns[0].imm = XDP_PASS;
-	prog = bpf_prog_load(xdp ? BPF_PROG_TYPE_XDP : BPF_PROG_TYPE_SCHED_CLS, "tf_test_ahead", "GPL",
-			     insns, 2, NULL);
+	prog = bpf_prog_load(xdp ? BPF_PROG_TYPE_XDP : BPF_PROG_TYPE_SCHED_CLS, "tf_test_ahead",
+			     "GPL", insns, 2, NULL);
 	if (prog < 0) {
 		fprintf(stderr, "tcx_ahead: cannot load: %s\n", strerror(errno));
 		return 1;
 	}
 	if (xdp) {
 		if (bpf_xdp_attach((int)ifindex, prog, XDP_FLAGS_SKB_MODE, NULL)) {
-			fprintf(stderr, "tcx_ahead: cannot attach XDP to %s: %s\n", argv[1], strerror(errno));
+			fprintf(stderr, "tcx_ahead: cannot attach XDP to %s: %s\n", argv[1],
+				strerror(errno));
 			return 1;
 		}
 		return 0;

@@ -21,9 +21,10 @@
 static int tf_checks_failed;
 
 /* Print the PASS or FAIL line of one check; on FAIL, fmt says what differs. */
-static inline void tf_check(int ok, const char *desc, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static inline void tf_check(int ok, const char *desc, const char *file, int line, const char *fmt, ...)
+static inline void tf_check(int ok, const char *desc, const char *file, int line, const char *fmt,
+			    ...) __attribute__((format(printf, 5, 6)));
+static inline void tf_check(int ok, const char *desc, const char *file, int line, const char *fmt,
+			    ...)
 {
 	va_list ap;
 
@@ -44,9 +45,9 @@ static inline const char *tf_str_or_null(const char *s)
 	return s ? s : "(null)";
 }
 
-#define CHECK_EQ(desc, got, want)                                                       \
-	do {                                                                            \
-		long long _g = (long long)(got), _w = (long long)(want);                \
+#define CHECK_EQ(desc, got, want)                                                              \
+	do {                                                                                   \
+		long long _g = (long long)(got), _w = (long long)(want);                       \
 		tf_check(_g == _w, (desc), __FILE__, __LINE__, "got %lld, want %lld", _g, _w); \
 	} while (0)
 
@@ -54,39 +55,39 @@ static inline const char *tf_str_or_null(const char *s)
 #define CHECK_TRUE(desc, cond) \
 	tf_check(!!(cond), (desc), __FILE__, __LINE__, "`%s' is false", #cond)
 
-#define CHECK_STR(desc, got, want)                                                      \
-	do {                                                                            \
-		const char *_g = (got), *_w = (want);                                   \
-		tf_check(_g && _w && !strcmp(_g, _w), (desc), __FILE__, __LINE__,       \
+#define CHECK_STR(desc, got, want)                                                       \
+	do {                                                                             \
+		const char *_g = (got), *_w = (want);                                    \
+		tf_check(_g &&_w && !strcmp(_g, _w), (desc), __FILE__, __LINE__,         \
 			 "got `%s', want `%s'", tf_str_or_null(_g), tf_str_or_null(_w)); \
 	} while (0)
 
 /* Substring match, for error messages that must quote the bad input. */
-#define CHECK_CONTAINS(desc, hay, needle)                                               \
-	do {                                                                            \
-		const char *_h = (hay), *_n = (needle);                                 \
-		tf_check(_h && _n && strstr(_h, _n), (desc), __FILE__, __LINE__,        \
+#define CHECK_CONTAINS(desc, hay, needle)                                                       \
+	do {                                                                                    \
+		const char *_h = (hay), *_n = (needle);                                         \
+		tf_check(_h &&_n &&strstr(_h, _n), (desc), __FILE__, __LINE__,                  \
 			 "`%s' does not contain `%s'", tf_str_or_null(_h), tf_str_or_null(_n)); \
 	} while (0)
 
 /* len bytes at got equal those at want; a FAIL names the first byte that differs. */
-#define CHECK_MEM(desc, got, want, len)                                                 \
-	do {                                                                            \
-		const unsigned char *_g = (const void *)(got), *_w = (const void *)(want); \
-		size_t _i = 0, _n = (len);                                              \
-		while (_i < _n && _g[_i] == _w[_i])                                     \
-			_i++;                                                           \
-		tf_check(_i == _n, (desc), __FILE__, __LINE__,                          \
-			 "byte %zu of %zu: got 0x%02x, want 0x%02x", _i, _n,            \
-			 _i < _n ? _g[_i] : 0, _i < _n ? _w[_i] : 0);                   \
+#define CHECK_MEM(desc, got, want, len)                                                            \
+	do {                                                                                       \
+		const unsigned char *_g = (const void *)(got), *_w = (const void *)(want);         \
+		size_t _i = 0, _n = (len);                                                         \
+		while (_i < _n && _g[_i] == _w[_i])                                                \
+			_i++;                                                                      \
+		tf_check(_i == _n, (desc), __FILE__, __LINE__,                                     \
+			 "byte %zu of %zu: got 0x%02x, want 0x%02x", _i, _n, _i < _n ? _g[_i] : 0, \
+			 _i < _n ? _w[_i] : 0);                                                    \
 	} while (0)
 
 /* One field of a struct: the check is named "desc: field". */
-#define CHECK_FIELD(desc, s, field, want)                                               \
-	do {                                                                            \
-		char _what[256];                                                        \
-		snprintf(_what, sizeof(_what), "%s: %s", (desc), #field);               \
-		CHECK_EQ(_what, (s).field, want);                                       \
+#define CHECK_FIELD(desc, s, field, want)                                 \
+	do {                                                              \
+		char _what[256];                                          \
+		snprintf(_what, sizeof(_what), "%s: %s", (desc), #field); \
+		CHECK_EQ(_what, (s).field, want);                         \
 	} while (0)
 
 #define CHECK_EXIT() (tf_checks_failed ? 1 : 0)

@@ -45,10 +45,10 @@
 #define GW6  "fd00:a::1"
 
 /* A session spec's first members for that guest: session a on tap-a, its gateway the resolver. */
-#define SPEC_A_HEAD                                                          \
-	"{'id':'a','ifname':'tap-a',"                                        \
-	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"        \
-	"'gateway':{'mac':'" HMAC "','ipv4':'" GW4 "','ipv6':'" GW6 "'},"    \
+#define SPEC_A_HEAD                                                       \
+	"{'id':'a','ifname':'tap-a',"                                     \
+	"'guest':{'mac':'" GMAC "','ipv4':'" G4 "','ipv6':'" G6 "'},"     \
+	"'gateway':{'mac':'" HMAC "','ipv4':'" GW4 "','ipv6':'" GW6 "'}," \
 	"'resolver':{'ipv4':'" GW4 "'},"
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -102,7 +102,7 @@ struct env {
 	struct ring_buffer *rb;
 	struct tf_event ev[MAX_EVENTS];
 	int nev;
-	int xdp;		/* judge guest -> host frames with xdp_from_guest */
+	int xdp; /* judge guest -> host frames with xdp_from_guest */
 	/* the session frames are judged by: its slot, generation and MACs */
 	__u32 sid, ver;
 	const char *gmac, *hmac;
@@ -185,9 +185,9 @@ struct frame {
 };
 
 struct result {
-	int ok;			/* the test run ran */
+	int ok; /* the test run ran */
 	int allow;
-	int retval;		/* the program's return value */
+	int retval; /* the program's return value */
 	__u64 moved[TF_CNT_SLOTS];
 };
 
@@ -218,7 +218,8 @@ static inline int run_raw(struct env *e, enum dir dir, const void *data, unsigne
 		o.ctx_in = &xmd;
 		o.ctx_size_in = sizeof(xmd);
 	} else {
-		fd = bpf_program__fd(dir == FROM ? skel->progs.tc_from_guest : skel->progs.tc_to_guest);
+		fd = bpf_program__fd(dir == FROM ? skel->progs.tc_from_guest :
+						   skel->progs.tc_to_guest);
 		o.ctx_in = &skb;
 		o.ctx_size_in = sizeof(skb);
 	}
@@ -269,7 +270,8 @@ static inline const char *moved_str(const struct result *r, char *buf, size_t le
 	for (i = 0; i < TF_CNT_SLOTS && o < len; i++)
 		if (r->moved[i])
 			o += (size_t)snprintf(buf + o, len - o, "%s%s+%llu", o ? "," : "",
-					      i < TF_REASON_MAX ? tf_reason_name((unsigned int)i) : "slot",
+					      i < TF_REASON_MAX ? tf_reason_name((unsigned int)i) :
+								  "slot",
 					      (unsigned long long)r->moved[i]);
 	return o ? buf : "-";
 }
@@ -291,8 +293,8 @@ static inline const char *events_str(const struct env *e, char *buf, size_t len)
 /* What a step expects of one frame; NULL counters or events skip that check. */
 struct expect {
 	int allow;
-	const char *counters;	/* "reason+n,...", "-" for none */
-	const char *events;	/* "reason[name],...", "-" for none */
+	const char *counters; /* "reason+n,...", "-" for none */
+	const char *events;   /* "reason[name],...", "-" for none */
 };
 
 /* Run f and check the verdict, the counters that moved and the events, each a check named desc. */
@@ -304,7 +306,10 @@ static inline void judge_expect(struct env *e, enum dir dir, const struct frame 
 
 	run(e, dir, f, &r);
 	snprintf(what, sizeof(what), "%s: %s: verdict", prog_name(e, dir), desc);
-	CHECK_STR(what, !r.ok ? "test run failed" : r.allow ? "allow" : "deny",
+	CHECK_STR(what,
+		  !r.ok	  ? "test run failed" :
+		  r.allow ? "allow" :
+			    "deny",
 		  x->allow ? "allow" : "deny");
 	if (x->counters) {
 		snprintf(what, sizeof(what), "%s: %s: counters", prog_name(e, dir), desc);

@@ -31,20 +31,20 @@
 struct pk {
 	/* Ethernet; NULL MACs take the defaults given to pk_build() */
 	const char *smac, *dmac;
-	__u16 ethertype;	/* 0: from the content (ARP, IPv4, IPv6; else 0x88cc) */
-	__u16 vlan;		/* a VLAN TPID (0x8100, 0x88a8): tag the frame, VID 5 */
-	int arp;		/* an ARP packet (ar_* fields) instead of IP */
-	__u16 ar_hrd, ar_op;	/* 0: Ethernet (1), request (1) */
-	const char *sha, *spa, *tha, *tpa;	/* sha NULL: the frame's source MAC */
+	__u16 ethertype;		   /* 0: from the content (ARP, IPv4, IPv6; else 0x88cc) */
+	__u16 vlan;			   /* a VLAN TPID (0x8100, 0x88a8): tag the frame, VID 5 */
+	int arp;			   /* an ARP packet (ar_* fields) instead of IP */
+	__u16 ar_hrd, ar_op;		   /* 0: Ethernet (1), request (1) */
+	const char *sha, *spa, *tha, *tpa; /* sha NULL: the frame's source MAC */
 	/* IP: the family follows the address text; no src means no IP */
 	const char *src, *dst;
 	__u8 proto;
-	__u8 version;		/* override the version nibble */
-	__u8 ihl;		/* IPv4: 0 = 5; above 5 appends NOP options */
-	__u16 tot_len;		/* IPv4: override the total length */
-	__u16 frag;		/* IPv4: the frag_off field, host order */
-	__u8 hop;		/* TTL / hop limit; 0 = 64 */
-	__u16 exthdr;		/* IPv6: PK_EXT(nh), one 8-byte extension header before L4 */
+	__u8 version;  /* override the version nibble */
+	__u8 ihl;      /* IPv4: 0 = 5; above 5 appends NOP options */
+	__u16 tot_len; /* IPv4: override the total length */
+	__u16 frag;    /* IPv4: the frag_off field, host order */
+	__u8 hop;      /* TTL / hop limit; 0 = 64 */
+	__u16 exthdr;  /* IPv6: PK_EXT(nh), one 8-byte extension header before L4 */
 	/* L4 */
 	__u16 sport, dport;
 	__u8 flags;		/* TCP flags (PK_SYN ...) */
@@ -53,7 +53,7 @@ struct pk {
 	__u16 id;		/* echo identifier */
 	__u16 mtu;		/* ICMP frag-needed / ICMPv6 packet-too-big */
 	const char *target;	/* NDP NS/NA target */
-	const struct pk *inner;	/* ICMP error: the quoted packet, from its IP header */
+	const struct pk *inner; /* ICMP error: the quoted packet, from its IP header */
 	unsigned int trunc;	/* cut the frame to this many bytes */
 };
 
@@ -62,11 +62,11 @@ struct pk_frame {
 	__u8 data[PK_MAX];
 	unsigned int len;
 	__u8 smac[6];
-	__be16 ethertype;	/* the first one (the TPID if tagged) */
-	__u8 family;		/* 4, 6, or 0 if not IP */
-	__u8 proto;		/* IPv4 protocol / IPv6 first next header */
+	__be16 ethertype; /* the first one (the TPID if tagged) */
+	__u8 family;	  /* 4, 6, or 0 if not IP */
+	__u8 proto;	  /* IPv4 protocol / IPv6 first next header */
 	__u8 saddr[16], daddr[16];
-	__be16 sport, dport;	/* TCP and UDP */
+	__be16 sport, dport; /* TCP and UDP */
 };
 
 static inline int pk_mac(const char *s, __u8 out[6])
@@ -112,7 +112,7 @@ static inline unsigned int pk_l4(const struct pk *p, __u8 *b)
 		memset(b, 0, 20);
 		pk_put16(b, p->sport);
 		pk_put16(b + 2, p->dport);
-		b[7] = 1;	/* seq */
+		b[7] = 1; /* seq */
 		b[12] = (p->doff ? p->doff : 5) << 4;
 		b[13] = p->flags;
 		pk_put16(b + 14, 65535);
@@ -133,10 +133,10 @@ static inline unsigned int pk_l4(const struct pk *p, __u8 *b)
 		b[0] = p->type;
 		b[1] = p->code;
 		if (p->mtu) {
-			pk_put16(b + 6, p->mtu);	/* ICMP: next-hop MTU; ICMPv6: low half */
+			pk_put16(b + 6, p->mtu); /* ICMP: next-hop MTU; ICMPv6: low half */
 		} else if (p->id) {
 			pk_put16(b + 4, p->id);
-			pk_put16(b + 6, 1);	/* seq */
+			pk_put16(b + 6, 1); /* seq */
 		}
 		n = 8;
 		if (p->target)
@@ -168,7 +168,7 @@ static inline unsigned int pk_ip(const struct pk *p, __u8 *b, struct pk_frame *f
 		memcpy(b + 12, src, 4);
 		memcpy(b + 16, dst, 4);
 		for (i = 20; i < hl; i++)
-			b[i] = 1;	/* NOP option */
+			b[i] = 1; /* NOP option */
 		n = pk_l4(p, b + hl);
 		pk_put16(b + 2, p->tot_len ? p->tot_len : hl + n);
 	} else {
@@ -181,13 +181,13 @@ static inline unsigned int pk_ip(const struct pk *p, __u8 *b, struct pk_frame *f
 		memcpy(b + 24, dst, 16);
 		if (p->exthdr) {
 			memset(b + hl, 0, 8);
-			b[hl] = p->proto;	/* next header; length 0: 8 bytes */
+			b[hl] = p->proto; /* next header; length 0: 8 bytes */
 			if (p->exthdr == PK_EXT(IPPROTO_FRAGMENT)) {
-				b[hl + 3] = 1;	/* offset 0, M flag */
-				b[hl + 7] = 1;	/* identification */
+				b[hl + 3] = 1; /* offset 0, M flag */
+				b[hl + 7] = 1; /* identification */
 			} else if (p->exthdr == PK_EXT(IPPROTO_HOPOPTS) ||
 				   p->exthdr == PK_EXT(IPPROTO_DSTOPTS)) {
-				b[hl + 2] = 1;	/* PadN of 4 */
+				b[hl + 2] = 1; /* PadN of 4 */
 				b[hl + 3] = 4;
 			}
 			hl += 8;
@@ -242,7 +242,7 @@ static inline int pk_build(const struct pk *p, const char *def_smac, const char 
 	memcpy(f->smac, b + 6, 6);
 	if (p->vlan) {
 		pk_put16(b + 12, p->vlan);
-		pk_put16(b + 14, 5);	/* PCP 0, VID 5 */
+		pk_put16(b + 14, 5); /* PCP 0, VID 5 */
 		et_off = 16;
 		n = 18;
 	}
@@ -256,7 +256,7 @@ static inline int pk_build(const struct pk *p, const char *def_smac, const char 
 		et = f->family == 4 ? 0x0800 : 0x86dd;
 		n += l;
 	} else {
-		et = 0x88cc;	/* LLDP */
+		et = 0x88cc; /* LLDP */
 		memset(b + n, 0, 46);
 		n += 46;
 	}

@@ -40,39 +40,38 @@
 #include "pkt.h"
 
 /* A test run judges on IFINDEX_LO: sessions A and C sit there. */
-#define IFINDEX_B  2	/* session B: never run, only its addresses count */
-#define SID_A 1
-#define SID_B 2
-#define SID_C 3
+#define IFINDEX_B 2 /* session B: never run, only its addresses count */
+#define SID_A	  1
+#define SID_B	  2
+#define SID_C	  3
 
 /* Session A is fixture.h's judged guest (GMAC, G4 ...); fixture JSON is written with ' for ". */
-#define G6LL   "fe80::ff:fe00:2"	/* EUI-64 of GMAC */
-#define GW6LL  "fe80::ff:fe00:1"	/* EUI-64 of HMAC */
+#define G6LL	"fe80::ff:fe00:2" /* EUI-64 of GMAC */
+#define GW6LL	"fe80::ff:fe00:1" /* EUI-64 of HMAC */
 /* Session C: IPv6 only, resolver at the gateway's link-local address */
-#define GMAC_C "02:00:00:00:00:22"
-#define HMAC_C "02:00:00:00:00:21"
-#define G6_C   "fd00:c::2"
-#define GW6_C  "fd00:c::1"
-#define G6LL_C "fe80::ff:fe00:22"
+#define GMAC_C	"02:00:00:00:00:22"
+#define HMAC_C	"02:00:00:00:00:21"
+#define G6_C	"fd00:c::2"
+#define GW6_C	"fd00:c::1"
+#define G6LL_C	"fe80::ff:fe00:22"
 #define GW6LL_C "fe80::ff:fe00:21"
 
-#define BCAST     "ff:ff:ff:ff:ff:ff"
+#define BCAST	  "ff:ff:ff:ff:ff:ff"
 #define OTHER_MAC "02:00:00:00:00:77"
-#define WEB       "198.51.100.1"	/* tcp 80, 443, 8000-8100 */
-#define DEL_DST   "198.18.0.1"		/* tcp 22, the rule deleted mid-test */
-#define WEB6      "2001:db8::1"		/* tcp 443, 8000-8100 */
-#define HOST4     "198.51.100.77"	/* host addresses, as netlink would give them */
-#define HOST6     "2001:db8::77"
+#define WEB	  "198.51.100.1"  /* tcp 80, 443, 8000-8100 */
+#define DEL_DST	  "198.18.0.1"	  /* tcp 22, the rule deleted mid-test */
+#define WEB6	  "2001:db8::1"	  /* tcp 443, 8000-8100 */
+#define HOST4	  "198.51.100.77" /* host addresses, as netlink would give them */
+#define HOST6	  "2001:db8::77"
 
-static const char spec_a[] =
-	SPEC_A_HEAD
+static const char spec_a[] = SPEC_A_HEAD
 	"'allow':["
 	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[80,443,'8000-8100']},"
 	"{'cidr':'203.0.113.0/24','proto':'icmp'},"
 	"{'cidr':'203.0.113.0/24','proto':'udp','ports':[5000]},"
 	"{'cidr':'192.0.2.0/24','proto':'any'},"
 	"{'cidr':'198.18.0.0/15','proto':'tcp','ports':[22]},"
-	"{'cidr':'169.254.0.0/16'},"		/* the floor must beat these */
+	"{'cidr':'169.254.0.0/16'}," /* the floor must beat these */
 	"{'cidr':'10.0.0.0/8','proto':'any'},"
 	"{'cidr':'2001:db8::/32','proto':'tcp','ports':[443,'8000-8100']},"
 	"{'cidr':'2001:db8:1::/48','proto':'icmp'},"
@@ -122,23 +121,27 @@ struct fixture {
 /* Packet shorthands; each sets a disjoint group of struct pk fields. */
 #define TCP(s, d, sp, dp, fl) \
 	.src = s, .dst = d, .proto = IPPROTO_TCP, .sport = sp, .dport = dp, .flags = fl
-#define UDP(s, d, sp, dp) .src = s, .dst = d, .proto = IPPROTO_UDP, .sport = sp, .dport = dp
-#define GRE(s, d) .src = s, .dst = d, .proto = IPPROTO_GRE
-#define ICMP4(s, d, t, c) .src = s, .dst = d, .proto = IPPROTO_ICMP, .type = t, .code = c
-#define ICMP6(s, d, t, c) .src = s, .dst = d, .proto = IPPROTO_ICMPV6, .type = t, .code = c
-#define ECHO4(s, d, i) ICMP4(s, d, 8, 0), .id = i
-#define REPLY4(s, d, i) ICMP4(s, d, 0, 0), .id = i
-#define ECHO6(s, d, i) ICMP6(s, d, 128, 0), .id = i
-#define REPLY6(s, d, i) ICMP6(s, d, 129, 0), .id = i
+#define UDP(s, d, sp, dp)   .src = s, .dst = d, .proto = IPPROTO_UDP, .sport = sp, .dport = dp
+#define GRE(s, d)	    .src = s, .dst = d, .proto = IPPROTO_GRE
+#define ICMP4(s, d, t, c)   .src = s, .dst = d, .proto = IPPROTO_ICMP, .type = t, .code = c
+#define ICMP6(s, d, t, c)   .src = s, .dst = d, .proto = IPPROTO_ICMPV6, .type = t, .code = c
+#define ECHO4(s, d, i)	    ICMP4(s, d, 8, 0), .id = i
+#define REPLY4(s, d, i)	    ICMP4(s, d, 0, 0), .id = i
+#define ECHO6(s, d, i)	    ICMP6(s, d, 128, 0), .id = i
+#define REPLY6(s, d, i)	    ICMP6(s, d, 129, 0), .id = i
 #define ND(s, d, t, tgt, h) ICMP6(s, d, t, 0), .target = tgt, .hop = h
-#define ARP(op, sp, tp) .arp = 1, .ar_op = op, .spa = sp, .tpa = tp
-#define SYN PK_SYN
-#define ACK PK_ACK
-#define ETH 14
-#define IP4 20
-#define IP6 40
+#define ARP(op, sp, tp)	    .arp = 1, .ar_op = op, .spa = sp, .tpa = tp
+#define SYN		    PK_SYN
+#define ACK		    PK_ACK
+#define ETH		    14
+#define IP4		    20
+#define IP6		    40
 /* An ICMP error quoting the guest's packet */
-#define QUOTE(...) .inner = &(const struct pk){ __VA_ARGS__ }
+#define QUOTE(...)                  \
+	.inner = &(const struct pk) \
+	{                           \
+		__VA_ARGS__         \
+	}
 
 /* Before session A exists (pass 1) and after it was deleted (pass 2). */
 static const struct fixture fx_no_session[] = {
@@ -161,7 +164,8 @@ static const struct fixture fx_main[] = {
 	  .p = { .dmac = BCAST, TCP(G4, WEB, 40000, 80, SYN) }, .noip = 1 },
 	{ "IPv4 to a MAC other than the gateway's", FROM, DENY, R(L2_DST_MAC),
 	  .p = { .dmac = OTHER_MAC, TCP(G4, WEB, 40000, 80, SYN) }, .noip = 1 },
-	{ "LLDP frame", FROM, DENY, R(L2_ETHERTYPE), .p = { .dmac = "01:80:c2:00:00:0e" }, .noip = 1 },
+	{ "LLDP frame", FROM, DENY, R(L2_ETHERTYPE), .p = { .dmac = "01:80:c2:00:00:0e" },
+	  .noip = 1 },
 	{ "802.1Q-tagged IPv4", FROM, DENY, R(L2_VLAN),
 	  .p = { .vlan = 0x8100, TCP(G4, WEB, 40000, 80, SYN) }, .noip = 1 },
 	{ "802.1ad-tagged IPv4", FROM, DENY, R(L2_VLAN),
@@ -193,7 +197,8 @@ static const struct fixture fx_main[] = {
 	/* IPv4 header sanity, guest -> host */
 	{ "IPv4 header cut at 10 bytes", FROM, DENY, R(MALFORMED),
 	  .p = { TCP(G4, WEB, 40000, 80, SYN), .trunc = ETH + 10 }, .noip = 1 },
-	{ "IPv4 ihl 4", FROM, DENY, R(MALFORMED), .p = { TCP(G4, WEB, 40000, 80, SYN), .ihl = 4 }, .noip = 1 },
+	{ "IPv4 ihl 4", FROM, DENY, R(MALFORMED), .p = { TCP(G4, WEB, 40000, 80, SYN), .ihl = 4 },
+	  .noip = 1 },
 	{ "IPv4 version 6 under the IPv4 ethertype", FROM, DENY, R(MALFORMED),
 	  .p = { TCP(G4, WEB, 40000, 80, SYN), .version = 6 }, .noip = 1 },
 	{ "IPv6 packet under the IPv4 ethertype", FROM, DENY, R(MALFORMED),
@@ -216,39 +221,49 @@ static const struct fixture fx_main[] = {
 	  .p = { TCP(G4, WEB, 40000, 80, SYN), .frag = 185 } },
 	{ "IPv4 with DF is not a fragment", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G4, WEB, 40003, 80, SYN), .frag = 0x4000 } },
-	{ "spoofed IPv4 source", FROM, DENY, R(SPOOFED_SRC), .p = { TCP("10.10.0.3", WEB, 40000, 80, SYN) } },
+	{ "spoofed IPv4 source", FROM, DENY, R(SPOOFED_SRC),
+	  .p = { TCP("10.10.0.3", WEB, 40000, 80, SYN) } },
 	{ "spoofed IPv4 source 0.0.0.0", FROM, DENY, R(SPOOFED_SRC),
 	  .p = { UDP("0.0.0.0", "255.255.255.255", 68, 67) } },
 	{ "ICMP destination unreachable from the guest", FROM, DENY, R(ICMP_TYPE),
 	  .p = { ICMP4(G4, WEB, 3, 3), QUOTE(UDP(WEB, G4, 53, 40000)) } },
 	{ "ICMP echo reply from the guest", FROM, DENY, R(ICMP_TYPE), .p = { REPLY4(G4, WEB, 7) } },
 	/* An "icmp" rule means ICMP echo of the packet's own family (TF_PB_ICMP) */
-	{ "IPv4 carrying protocol 58 (ICMPv6) to an ICMP-only host", FROM, DENY, R(PORT_NOT_ALLOWED),
+	{ "IPv4 carrying protocol 58 (ICMPv6) to an ICMP-only host", FROM, DENY,
+	  R(PORT_NOT_ALLOWED),
 	  .p = { .src = G4, .dst = "203.0.113.1", .proto = IPPROTO_ICMPV6, .type = 135 } },
 
 	/* The hard floor, IPv4; 10/8 and 169.254/16 are also allowed by rules */
-	{ "floor: this network 0.1.2.3", FROM, DENY, R(FLOOR_THIS_NET), .p = { TCP(G4, "0.1.2.3", 40500, 80, SYN) } },
+	{ "floor: this network 0.1.2.3", FROM, DENY, R(FLOOR_THIS_NET),
+	  .p = { TCP(G4, "0.1.2.3", 40500, 80, SYN) } },
 	{ "floor: 10.1.2.3 despite the 10/8 rule", FROM, DENY, R(FLOOR_PRIVATE),
 	  .p = { TCP(G4, "10.1.2.3", 40500, 80, SYN) } },
-	{ "floor: the gateway's own address", FROM, DENY, R(FLOOR_GATEWAY), .p = { TCP(G4, GW4, 40500, 80, SYN) } },
-	{ "floor: 172.16.0.1", FROM, DENY, R(FLOOR_PRIVATE), .p = { TCP(G4, "172.16.0.1", 40500, 80, SYN) } },
-	{ "floor: 172.31.255.254", FROM, DENY, R(FLOOR_PRIVATE), .p = { TCP(G4, "172.31.255.254", 40500, 80, SYN) } },
-	{ "floor: 192.168.1.1", FROM, DENY, R(FLOOR_PRIVATE), .p = { UDP(G4, "192.168.1.1", 40500, 123) } },
-	{ "floor: CGNAT 100.64.1.1", FROM, DENY, R(FLOOR_CGNAT), .p = { TCP(G4, "100.64.1.1", 40500, 80, SYN) } },
+	{ "floor: the gateway's own address", FROM, DENY, R(FLOOR_GATEWAY),
+	  .p = { TCP(G4, GW4, 40500, 80, SYN) } },
+	{ "floor: 172.16.0.1", FROM, DENY, R(FLOOR_PRIVATE),
+	  .p = { TCP(G4, "172.16.0.1", 40500, 80, SYN) } },
+	{ "floor: 172.31.255.254", FROM, DENY, R(FLOOR_PRIVATE),
+	  .p = { TCP(G4, "172.31.255.254", 40500, 80, SYN) } },
+	{ "floor: 192.168.1.1", FROM, DENY, R(FLOOR_PRIVATE),
+	  .p = { UDP(G4, "192.168.1.1", 40500, 123) } },
+	{ "floor: CGNAT 100.64.1.1", FROM, DENY, R(FLOOR_CGNAT),
+	  .p = { TCP(G4, "100.64.1.1", 40500, 80, SYN) } },
 	{ "floor: CGNAT 100.127.255.254", FROM, DENY, R(FLOOR_CGNAT),
 	  .p = { TCP(G4, "100.127.255.254", 40500, 80, SYN) } },
-	{ "floor: loopback 127.0.0.1", FROM, DENY, R(FLOOR_LOOPBACK), .p = { TCP(G4, "127.0.0.1", 40500, 80, SYN) } },
-	{ "floor: metadata 169.254.169.254 despite the 169.254/16 rule", FROM, DENY, R(FLOOR_METADATA),
-	  .p = { TCP(G4, "169.254.169.254", 40500, 80, SYN) } },
-	{ "floor: link-local 169.254.1.1 despite the 169.254/16 rule", FROM, DENY, R(FLOOR_LINK_LOCAL),
-	  .p = { TCP(G4, "169.254.1.1", 40500, 80, SYN) } },
+	{ "floor: loopback 127.0.0.1", FROM, DENY, R(FLOOR_LOOPBACK),
+	  .p = { TCP(G4, "127.0.0.1", 40500, 80, SYN) } },
+	{ "floor: metadata 169.254.169.254 despite the 169.254/16 rule", FROM, DENY,
+	  R(FLOOR_METADATA), .p = { TCP(G4, "169.254.169.254", 40500, 80, SYN) } },
+	{ "floor: link-local 169.254.1.1 despite the 169.254/16 rule", FROM, DENY,
+	  R(FLOOR_LINK_LOCAL), .p = { TCP(G4, "169.254.1.1", 40500, 80, SYN) } },
 	{ "floor: multicast 224.0.0.251", FROM, DENY, R(FLOOR_MULTICAST),
 	  .p = { UDP(G4, "224.0.0.251", 5353, 9) } },
 	{ "mDNS to 224.0.0.251:5353", FROM, DENY, R(DNS_NOT_RESOLVER),
 	  .p = { UDP(G4, "224.0.0.251", 5353, 5353) } },
 	{ "floor: multicast 239.255.255.250", FROM, DENY, R(FLOOR_MULTICAST),
 	  .p = { UDP(G4, "239.255.255.250", 40500, 1900) } },
-	{ "floor: reserved 240.0.0.1", FROM, DENY, R(FLOOR_RESERVED), .p = { TCP(G4, "240.0.0.1", 40500, 80, SYN) } },
+	{ "floor: reserved 240.0.0.1", FROM, DENY, R(FLOOR_RESERVED),
+	  .p = { TCP(G4, "240.0.0.1", 40500, 80, SYN) } },
 	{ "floor: IETF protocol assignments 192.0.0.9", FROM, DENY, R(FLOOR_RESERVED),
 	  .p = { TCP(G4, "192.0.0.9", 40500, 80, SYN) } },
 	{ "floor: limited broadcast 255.255.255.255", FROM, DENY, R(FLOOR_RESERVED),
@@ -259,20 +274,24 @@ static const struct fixture fx_main[] = {
 	  .p = { TCP(G4, "10.99.0.1", 40600, 80, SYN) } },
 	{ "next to the operator exception, 10.98.0.1 stays floored", FROM, DENY, R(FLOOR_PRIVATE),
 	  .p = { TCP(G4, "10.98.0.1", 40600, 80, SYN) } },
-	{ "floor: ICMP echo to 10.1.2.3", FROM, DENY, R(FLOOR_PRIVATE), .p = { ECHO4(G4, "10.1.2.3", 9) } },
+	{ "floor: ICMP echo to 10.1.2.3", FROM, DENY, R(FLOOR_PRIVATE),
+	  .p = { ECHO4(G4, "10.1.2.3", 9) } },
 	{ "host address 198.51.100.77 despite the 198.51.100/24 rule", FROM, DENY, R(FLOOR_HOST),
 	  .p = { TCP(G4, HOST4, 40700, 80, SYN) } },
 	{ "floor.host 192.0.2.99 despite the 'any' rule", FROM, DENY, R(FLOOR_HOST),
 	  .p = { TCP(G4, "192.0.2.99", 40700, 80, SYN) } },
-	{ "host address 10.99.7.7 inside the operator exception: judged by the 10/8 rule", FROM, ALLOW,
-	  R(ALLOW_RULE), .p = { TCP(G4, "10.99.7.7", 40700, 80, SYN) } },
+	{ "host address 10.99.7.7 inside the operator exception: judged by the 10/8 rule", FROM,
+	  ALLOW, R(ALLOW_RULE), .p = { TCP(G4, "10.99.7.7", 40700, 80, SYN) } },
 
 	/* Sessions, rules and ports, IPv4 */
 	{ "another session's guest 10.20.0.2", FROM, DENY, R(OTHER_SESSION),
 	  .p = { TCP(G4, "10.20.0.2", 40500, 80, SYN) } },
-	{ "no rule for 9.9.9.9 (TCP)", FROM, DENY, R(NO_RULE), .p = { TCP(G4, "9.9.9.9", 40500, 80, SYN) } },
-	{ "no rule for 9.9.9.9 (UDP)", FROM, DENY, R(NO_RULE), .p = { UDP(G4, "9.9.9.9", 40500, 123) } },
-	{ "no rule for 9.9.9.9 (ICMP echo)", FROM, DENY, R(NO_RULE), .p = { ECHO4(G4, "9.9.9.9", 9) } },
+	{ "no rule for 9.9.9.9 (TCP)", FROM, DENY, R(NO_RULE),
+	  .p = { TCP(G4, "9.9.9.9", 40500, 80, SYN) } },
+	{ "no rule for 9.9.9.9 (UDP)", FROM, DENY, R(NO_RULE),
+	  .p = { UDP(G4, "9.9.9.9", 40500, 123) } },
+	{ "no rule for 9.9.9.9 (ICMP echo)", FROM, DENY, R(NO_RULE),
+	  .p = { ECHO4(G4, "9.9.9.9", 9) } },
 	{ "TCP port 22 outside the rule's ports", FROM, DENY, R(PORT_NOT_ALLOWED),
 	  .p = { TCP(G4, WEB, 40500, 22, SYN) } },
 	{ "TCP port 7999, below the range", FROM, DENY, R(PORT_NOT_ALLOWED),
@@ -284,8 +303,10 @@ static const struct fixture fx_main[] = {
 	{ "TCP port 8101, above the range", FROM, DENY, R(PORT_NOT_ALLOWED),
 	  .p = { TCP(G4, WEB, 40500, 8101, SYN) } },
 	{ "TCP port 443", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 40001, 443, SYN) } },
-	{ "UDP where only TCP is allowed", FROM, DENY, R(PORT_NOT_ALLOWED), .p = { UDP(G4, WEB, 40500, 80) } },
-	{ "ICMP echo where no ICMP rule", FROM, DENY, R(PORT_NOT_ALLOWED), .p = { ECHO4(G4, WEB, 9) } },
+	{ "UDP where only TCP is allowed", FROM, DENY, R(PORT_NOT_ALLOWED),
+	  .p = { UDP(G4, WEB, 40500, 80) } },
+	{ "ICMP echo where no ICMP rule", FROM, DENY, R(PORT_NOT_ALLOWED),
+	  .p = { ECHO4(G4, WEB, 9) } },
 	{ "GRE where only TCP is allowed", FROM, DENY, R(PORT_NOT_ALLOWED), .p = { GRE(G4, WEB) } },
 	{ "TCP where only UDP and ICMP are allowed", FROM, DENY, R(PORT_NOT_ALLOWED),
 	  .p = { TCP(G4, "203.0.113.5", 40500, 5000, SYN) } },
@@ -293,34 +314,47 @@ static const struct fixture fx_main[] = {
 	  .p = { UDP(G4, "203.0.113.5", 40500, 5001) } },
 
 	/* Flows, IPv4 */
-	{ "TCP ACK without a prior SYN", FROM, DENY, R(TCP_NO_FLOW), .p = { TCP(G4, WEB, 40000, 80, ACK) } },
-	{ "TCP SYN opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 40000, 80, SYN) } },
-	{ "TCP ACK of the flow", FROM, ALLOW, R(ALLOW_FLOW), .p = { TCP(G4, WEB, 40000, 80, ACK) } },
+	{ "TCP ACK without a prior SYN", FROM, DENY, R(TCP_NO_FLOW),
+	  .p = { TCP(G4, WEB, 40000, 80, ACK) } },
+	{ "TCP SYN opens a flow", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { TCP(G4, WEB, 40000, 80, SYN) } },
+	{ "TCP ACK of the flow", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { TCP(G4, WEB, 40000, 80, ACK) } },
 	{ "TCP PSH|ACK of the flow", FROM, ALLOW, R(ALLOW_FLOW),
 	  .p = { TCP(G4, WEB, 40000, 80, PK_PSH | ACK) } },
 	{ "TCP SYN on the existing flow is judged again", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G4, WEB, 40000, 80, SYN) } },
 	{ "TCP SYN|ACK from the guest, no flow", FROM, DENY, R(TCP_NO_FLOW),
 	  .p = { TCP(G4, WEB, 40020, 80, SYN | ACK) } },
-	{ "TCP FIN, no flow", FROM, DENY, R(TCP_NO_FLOW), .p = { TCP(G4, WEB, 40021, 80, PK_FIN) } },
-	{ "TCP RST, no flow", FROM, DENY, R(TCP_NO_FLOW), .p = { TCP(G4, WEB, 40022, 80, PK_RST) } },
-	{ "UDP datagram opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { UDP(G4, "203.0.113.5", 40100, 5000) } },
-	{ "UDP second datagram", FROM, ALLOW, R(ALLOW_FLOW), .p = { UDP(G4, "203.0.113.5", 40100, 5000) } },
-	{ "ICMP echo opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { ECHO4(G4, "203.0.113.1", 0x1234) } },
-	{ "ICMP second echo", FROM, ALLOW, R(ALLOW_FLOW), .p = { ECHO4(G4, "203.0.113.1", 0x1234) } },
+	{ "TCP FIN, no flow", FROM, DENY, R(TCP_NO_FLOW),
+	  .p = { TCP(G4, WEB, 40021, 80, PK_FIN) } },
+	{ "TCP RST, no flow", FROM, DENY, R(TCP_NO_FLOW),
+	  .p = { TCP(G4, WEB, 40022, 80, PK_RST) } },
+	{ "UDP datagram opens a flow", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { UDP(G4, "203.0.113.5", 40100, 5000) } },
+	{ "UDP second datagram", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { UDP(G4, "203.0.113.5", 40100, 5000) } },
+	{ "ICMP echo opens a flow", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { ECHO4(G4, "203.0.113.1", 0x1234) } },
+	{ "ICMP second echo", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { ECHO4(G4, "203.0.113.1", 0x1234) } },
 	{ "'any' rule: GRE", FROM, ALLOW, R(ALLOW_RULE), .p = { GRE(G4, "192.0.2.1") } },
-	{ "'any' rule: second GRE packet", FROM, ALLOW, R(ALLOW_FLOW), .p = { GRE(G4, "192.0.2.1") } },
+	{ "'any' rule: second GRE packet", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { GRE(G4, "192.0.2.1") } },
 	{ "'any' rule: TCP on any port", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G4, "192.0.2.1", 40300, 12345, SYN) } },
-	{ "'any' rule: UDP on any port", FROM, ALLOW, R(ALLOW_RULE), .p = { UDP(G4, "192.0.2.1", 40301, 9) } },
-	{ "'any' rule: ICMP echo", FROM, ALLOW, R(ALLOW_RULE), .p = { ECHO4(G4, "192.0.2.1", 0x1235) } },
+	{ "'any' rule: UDP on any port", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { UDP(G4, "192.0.2.1", 40301, 9) } },
+	{ "'any' rule: ICMP echo", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { ECHO4(G4, "192.0.2.1", 0x1235) } },
 	{ "TCP SYN under the rule deleted later", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G4, DEL_DST, 42000, 22, SYN) } },
 	{ "TCP ACK under the rule deleted later", FROM, ALLOW, R(ALLOW_FLOW),
 	  .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
 	{ "a second connection under the rule deleted later", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G4, DEL_DST, 42002, 22, SYN) } },
-	{ "its server's SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(DEL_DST, G4, 22, 42002, SYN | ACK) } },
+	{ "its server's SYN-ACK", TO, ALLOW, R(ALLOW_FLOW),
+	  .p = { TCP(DEL_DST, G4, 22, 42002, SYN | ACK) } },
 
 	/*
 	 * DNS, IPv4. What reaches the resolver is judged by content (test_dns.c
@@ -333,10 +367,12 @@ static const struct fixture fx_main[] = {
 	  .p = { TCP(G4, GW4, 33334, 53, SYN) } },
 	{ "DoT to 198.51.100.1:853", FROM, DENY, R(DNS_NOT_RESOLVER),
 	  .p = { TCP(G4, WEB, 33338, 853, SYN) } },
-	{ "DNS over UDP to 198.51.100.1", FROM, DENY, R(DNS_NOT_RESOLVER), .p = { UDP(G4, WEB, 33335, 53) } },
+	{ "DNS over UDP to 198.51.100.1", FROM, DENY, R(DNS_NOT_RESOLVER),
+	  .p = { UDP(G4, WEB, 33335, 53) } },
 	{ "DNS over TCP to 198.51.100.1", FROM, DENY, R(DNS_NOT_RESOLVER),
 	  .p = { TCP(G4, WEB, 33336, 53, SYN) } },
-	{ "the resolver's address on port 54", FROM, DENY, R(FLOOR_GATEWAY), .p = { UDP(G4, GW4, 33337, 54) } },
+	{ "the resolver's address on port 54", FROM, DENY, R(FLOOR_GATEWAY),
+	  .p = { UDP(G4, GW4, 33337, 54) } },
 
 	/* NDP, guest -> host */
 	{ "NS for the gateway's address from the guest's link-local", FROM, ALLOW, R(ALLOW_NDP),
@@ -375,10 +411,13 @@ static const struct fixture fx_main[] = {
 	{ "NS to a unicast MAC not the gateway's", FROM, DENY, R(L2_DST_MAC),
 	  .p = { .dmac = OTHER_MAC, ND(G6LL, GW6LL, 135, GW6LL, 255) } },
 	{ "NS cut before its target", FROM, DENY, R(MALFORMED),
-	  .p = { .dmac = "33:33:ff:00:00:01", ND(G6LL, "ff02::1:ff00:1", 135, GW6, 255),
-	    .trunc = ETH + IP6 + 8 + 8 } },
-	{ "RA from the guest", FROM, DENY, R(ICMP_TYPE), .p = { ICMP6(G6, "ff02::1", 134, 0), .hop = 255 } },
-	{ "redirect from the guest", FROM, DENY, R(ICMP_TYPE), .p = { ICMP6(G6, GW6, 137, 0), .hop = 255 } },
+	  .p = { .dmac = "33:33:ff:00:00:01",
+		 ND(G6LL, "ff02::1:ff00:1", 135, GW6, 255),
+		 .trunc = ETH + IP6 + 8 + 8 } },
+	{ "RA from the guest", FROM, DENY, R(ICMP_TYPE),
+	  .p = { ICMP6(G6, "ff02::1", 134, 0), .hop = 255 } },
+	{ "redirect from the guest", FROM, DENY, R(ICMP_TYPE),
+	  .p = { ICMP6(G6, GW6, 137, 0), .hop = 255 } },
 	{ "ICMPv6 destination unreachable from the guest", FROM, DENY, R(ICMP_TYPE),
 	  .p = { ICMP6(G6, WEB6, 1, 4), QUOTE(UDP(WEB6, G6, 53, 41000)) } },
 
@@ -397,10 +436,12 @@ static const struct fixture fx_main[] = {
 	  .p = { TCP(G6, WEB6, 41000, 443, SYN), .exthdr = PK_EXT(IPPROTO_ROUTING) } },
 	{ "IPv6 destination options header", FROM, DENY, R(IPV6_EXTHDR),
 	  .p = { TCP(G6, WEB6, 41000, 443, SYN), .exthdr = PK_EXT(IPPROTO_DSTOPTS) } },
-	{ "IPv6 ESP", FROM, DENY, R(IPV6_EXTHDR), .p = { .src = G6, .dst = WEB6, .proto = IPPROTO_ESP } },
+	{ "IPv6 ESP", FROM, DENY, R(IPV6_EXTHDR),
+	  .p = { .src = G6, .dst = WEB6, .proto = IPPROTO_ESP } },
 	{ "IPv6 fragment header", FROM, DENY, R(FRAGMENT),
 	  .p = { TCP(G6, WEB6, 41000, 443, SYN), .exthdr = PK_EXT(IPPROTO_FRAGMENT) } },
-	{ "spoofed IPv6 source", FROM, DENY, R(SPOOFED_SRC), .p = { TCP("fd00:a::99", WEB6, 41000, 443, SYN) } },
+	{ "spoofed IPv6 source", FROM, DENY, R(SPOOFED_SRC),
+	  .p = { TCP("fd00:a::99", WEB6, 41000, 443, SYN) } },
 	{ "IPv6 from the guest's link-local to a global address", FROM, DENY, R(SPOOFED_SRC),
 	  .p = { TCP(G6LL, WEB6, 41000, 443, SYN) } },
 	{ "IPv6 TCP to a multicast MAC", FROM, DENY, R(L2_DST_MAC),
@@ -414,38 +455,46 @@ static const struct fixture fx_main[] = {
 	{ "floor: ULA fd00::1 despite the fc00::/7 rule", FROM, DENY, R(FLOOR_ULA),
 	  .p = { TCP(G6, "fd00::1", 41500, 80, SYN) } },
 	{ "floor: ULA fc00::1", FROM, DENY, R(FLOOR_ULA), .p = { UDP(G6, "fc00::1", 41500, 123) } },
-	{ "floor: the gateway's ULA address", FROM, DENY, R(FLOOR_GATEWAY), .p = { TCP(G6, GW6, 41500, 80, SYN) } },
+	{ "floor: the gateway's ULA address", FROM, DENY, R(FLOOR_GATEWAY),
+	  .p = { TCP(G6, GW6, 41500, 80, SYN) } },
 	{ "floor: link-local fe80::1 despite its rule", FROM, DENY, R(FLOOR_LINK_LOCAL),
 	  .p = { TCP(G6, "fe80::1", 41500, 80, SYN) } },
-	{ "floor: multicast ff02::1", FROM, DENY, R(FLOOR_MULTICAST), .p = { TCP(G6, "ff02::1", 41500, 80, SYN) } },
-	{ "floor: multicast ff05::1:3", FROM, DENY, R(FLOOR_MULTICAST), .p = { UDP(G6, "ff05::1:3", 546, 547) } },
-	{ "floor: loopback ::1", FROM, DENY, R(FLOOR_LOOPBACK), .p = { TCP(G6, "::1", 41500, 80, SYN) } },
+	{ "floor: multicast ff02::1", FROM, DENY, R(FLOOR_MULTICAST),
+	  .p = { TCP(G6, "ff02::1", 41500, 80, SYN) } },
+	{ "floor: multicast ff05::1:3", FROM, DENY, R(FLOOR_MULTICAST),
+	  .p = { UDP(G6, "ff05::1:3", 546, 547) } },
+	{ "floor: loopback ::1", FROM, DENY, R(FLOOR_LOOPBACK),
+	  .p = { TCP(G6, "::1", 41500, 80, SYN) } },
 	{ "floor: IPv4-compatible ::10.1.2.3", FROM, DENY, R(FLOOR_V4MAPPED),
 	  .p = { TCP(G6, "::10.1.2.3", 41500, 80, SYN) } },
 	{ "floor: 6to4 2002:a01:203::1 (embeds 10.1.2.3)", FROM, DENY, R(FLOOR_RESERVED),
 	  .p = { TCP(G6, "2002:a01:203::1", 41500, 80, SYN) } },
-	{ "floor: site-local fec0::1", FROM, DENY, R(FLOOR_RESERVED), .p = { TCP(G6, "fec0::1", 41500, 80, SYN) } },
+	{ "floor: site-local fec0::1", FROM, DENY, R(FLOOR_RESERVED),
+	  .p = { TCP(G6, "fec0::1", 41500, 80, SYN) } },
 	{ "floor: local-use NAT64 64:ff9b:1::1", FROM, DENY, R(FLOOR_NAT64),
 	  .p = { TCP(G6, "64:ff9b:1::1", 41500, 80, SYN) } },
-	{ "floor: unspecified ::", FROM, DENY, R(FLOOR_THIS_NET), .p = { TCP(G6, "::", 41500, 80, SYN) } },
+	{ "floor: unspecified ::", FROM, DENY, R(FLOOR_THIS_NET),
+	  .p = { TCP(G6, "::", 41500, 80, SYN) } },
 	{ "floor: metadata fd00:ec2::254", FROM, DENY, R(FLOOR_METADATA),
 	  .p = { TCP(G6, "fd00:ec2::254", 41500, 80, SYN) } },
 	{ "operator floor: 2001:db8:3:ff::1 despite the 'any' rule", FROM, DENY, R(FLOOR_OPERATOR),
 	  .p = { UDP(G6, "2001:db8:3:ff::1", 41500, 9) } },
 	{ "host address 2001:db8::77 despite the 2001:db8::/32 rule", FROM, DENY, R(FLOOR_HOST),
 	  .p = { TCP(G6, HOST6, 41700, 443, SYN) } },
-	{ "operator exception: fd00:99::1 is judged by the fc00::/7 rule", FROM, ALLOW, R(ALLOW_RULE),
-	  .p = { TCP(G6, "fd00:99::1", 41600, 80, SYN) } },
+	{ "operator exception: fd00:99::1 is judged by the fc00::/7 rule", FROM, ALLOW,
+	  R(ALLOW_RULE), .p = { TCP(G6, "fd00:99::1", 41600, 80, SYN) } },
 
 	/* Sessions, rules, ports and flows, IPv6 */
 	{ "another session's guest fd00:b::2", FROM, DENY, R(OTHER_SESSION),
 	  .p = { TCP(G6, "fd00:b::2", 41500, 443, SYN) } },
-	{ "no rule for 2a00:1450::1", FROM, DENY, R(NO_RULE), .p = { TCP(G6, "2a00:1450::1", 41500, 443, SYN) } },
+	{ "no rule for 2a00:1450::1", FROM, DENY, R(NO_RULE),
+	  .p = { TCP(G6, "2a00:1450::1", 41500, 443, SYN) } },
 	{ "IPv6 TCP ACK without a prior SYN", FROM, DENY, R(TCP_NO_FLOW),
 	  .p = { TCP(G6, WEB6, 41000, 443, ACK) } },
 	{ "IPv6 TCP SYN to port 443 opens a flow", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G6, WEB6, 41000, 443, SYN) } },
-	{ "IPv6 TCP ACK of the flow", FROM, ALLOW, R(ALLOW_FLOW), .p = { TCP(G6, WEB6, 41000, 443, ACK) } },
+	{ "IPv6 TCP ACK of the flow", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { TCP(G6, WEB6, 41000, 443, ACK) } },
 	{ "IPv6 TCP port 80 outside the rule's ports", FROM, DENY, R(PORT_NOT_ALLOWED),
 	  .p = { TCP(G6, WEB6, 41500, 80, SYN) } },
 	{ "IPv6 TCP port 7999, below the range", FROM, DENY, R(PORT_NOT_ALLOWED),
@@ -460,20 +509,26 @@ static const struct fixture fx_main[] = {
 	  .p = { UDP(G6, WEB6, 41500, 443) } },
 	{ "ICMPv6 echo where only TCP is allowed", FROM, DENY, R(PORT_NOT_ALLOWED),
 	  .p = { ECHO6(G6, WEB6, 9) } },
-	{ "IPv6 GRE where only TCP is allowed", FROM, DENY, R(PORT_NOT_ALLOWED), .p = { GRE(G6, WEB6) } },
-	{ "ICMPv6 echo opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { ECHO6(G6, "2001:db8:1::1", 0x2222) } },
-	{ "ICMPv6 second echo", FROM, ALLOW, R(ALLOW_FLOW), .p = { ECHO6(G6, "2001:db8:1::1", 0x2222) } },
+	{ "IPv6 GRE where only TCP is allowed", FROM, DENY, R(PORT_NOT_ALLOWED),
+	  .p = { GRE(G6, WEB6) } },
+	{ "ICMPv6 echo opens a flow", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { ECHO6(G6, "2001:db8:1::1", 0x2222) } },
+	{ "ICMPv6 second echo", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { ECHO6(G6, "2001:db8:1::1", 0x2222) } },
 	{ "IPv6 UDP datagram opens a flow", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { UDP(G6, "2001:db8:2::1", 41100, 5000) } },
-	{ "IPv6 UDP second datagram", FROM, ALLOW, R(ALLOW_FLOW), .p = { UDP(G6, "2001:db8:2::1", 41100, 5000) } },
+	{ "IPv6 UDP second datagram", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { UDP(G6, "2001:db8:2::1", 41100, 5000) } },
 	{ "IPv6 UDP port 5001 outside the rule's ports", FROM, DENY, R(PORT_NOT_ALLOWED),
 	  .p = { UDP(G6, "2001:db8:2::1", 41500, 5001) } },
-	{ "IPv6 carrying next header 1 (ICMP) to an ICMP-only host", FROM, DENY, R(PORT_NOT_ALLOWED),
+	{ "IPv6 carrying next header 1 (ICMP) to an ICMP-only host", FROM, DENY,
+	  R(PORT_NOT_ALLOWED),
 	  .p = { .src = G6, .dst = "2001:db8:1::1", .proto = IPPROTO_ICMP, .type = 3 } },
 	{ "IPv6 'any' rule: GRE", FROM, ALLOW, R(ALLOW_RULE), .p = { GRE(G6, "2001:db8:3::1") } },
 	{ "IPv6 'any' rule: UDP on any port", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { UDP(G6, "2001:db8:3::1", 41301, 9) } },
-	{ "IPv6 DNS to 2001:db8::53", FROM, DENY, R(DNS_NOT_RESOLVER), .p = { UDP(G6, "2001:db8::53", 41053, 53) } },
+	{ "IPv6 DNS to 2001:db8::53", FROM, DENY, R(DNS_NOT_RESOLVER),
+	  .p = { UDP(G6, "2001:db8::53", 41053, 53) } },
 	{ "IPv6 DNS to the gateway, whose resolver is IPv4 only", FROM, DENY, R(DNS_NOT_RESOLVER),
 	  .p = { UDP(G6, GW6, 41054, 53) } },
 
@@ -482,12 +537,14 @@ static const struct fixture fx_main[] = {
 	  .p = { .smac = OTHER_MAC, TCP(WEB, G4, 80, 40000, SYN | ACK) }, .noip = 1 },
 	{ "IPv4 to the broadcast MAC", TO, DENY, R(L2_DST_MAC),
 	  .p = { .dmac = BCAST, TCP(WEB, G4, 80, 40000, SYN | ACK) }, .noip = 1 },
-	{ "LLDP frame", TO, DENY, R(L2_ETHERTYPE), .p = { .dmac = "01:80:c2:00:00:0e" }, .noip = 1 },
+	{ "LLDP frame", TO, DENY, R(L2_ETHERTYPE), .p = { .dmac = "01:80:c2:00:00:0e" },
+	  .noip = 1 },
 	{ "802.1Q-tagged IPv4", TO, DENY, R(L2_VLAN),
 	  .p = { .vlan = 0x8100, TCP(WEB, G4, 80, 40000, SYN | ACK) }, .noip = 1 },
 	{ "gateway's ARP request for the guest", TO, ALLOW, R(ALLOW_ARP),
 	  .p = { .dmac = BCAST, ARP(1, GW4, G4) }, .noip = 1 },
-	{ "gateway's ARP reply", TO, ALLOW, R(ALLOW_ARP), .p = { ARP(2, GW4, G4), .tha = GMAC }, .noip = 1 },
+	{ "gateway's ARP reply", TO, ALLOW, R(ALLOW_ARP), .p = { ARP(2, GW4, G4), .tha = GMAC },
+	  .noip = 1 },
 	{ "ARP from a wrong sender IP", TO, DENY, R(ARP),
 	  .p = { .dmac = BCAST, ARP(1, "10.10.0.5", G4) }, .noip = 1 },
 	{ "ARP for a target other than the guest", TO, DENY, R(ARP),
@@ -502,15 +559,18 @@ static const struct fixture fx_main[] = {
 	/* IPv4, host -> guest */
 	{ "IPv4 header cut at 10 bytes", TO, DENY, R(MALFORMED),
 	  .p = { TCP(WEB, G4, 80, 40000, ACK), .trunc = ETH + 10 }, .noip = 1 },
-	{ "IPv4 ihl 4", TO, DENY, R(MALFORMED), .p = { TCP(WEB, G4, 80, 40000, ACK), .ihl = 4 }, .noip = 1 },
+	{ "IPv4 ihl 4", TO, DENY, R(MALFORMED), .p = { TCP(WEB, G4, 80, 40000, ACK), .ihl = 4 },
+	  .noip = 1 },
 	{ "IPv4 version 6", TO, DENY, R(MALFORMED),
 	  .p = { TCP(WEB, G4, 80, 40000, ACK), .version = 6 }, .noip = 1 },
 	{ "TCP header cut at 10 bytes", TO, DENY, R(MALFORMED),
 	  .p = { TCP(WEB, G4, 80, 40000, ACK), .trunc = ETH + IP4 + 10 } },
-	{ "IPv4 options", TO, DENY, R(IP_OPTIONS), .p = { TCP(WEB, G4, 80, 40000, ACK), .ihl = 7 } },
+	{ "IPv4 options", TO, DENY, R(IP_OPTIONS),
+	  .p = { TCP(WEB, G4, 80, 40000, ACK), .ihl = 7 } },
 	{ "IPv4 first fragment", TO, DENY, R(FRAGMENT),
 	  .p = { TCP(WEB, G4, 80, 40000, ACK), .frag = 0x2000 } },
-	{ "IPv4 later fragment", TO, DENY, R(FRAGMENT), .p = { UDP(WEB, G4, 80, 40000), .frag = 1 } },
+	{ "IPv4 later fragment", TO, DENY, R(FRAGMENT),
+	  .p = { UDP(WEB, G4, 80, 40000), .frag = 1 } },
 	{ "IPv4 to another address", TO, DENY, R(DST_NOT_GUEST),
 	  .p = { TCP(WEB, "10.10.0.3", 80, 40000, ACK) } },
 	{ "IPv4 limited broadcast", TO, DENY, R(DST_NOT_GUEST),
@@ -530,7 +590,8 @@ static const struct fixture fx_main[] = {
 	  .p = { TCP(WEB, G4, 12345, 22, SYN) } },
 	{ "UDP reply of the guest's flow", TO, ALLOW, R(ALLOW_FLOW),
 	  .p = { UDP("203.0.113.5", G4, 5000, 40100) } },
-	{ "UDP from another port", TO, DENY, R(UNSOLICITED), .p = { UDP("203.0.113.5", G4, 5001, 40100) } },
+	{ "UDP from another port", TO, DENY, R(UNSOLICITED),
+	  .p = { UDP("203.0.113.5", G4, 5001, 40100) } },
 	{ "ICMP echo reply of the guest's echo", TO, ALLOW, R(ALLOW_FLOW),
 	  .p = { REPLY4("203.0.113.1", G4, 0x1234) } },
 	{ "ICMP echo reply with another id", TO, DENY, R(UNSOLICITED),
@@ -538,26 +599,30 @@ static const struct fixture fx_main[] = {
 	{ "from the resolver's port, no DNS message", TO, DENY, R(DNS_MALFORMED),
 	  .p = { UDP(GW4, G4, 53, 33333) } },
 	{ "frag-needed about the guest's TCP flow", TO, ALLOW, R(ALLOW_ICMP_ERROR),
-	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK)) } },
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+		 QUOTE(TCP(G4, WEB, 40000, 80, ACK)) } },
 	{ "time exceeded about the guest's UDP flow", TO, ALLOW, R(ALLOW_ICMP_ERROR),
 	  .p = { ICMP4("198.51.100.254", G4, 11, 0), QUOTE(UDP(G4, "203.0.113.5", 40100, 5000)) } },
 	{ "unreachable about the guest's echo", TO, ALLOW, R(ALLOW_ICMP_ERROR),
 	  .p = { ICMP4("198.51.100.254", G4, 3, 1), QUOTE(ECHO4(G4, "203.0.113.1", 0x1234)) } },
 	{ "frag-needed about a tuple with no flow", TO, DENY, R(UNSOLICITED),
-	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40999, 80, ACK)) } },
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+		 QUOTE(TCP(G4, WEB, 40999, 80, ACK)) } },
 	{ "frag-needed quoting another source", TO, DENY, R(UNSOLICITED),
-	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP("10.10.0.9", WEB, 40000, 80, ACK)) } },
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+		 QUOTE(TCP("10.10.0.9", WEB, 40000, 80, ACK)) } },
 	{ "frag-needed quoting only an IP header", TO, DENY, R(UNSOLICITED),
-	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK)),
-	    .trunc = ETH + IP4 + 8 + IP4 } },
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+		 QUOTE(TCP(G4, WEB, 40000, 80, ACK)), .trunc = ETH + IP4 + 8 + IP4 } },
 	{ "frag-needed cut inside the quoted header", TO, DENY, R(MALFORMED),
-	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK)),
-	    .trunc = ETH + IP4 + 8 + 10 } },
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+		 QUOTE(TCP(G4, WEB, 40000, 80, ACK)), .trunc = ETH + IP4 + 8 + 10 } },
 	{ "frag-needed whose frame is shorter than its IP length says", TO, DENY, R(MALFORMED),
-	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK)),
-	    .trunc = ETH + IP4 + 8 + IP4 + 4 } },
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+		 QUOTE(TCP(G4, WEB, 40000, 80, ACK)), .trunc = ETH + IP4 + 8 + IP4 + 4 } },
 	{ "frag-needed quoting a header with options", TO, DENY, R(MALFORMED),
-	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400, QUOTE(TCP(G4, WEB, 40000, 80, ACK), .ihl = 6) } },
+	  .p = { ICMP4("198.51.100.254", G4, 3, 4), .mtu = 1400,
+		 QUOTE(TCP(G4, WEB, 40000, 80, ACK), .ihl = 6) } },
 
 	/* IPv6, host -> guest */
 	{ "NA from the gateway's link-local", TO, ALLOW, R(ALLOW_NDP),
@@ -607,13 +672,16 @@ static const struct fixture fx_main[] = {
 	{ "IPv6 UDP reply of the guest's flow", TO, ALLOW, R(ALLOW_FLOW),
 	  .p = { UDP("2001:db8:2::1", G6, 5000, 41100) } },
 	{ "packet too big about the guest's TCP flow", TO, ALLOW, R(ALLOW_ICMP_ERROR),
-	  .p = { ICMP6("2001:db8::fe", G6, 2, 0), .mtu = 1280, QUOTE(TCP(G6, WEB6, 41000, 443, ACK)) } },
+	  .p = { ICMP6("2001:db8::fe", G6, 2, 0), .mtu = 1280,
+		 QUOTE(TCP(G6, WEB6, 41000, 443, ACK)) } },
 	{ "unreachable about the guest's UDP flow", TO, ALLOW, R(ALLOW_ICMP_ERROR),
 	  .p = { ICMP6("2001:db8::fe", G6, 1, 4), QUOTE(UDP(G6, "2001:db8:2::1", 41100, 5000)) } },
 	{ "packet too big about a tuple with no flow", TO, DENY, R(UNSOLICITED),
-	  .p = { ICMP6("2001:db8::fe", G6, 2, 0), .mtu = 1280, QUOTE(TCP(G6, WEB6, 41999, 443, ACK)) } },
+	  .p = { ICMP6("2001:db8::fe", G6, 2, 0), .mtu = 1280,
+		 QUOTE(TCP(G6, WEB6, 41999, 443, ACK)) } },
 	{ "time exceeded quoting another source", TO, DENY, R(UNSOLICITED),
-	  .p = { ICMP6("2001:db8::fe", G6, 3, 0), QUOTE(TCP("fd00:a::9", WEB6, 41000, 443, ACK)) } },
+	  .p = { ICMP6("2001:db8::fe", G6, 3, 0),
+		 QUOTE(TCP("fd00:a::9", WEB6, 41000, 443, ACK)) } },
 };
 
 /*
@@ -623,22 +691,26 @@ static const struct fixture fx_main[] = {
 static const struct fixture fx_after_del[] = {
 	{ "a flow its deleted rule opened is revoked at its next packet", FROM, DENY, R(REVOKED),
 	  .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
-	{ "replies of the revoked flow", TO, DENY, R(UNSOLICITED), .p = { TCP(DEL_DST, G4, 22, 42000, ACK) } },
-	{ "the revoked flow is gone", FROM, DENY, R(TCP_NO_FLOW), .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
+	{ "replies of the revoked flow", TO, DENY, R(UNSOLICITED),
+	  .p = { TCP(DEL_DST, G4, 22, 42000, ACK) } },
+	{ "the revoked flow is gone", FROM, DENY, R(TCP_NO_FLOW),
+	  .p = { TCP(G4, DEL_DST, 42000, 22, ACK) } },
 	{ "a SYN on that tuple is judged by the new rules", FROM, DENY, R(NO_RULE),
 	  .p = { TCP(G4, DEL_DST, 42000, 22, SYN) } },
 	{ "a reply first: the server's side is revoked too", TO, DENY, R(REVOKED),
 	  .p = { TCP(DEL_DST, G4, 22, 42002, ACK) } },
 	{ "then the guest's side has no flow", FROM, DENY, R(TCP_NO_FLOW),
 	  .p = { TCP(G4, DEL_DST, 42002, 22, ACK) } },
-	{ "a new tuple to the deleted rule", FROM, DENY, R(NO_RULE), .p = { TCP(G4, DEL_DST, 42001, 22, SYN) } },
+	{ "a new tuple to the deleted rule", FROM, DENY, R(NO_RULE),
+	  .p = { TCP(G4, DEL_DST, 42001, 22, SYN) } },
 	{ "the new generation keeps the other rules", FROM, ALLOW, R(ALLOW_RULE),
 	  .p = { TCP(G4, WEB, 40002, 443, SYN) } },
 	{ "flows of the other rules are re-judged and go on", FROM, ALLOW, R(ALLOW_FLOW),
 	  .p = { TCP(G4, WEB, 40000, 80, ACK) } },
 	{ "a UDP flow of another rule, re-judged by its reply", TO, ALLOW, R(ALLOW_FLOW),
 	  .p = { UDP("203.0.113.5", G4, 5000, 40100) } },
-	{ "and its next datagram out", FROM, ALLOW, R(ALLOW_FLOW), .p = { UDP(G4, "203.0.113.5", 40100, 5000) } },
+	{ "and its next datagram out", FROM, ALLOW, R(ALLOW_FLOW),
+	  .p = { UDP(G4, "203.0.113.5", 40100, 5000) } },
 	{ "an ICMP echo flow, re-judged by its reply", TO, ALLOW, R(ALLOW_FLOW),
 	  .p = { REPLY4("203.0.113.1", G4, 0x1234) } },
 };
@@ -647,10 +719,12 @@ static const struct fixture fx_after_del[] = {
 static const struct fixture fx_v6only[] = {
 	{ "IPv4 from a guest without IPv4", FROM, DENY, R(SPOOFED_SRC),
 	  .p = { TCP("10.30.0.2", WEB, 43000, 80, SYN) } },
-	{ "ARP from a guest without IPv4", FROM, DENY, R(ARP), .p = { .dmac = BCAST, ARP(1, "10.30.0.2", "10.30.0.1") }, .noip = 1 },
+	{ "ARP from a guest without IPv4", FROM, DENY, R(ARP),
+	  .p = { .dmac = BCAST, ARP(1, "10.30.0.2", "10.30.0.1") }, .noip = 1 },
 	{ "IPv4 to a guest without IPv4", TO, DENY, R(DST_NOT_GUEST),
 	  .p = { TCP(WEB, "10.30.0.2", 80, 43000, ACK) } },
-	{ "TCP to 2001:db8::1:443", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G6_C, WEB6, 43000, 443, SYN) } },
+	{ "TCP to 2001:db8::1:443", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { TCP(G6_C, WEB6, 43000, 443, SYN) } },
 	{ "DNS to the link-local resolver from the global address", FROM, DENY, R(DNS_MALFORMED),
 	  .p = { UDP(G6_C, GW6LL_C, 43053, 53) } },
 	{ "the link-local resolver to the global address", TO, DENY, R(DNS_MALFORMED),
@@ -658,16 +732,16 @@ static const struct fixture fx_v6only[] = {
 	{ "DNS to the gateway's global address, not the resolver", FROM, DENY, R(DNS_NOT_RESOLVER),
 	  .p = { UDP(G6_C, GW6_C, 43055, 53) } },
 	/* RFC 6724 rule 2: a guest picks its link-local source for a link-local resolver */
-	{ "DNS to the link-local resolver from the guest's link-local", FROM, DENY, R(DNS_MALFORMED),
-	  .p = { UDP(G6LL_C, GW6LL_C, 43054, 53) } },
+	{ "DNS to the link-local resolver from the guest's link-local", FROM, DENY,
+	  R(DNS_MALFORMED), .p = { UDP(G6LL_C, GW6LL_C, 43054, 53) } },
 	{ "the link-local resolver to the guest's link-local", TO, DENY, R(DNS_MALFORMED),
 	  .p = { UDP(GW6LL_C, G6LL_C, 53, 43054) } },
 	{ "another link-local source to the link-local resolver", FROM, DENY, R(SPOOFED_SRC),
 	  .p = { UDP("fe80::1234", GW6LL_C, 43056, 53) } },
 	{ "TCP to the gateway's link-local address", FROM, DENY, R(FLOOR_GATEWAY),
 	  .p = { TCP(G6_C, GW6LL_C, 43060, 80, SYN) } },
-	{ "TCP to the gateway's global address, under an operator exception: judged by the rules", FROM,
-	  DENY, R(NO_RULE), .p = { TCP(G6_C, GW6_C, 43061, 80, SYN) } },
+	{ "TCP to the gateway's global address, under an operator exception: judged by the rules",
+	  FROM, DENY, R(NO_RULE), .p = { TCP(G6_C, GW6_C, 43061, 80, SYN) } },
 };
 
 /* What the daemon's rule del does: tf_dp_policy_change() to generation ver + 1, erase the old one. */
@@ -768,11 +842,11 @@ static void event_diff(const struct env *e, const struct fixture *fx, const stru
 	char g[INET6_ADDRSTRLEN], w[INET6_ADDRSTRLEN];
 
 	buf[0] = '\0';
-#define DIFF(name, got, want)                                                          \
-	do {                                                                           \
-		if ((long long)(got) != (long long)(want))                             \
+#define DIFF(name, got, want)                                                            \
+	do {                                                                             \
+		if ((long long)(got) != (long long)(want))                               \
 			appendf(buf, len, "%s %lld want %lld; ", name, (long long)(got), \
-				(long long)(want));                                    \
+				(long long)(want));                                      \
 	} while (0)
 	if (ev->reason != fx->reason)
 		appendf(buf, len, "reason %s want %s; ", tf_reason_name(ev->reason),
@@ -812,8 +886,10 @@ static int l3_incomplete(const struct pk_frame *f)
 
 static void run_fixture(struct env *e, const struct fixture *fx)
 {
-	const char *prog = fx->dir == TO ? e->xdp ? "xdp pass: tc_to_guest" : "tc pass: tc_to_guest" :
-			   e->xdp ? "xdp pass: xdp_from_guest" : "tc pass: tc_from_guest";
+	const char *prog = fx->dir == TO ?
+				   e->xdp ? "xdp pass: tc_to_guest" : "tc pass: tc_to_guest" :
+			   e->xdp ? "xdp pass: xdp_from_guest" :
+				    "tc pass: tc_from_guest";
 	int allow = fx->verdict == ALLOW, xdp = judged_by_xdp(e, fx->dir), want_event, ret;
 	char what[512], buf[64], diff[512], want[64];
 	const char *want_ret;
@@ -929,7 +1005,8 @@ static void run_pass(struct env *e)
 static int run_skb(struct bpf_program *prog, const struct pk_frame *f, __u32 gso_size, __u8 *out,
 		   __u32 *out_len, int *retval)
 {
-	struct __sk_buff skb = { .ifindex = IFINDEX_LO, .gso_size = gso_size,
+	struct __sk_buff skb = { .ifindex = IFINDEX_LO,
+				 .gso_size = gso_size,
 				 .gso_segs = gso_size ? 2 : 0 };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->data, .data_size_in = f->len, .repeat = 1,
 		    .ctx_in = &skb, .ctx_size_in = sizeof(skb), .data_out = out,
@@ -1038,7 +1115,8 @@ static void test_icmp_cut(struct env *e)
 
 	CHECK_EQ("icmp cut: IPv4 frag-needed builds", pk_build(&err4, e->hmac, e->gmac, &f), 0);
 	CHECK_EQ("icmp cut: IPv4 frag-needed: a test run", run_skb(to, &f, 0, out, &len, &rv), 0);
-	CHECK_EQ("icmp cut: IPv4 frag-needed quoting a whole TCP header: passed", rv, TC_ACT_UNSPEC);
+	CHECK_EQ("icmp cut: IPv4 frag-needed quoting a whole TCP header: passed", rv,
+		 TC_ACT_UNSPEC);
 	CHECK_EQ("icmp cut: IPv4: 14 + 20 + 36 bytes leave", len, 70);
 	CHECK_EQ("icmp cut: IPv4: total length 56", out[16] << 8 | out[17], 56);
 	CHECK_EQ("icmp cut: IPv4: header checksum", csum_ok(csum_add(out + 14, 20, 0)), 1);
@@ -1047,15 +1125,16 @@ static void test_icmp_cut(struct env *e)
 	CHECK_EQ("icmp cut: IPv4: the quote kept", memcmp(out + 42, f.data + 42, 28), 0);
 
 	CHECK_EQ("icmp cut: IPv6 packet too big builds", pk_build(&err6, e->hmac, e->gmac, &f), 0);
-	CHECK_EQ("icmp cut: IPv6 packet too big: a test run", run_skb(to, &f, 0, out, &len, &rv), 0);
+	CHECK_EQ("icmp cut: IPv6 packet too big: a test run", run_skb(to, &f, 0, out, &len, &rv),
+		 0);
 	CHECK_EQ("icmp cut: IPv6 packet too big quoting a whole TCP header: passed", rv,
 		 TC_ACT_UNSPEC);
 	CHECK_EQ("icmp cut: IPv6: 14 + 40 + 56 bytes leave", len, 110);
 	CHECK_EQ("icmp cut: IPv6: payload length 56", out[18] << 8 | out[19], 56);
 	CHECK_EQ("icmp cut: IPv6: ICMPv6 checksum over the pseudo header",
 		 csum_ok(csum_add(out + 54, 56, csum_add(ph, 8, csum_add(out + 22, 32, 0)))), 1);
-	CHECK_EQ("icmp cut: IPv6: the MTU kept", out[58] << 24 | out[59] << 16 | out[60] << 8 | out[61],
-		 1280);
+	CHECK_EQ("icmp cut: IPv6: the MTU kept",
+		 out[58] << 24 | out[59] << 16 | out[60] << 8 | out[61], 1280);
 	CHECK_EQ("icmp cut: IPv6: the quote kept", memcmp(out + 62, f.data + 62, 48), 0);
 }
 
@@ -1063,7 +1142,8 @@ static void test_gso_cut(struct env *e)
 {
 	struct sess a;
 
-	CHECK_EQ("gso and icmp cut: set up session A", session_add(e, &a, spec_a, SID_A, IFINDEX_LO), 0);
+	CHECK_EQ("gso and icmp cut: set up session A",
+		 session_add(e, &a, spec_a, SID_A, IFINDEX_LO), 0);
 	judge_as(e, &a, GMAC, HMAC);
 	test_gso(e);
 	test_icmp_cut(e);
@@ -1151,40 +1231,68 @@ struct aged {
 };
 
 static const struct aged fx_expiry[] = {
-	{ 0, { "UDP opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
-	{ 29, { "UDP idle 29 s (timeout 30 s) goes on", FROM, ALLOW, R(ALLOW_FLOW),
-		.p = { UDP(G4, UDP_DST, 44000, 5000) } } },
-	{ 31, { "UDP idle 31 s, unreplied: judged as new", FROM, ALLOW, R(ALLOW_RULE),
-		.p = { UDP(G4, UDP_DST, 44000, 5000) } } },
-	{ 31, { "a reply to an expired UDP flow", TO, DENY, R(UNSOLICITED),
-		.p = { UDP(UDP_DST, G4, 5000, 44000) } } },
+	{ 0,
+	  { "UDP opens a flow", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 29,
+	  { "UDP idle 29 s (timeout 30 s) goes on", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 31,
+	  { "UDP idle 31 s, unreplied: judged as new", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 31,
+	  { "a reply to an expired UDP flow", TO, DENY, R(UNSOLICITED),
+	    .p = { UDP(UDP_DST, G4, 5000, 44000) } } },
 	{ 0, { "UDP again", FROM, ALLOW, R(ALLOW_RULE), .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
 	{ 0, { "its reply", TO, ALLOW, R(ALLOW_FLOW), .p = { UDP(UDP_DST, G4, 5000, 44000) } } },
-	{ 100, { "UDP replied, idle 100 s (timeout 120 s) goes on", FROM, ALLOW, R(ALLOW_FLOW),
-		 .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
-	{ 121, { "UDP replied, idle 121 s: judged as new", FROM, ALLOW, R(ALLOW_RULE),
-		 .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
-	{ 0, { "ICMP echo opens a flow", FROM, ALLOW, R(ALLOW_RULE), .p = { ECHO4(G4, "203.0.113.1", 0x4400) } } },
-	{ 31, { "its reply after 31 s", TO, DENY, R(UNSOLICITED), .p = { REPLY4("203.0.113.1", G4, 0x4400) } } },
+	{ 100,
+	  { "UDP replied, idle 100 s (timeout 120 s) goes on", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 121,
+	  { "UDP replied, idle 121 s: judged as new", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { UDP(G4, UDP_DST, 44000, 5000) } } },
+	{ 0,
+	  { "ICMP echo opens a flow", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { ECHO4(G4, "203.0.113.1", 0x4400) } } },
+	{ 31,
+	  { "its reply after 31 s", TO, DENY, R(UNSOLICITED),
+	    .p = { REPLY4("203.0.113.1", G4, 0x4400) } } },
 	{ 0, { "TCP SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 44001, 80, SYN) } } },
-	{ 121, { "a SYN-ACK 121 s after an unanswered SYN", TO, DENY, R(UNSOLICITED),
-		 .p = { TCP(WEB, G4, 80, 44001, SYN | ACK) } } },
-	{ 0, { "TCP SYN again", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 44001, 80, SYN) } } },
-	{ 0, { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(WEB, G4, 80, 44001, SYN | ACK) } } },
-	{ 86400, { "established, idle a day (timeout 5 days) goes on", FROM, ALLOW, R(ALLOW_FLOW),
-		   .p = { TCP(G4, WEB, 44001, 80, ACK) } } },
-	{ 0, { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW), .p = { TCP(G4, WEB, 44001, 80, PK_FIN | ACK) } } },
-	{ 100, { "after a FIN, idle 100 s (timeout 120 s): the server's FIN", TO, ALLOW, R(ALLOW_FLOW),
-		 .p = { TCP(WEB, G4, 80, 44001, PK_FIN | ACK) } } },
-	{ 121, { "after FINs, idle 121 s: a segment is tcp_no_flow", FROM, DENY, R(TCP_NO_FLOW),
-		 .p = { TCP(G4, WEB, 44001, 80, ACK) } } },
-	{ 0, { "TCP SYN on another tuple", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 44002, 80, SYN) } } },
-	{ 0, { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(WEB, G4, 80, 44002, SYN | ACK) } } },
-	{ 0, { "the server's RST", TO, ALLOW, R(ALLOW_FLOW), .p = { TCP(WEB, G4, 80, 44002, PK_RST | ACK) } } },
-	{ 11, { "after an RST, idle 11 s (timeout 10 s)", FROM, DENY, R(TCP_NO_FLOW),
-		.p = { TCP(G4, WEB, 44002, 80, ACK) } } },
-	{ 0, { "a SYN on the expired tuple opens it again", FROM, ALLOW, R(ALLOW_RULE),
-	       .p = { TCP(G4, WEB, 44002, 80, SYN) } } },
+	{ 121,
+	  { "a SYN-ACK 121 s after an unanswered SYN", TO, DENY, R(UNSOLICITED),
+	    .p = { TCP(WEB, G4, 80, 44001, SYN | ACK) } } },
+	{ 0,
+	  { "TCP SYN again", FROM, ALLOW, R(ALLOW_RULE), .p = { TCP(G4, WEB, 44001, 80, SYN) } } },
+	{ 0,
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { TCP(WEB, G4, 80, 44001, SYN | ACK) } } },
+	{ 86400,
+	  { "established, idle a day (timeout 5 days) goes on", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { TCP(G4, WEB, 44001, 80, ACK) } } },
+	{ 0,
+	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { TCP(G4, WEB, 44001, 80, PK_FIN | ACK) } } },
+	{ 100,
+	  { "after a FIN, idle 100 s (timeout 120 s): the server's FIN", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { TCP(WEB, G4, 80, 44001, PK_FIN | ACK) } } },
+	{ 121,
+	  { "after FINs, idle 121 s: a segment is tcp_no_flow", FROM, DENY, R(TCP_NO_FLOW),
+	    .p = { TCP(G4, WEB, 44001, 80, ACK) } } },
+	{ 0,
+	  { "TCP SYN on another tuple", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { TCP(G4, WEB, 44002, 80, SYN) } } },
+	{ 0,
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { TCP(WEB, G4, 80, 44002, SYN | ACK) } } },
+	{ 0,
+	  { "the server's RST", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { TCP(WEB, G4, 80, 44002, PK_RST | ACK) } } },
+	{ 11,
+	  { "after an RST, idle 11 s (timeout 10 s)", FROM, DENY, R(TCP_NO_FLOW),
+	    .p = { TCP(G4, WEB, 44002, 80, ACK) } } },
+	{ 0,
+	  { "a SYN on the expired tuple opens it again", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { TCP(G4, WEB, 44002, 80, SYN) } } },
 };
 
 /*
@@ -1212,8 +1320,10 @@ static void test_expiry(struct env *e)
 
 			snprintf(what, sizeof(what), "%s: expiry: age the flow %u s for `%s'", p,
 				 a->secs, a->fx.desc);
-			CHECK_EQ(what, age_flow(e, out ? k->dst : k->src, k->proto, gport, rport,
-						a->secs), 0);
+			CHECK_EQ(what,
+				 age_flow(e, out ? k->dst : k->src, k->proto, gport, rport,
+					  a->secs),
+				 0);
 		}
 		run_fixture(e, &a->fx);
 	}
@@ -1273,15 +1383,18 @@ static void test_rate_limit(struct env *e)
 		for (i = 0; i < (unsigned int)ncpu; i++)
 			b[i].tat_ns = 0;
 		CHECK_EQ("rate limit: empty the bucket",
-			 bpf_map_update_elem(bpf_map__fd(e->dp.skel->maps.tf_evrate), &sid, b, BPF_EXIST), 0);
+			 bpf_map_update_elem(bpf_map__fd(e->dp.skel->maps.tf_evrate), &sid, b,
+					     BPF_EXIST),
+			 0);
 		e->nev = 0;
 		run_raw(e, FROM, f.data, f.len, &retval);
 		ring_buffer__consume(e->rb);
 		CHECK_EQ("rate limit: the next deny is an event again", e->nev, 1);
 		CHECK_EQ("rate limit: it says how many were suppressed before it",
 			 e->nev == 1 ? e->ev[0].suppressed : 0, held);
-		CHECK_EQ("rate limit: held back on this CPU (carried by events during the burst, or now)",
-			 held + carried, n - events);
+		CHECK_EQ(
+			"rate limit: held back on this CPU (carried by events during the burst, or now)",
+			held + carried, n - events);
 		rate_limit_novel(e, ncpu, b, &f);
 	}
 	free(b);
@@ -1328,13 +1441,14 @@ static void test_config(void)
 	CHECK_FIELD("config: timeouts default to conntrack's", c, to_udp_replied_s, 120);
 	CHECK_FIELD("config: timeouts default to conntrack's", c, to_icmp_s, 30);
 	CHECK_FIELD("config: timeouts default to conntrack's", c, to_other_s, 600);
-	CHECK_EQ("config: timeouts parse", tf_config_parse(ok, strlen(ok), &c, err, sizeof(err)), 0);
+	CHECK_EQ("config: timeouts parse", tf_config_parse(ok, strlen(ok), &c, err, sizeof(err)),
+		 0);
 	CHECK_FIELD("config: timeouts.udp_s set", c, to_udp_s, 2);
 	CHECK_FIELD("config: timeouts.tcp_established_s set", c, to_tcp_established_s, 86400);
 	CHECK_FIELD("config: the other timeouts kept", c, to_udp_replied_s, 120);
 	err[0] = 0;
-	CHECK_EQ("config: a timeout of 0 fails", tf_config_parse(zero, strlen(zero), &c, err, sizeof(err)),
-		 -EINVAL);
+	CHECK_EQ("config: a timeout of 0 fails",
+		 tf_config_parse(zero, strlen(zero), &c, err, sizeof(err)), -EINVAL);
 	CHECK_STR("config: a timeout of 0 is refused, naming the field", err,
 		  "timeouts.udp_s: `0' out of range 1-2592000");
 	err[0] = 0;

@@ -222,29 +222,29 @@ static const char *rev_name(const struct dns_parse *p, char *buf)
 
 enum qv {
 	QV_PLAIN,
-	QV_QD2,		/* two questions */
+	QV_QD2, /* two questions */
 	QV_QD0,
-	QV_QR,		/* a response sent by the guest */
-	QV_OPCODE,	/* opcode UPDATE */
+	QV_QR,	   /* a response sent by the guest */
+	QV_OPCODE, /* opcode UPDATE */
 	QV_TC,
-	QV_AN1,		/* an answer record in a query */
+	QV_AN1, /* an answer record in a query */
 	QV_NS1,
-	QV_OPT,		/* EDNS0 OPT in the additional section: fine */
+	QV_OPT, /* EDNS0 OPT in the additional section: fine */
 	QV_AR2,
-	QV_CUT,		/* the message stops inside the name */
-	QV_NOTAIL,	/* no type and class after the name */
-	QV_CH,		/* class CHAOS */
-	QV_LABEL40,	/* an 0x40 extended label type */
-	QV_HDRONLY,	/* 12 bytes */
+	QV_CUT,	    /* the message stops inside the name */
+	QV_NOTAIL,  /* no type and class after the name */
+	QV_CH,	    /* class CHAOS */
+	QV_LABEL40, /* an 0x40 extended label type */
+	QV_HDRONLY, /* 12 bytes */
 };
 
 struct qcase {
 	const char *desc;
-	const char *name;	/* a name spec, see m_name() */
+	const char *name; /* a name spec, see m_name() */
 	unsigned int qtype;
 	enum qv v;
 	int status;
-	const char *rev;	/* the reversed form, for DNS_OK */
+	const char *rev; /* the reversed form, for DNS_OK */
 };
 
 static const char n63[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -270,7 +270,8 @@ static const struct qcase qcases[] = {
 	{ "query with opcode UPDATE", "github.com", DNS_T_A, QV_OPCODE, DNS_MALFORMED, NULL },
 	{ "query with TC set", "github.com", DNS_T_A, QV_TC, DNS_MALFORMED, NULL },
 	{ "query carrying an answer record", "github.com", DNS_T_A, QV_AN1, DNS_MALFORMED, NULL },
-	{ "query carrying an authority record", "github.com", DNS_T_A, QV_NS1, DNS_MALFORMED, NULL },
+	{ "query carrying an authority record", "github.com", DNS_T_A, QV_NS1, DNS_MALFORMED,
+	  NULL },
 	{ "query with two additional records", "github.com", DNS_T_A, QV_AR2, DNS_MALFORMED, NULL },
 	{ "query with a compressed name", "www@12", DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
 	{ "query for the root", "", DNS_T_A, QV_PLAIN, DNS_MALFORMED, NULL },
@@ -288,10 +289,17 @@ static const struct qcase qcases[] = {
 static void build_query(struct msg *m, const struct qcase *c)
 {
 	static const __u16 flags[] = { [QV_QR] = 0x8100, [QV_OPCODE] = 0x2900, [QV_TC] = 0x0300 };
-	unsigned int f = c->v < sizeof(flags) / sizeof(flags[0]) && flags[c->v] ? flags[c->v] : 0x0100;
+	unsigned int f = c->v < sizeof(flags) / sizeof(flags[0]) && flags[c->v] ? flags[c->v] :
+										  0x0100;
 
-	m_hdr(m, 0x1234, f, c->v == QV_QD2 ? 2 : c->v == QV_QD0 ? 0 : 1, c->v == QV_AN1,
-	      c->v == QV_NS1, c->v == QV_OPT ? 1 : c->v == QV_AR2 ? 2 : 0);
+	m_hdr(m, 0x1234, f,
+	      c->v == QV_QD2 ? 2 :
+	      c->v == QV_QD0 ? 0 :
+			       1,
+	      c->v == QV_AN1, c->v == QV_NS1,
+	      c->v == QV_OPT ? 1 :
+	      c->v == QV_AR2 ? 2 :
+			       0);
 	if (c->v == QV_HDRONLY)
 		return;
 	if (c->v == QV_LABEL40) {
@@ -345,12 +353,12 @@ static void test_parse_queries(void)
 	m_opt(&m);
 	CHECK_EQ("parser: query with an EDNS0 OPT record", parse(&m, 0, NULL, 0), DNS_OK);
 	m.len += 1;
-	CHECK_EQ("parser: query with a byte after its OPT record", parse(&m, 0, NULL, 0), DNS_MALFORMED);
+	CHECK_EQ("parser: query with a byte after its OPT record", parse(&m, 0, NULL, 0),
+		 DNS_MALFORMED);
 	m_query(&m, 1, "a.b", DNS_T_A);
 	m_opt(&m);
 	CHECK_EQ("parser: query with an OPT record arcount does not announce",
-	  parse(&m, 0, NULL, 0),
-		 DNS_MALFORMED);
+		 parse(&m, 0, NULL, 0), DNS_MALFORMED);
 	m_query(&m, 1, "a.b", DNS_T_A);
 	m_set16(&m, 10, 1);
 	CHECK_EQ("parser: query whose announced OPT record is missing", parse(&m, 0, NULL, 0),
@@ -375,8 +383,8 @@ static const char *recs(const struct dns_parse *p, char *buf, size_t len)
 	return o ? buf : "-";
 }
 
-static void check_answer(const char *desc, const struct msg *m, const char *want, unsigned int qtype,
-			 int status, int matched, const char *learnt, int lost)
+static void check_answer(const char *desc, const struct msg *m, const char *want,
+			 unsigned int qtype, int status, int matched, const char *learnt, int lost)
 {
 	char what[200], buf[1024];
 	int st = parse(m, 1, want, qtype);
@@ -418,7 +426,7 @@ static void test_parse_answers(void)
 	m_answer(&m, 7, 0, "www.example.com", DNS_T_A, 5);
 	m_cname(&m, "@12", 300, "cdn.example.net");
 	m_a(&m, "unrelated.org", 60, "203.0.113.99");
-	m_cname(&m, "cdn.example.net", 100, "edge@12");	/* edge.www.example.com */
+	m_cname(&m, "cdn.example.net", 100, "edge@12"); /* edge.www.example.com */
 	m_a(&m, "edge.www.example.com", 600, "203.0.113.10");
 	m_a(&m, "@12", 30, "203.0.113.11");
 	check_answer("CNAME chain, an unrelated record, TTL the chain's smallest", &m,
@@ -460,8 +468,8 @@ static void test_parse_answers(void)
 		snprintf(a, sizeof(a), "203.0.113.%u", 100 + i);
 		m_a(&m, "@12", 60, a);
 	}
-	check_answer("more address records than TF_DNS_LEARN_MAX", &m, "a.test", DNS_T_A, DNS_OK,
-		     1, NULL, 0);
+	check_answer("more address records than TF_DNS_LEARN_MAX", &m, "a.test", DNS_T_A, DNS_OK, 1,
+		     NULL, 0);
 	CHECK_EQ("parser: more than TF_DNS_LEARN_MAX: collected", P.nrec, TF_DNS_LEARN_MAX);
 	CHECK_EQ("parser: more than TF_DNS_LEARN_MAX: lost", P.lost, 1);
 
@@ -473,12 +481,12 @@ static void test_parse_answers(void)
 
 	m_answer(&m, 7, 0, "a.test", DNS_T_AAAA, 1);
 	m_a(&m, "@12", 60, "2001:db8::7");
-	m_set16(&m, 10, 1);	/* arcount */
+	m_set16(&m, 10, 1); /* arcount */
 	m_opt(&m);
 	check_answer("AAAA with an EDNS0 OPT record", &m, "a.test", DNS_T_AAAA, DNS_OK, 1,
 		     "2001:db8::7/60", 0);
 
-	m_answer(&m, 7, 3, "a.test", DNS_T_A, 0);	/* NXDOMAIN */
+	m_answer(&m, 7, 3, "a.test", DNS_T_A, 0); /* NXDOMAIN */
 	check_answer("NXDOMAIN", &m, "a.test", DNS_T_A, DNS_OK, 1, "-", 0);
 	m_answer(&m, 7, 0x0200, "a.test", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "203.0.113.16");
@@ -487,36 +495,36 @@ static void test_parse_answers(void)
 	/* Compression: loops, forward pointers, pointers into the header, chains */
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
 	at = m.len;
-	m_u16(&m, 0xc000 | at);	/* points at itself */
+	m_u16(&m, 0xc000 | at); /* points at itself */
 	m_u16(&m, DNS_T_A);
 	check_answer("owner pointing at itself", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
 	at = m.len;
 	m_u8(&m, 1);
 	m_u8(&m, 'x');
-	m_u16(&m, 0xc000 | at);	/* x, then back to x: a loop */
+	m_u16(&m, 0xc000 | at); /* x, then back to x: a loop */
 	check_answer("owner looping through a label", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL,
 		     0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
-	m_u16(&m, 0xc000 | (m.len + 2));	/* forward */
+	m_u16(&m, 0xc000 | (m.len + 2)); /* forward */
 	m_name(&m, "a.test");
 	check_answer("owner pointing forward", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
 	m_a(&m, "@4", 60, "203.0.113.17");
-	check_answer("owner pointing into the header", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL,
-		     0);
+	check_answer("owner pointing into the header", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1,
+		     NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 3);
-	m_cname(&m, "@12", 60, "b@14");		/* b.test */
+	m_cname(&m, "@12", 60, "b@14"); /* b.test */
 	at = m.len;
 	m_rr(&m, "@12", 99, 60, (const __u8 *)"", 0);
-	m.b[at] = 0xc0;	/* owner: a pointer to the CNAME's target, itself ending in a pointer */
+	m.b[at] = 0xc0; /* owner: a pointer to the CNAME's target, itself ending in a pointer */
 	m.b[at + 1] = (__u8)(at - 4);
 	m_a(&m, "b@14", 60, "203.0.113.18");
 	check_answer("pointer to a name ending in a pointer", &m, "a.test", DNS_T_A, DNS_OK, 1,
 		     "203.0.113.18/60", 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "203.0.113.19");
-	m.b[m.len - 4 - 10 - 2] = 0x80;	/* the pointer's first byte: label type 0x80 */
+	m.b[m.len - 4 - 10 - 2] = 0x80; /* the pointer's first byte: label type 0x80 */
 	check_answer("owner with an 0x80 label type", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL,
 		     0);
 
@@ -527,18 +535,19 @@ static void test_parse_answers(void)
 	check_answer("A record cut short", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 2);
 	m_a(&m, "@12", 60, "203.0.113.21");
-	check_answer("fewer records than ancount", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	check_answer("fewer records than ancount", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL,
+		     0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
 	m_rr(&m, "@12", DNS_T_A, 60, (const __u8 *)"\xcb\x00\x71\x16\x00", 5);
 	check_answer("A record of 5 bytes", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
 	m_cname(&m, "@12", 60, "b.test");
-	m.b[m.len - 8 - 1] += 1;	/* rdlength one more than the target */
+	m.b[m.len - 8 - 1] += 1; /* rdlength one more than the target */
 	m_u8(&m, 0);
 	check_answer("CNAME whose target does not fill its data", &m, "a.test", DNS_T_A,
 		     DNS_MALFORMED, 1, NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 0);
-	m_set16(&m, 2, 0x0100);	/* QR clear */
+	m_set16(&m, 2, 0x0100); /* QR clear */
 	check_answer("answer without QR", &m, "a.test", DNS_T_A, DNS_MALFORMED, 0, NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 0);
 	m_set16(&m, 4, 0);
@@ -564,29 +573,27 @@ static void test_parse_answers(void)
 	m_u32(&m, 60);
 	m_u16(&m, 0);
 	check_answer("owner of 255 wire bytes", &m, "a.test", DNS_T_A, DNS_OK, 1, "-", 0);
-	m.b[12 + 8 + 4 + 3 * 64] = 62;	/* the 61-byte label claims 62: 256 wire bytes */
+	m.b[12 + 8 + 4 + 3 * 64] = 62; /* the 61-byte label claims 62: 256 wire bytes */
 	check_answer("owner of 256 wire bytes", &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
 }
 
 /* ---- Part 2: the datapath ----------------------------------------------- */
 
-#define IFINDEX_B  2
-#define SID_A 1
-#define SID_B 2
-#define SID_C 3
+#define IFINDEX_B 2
+#define SID_A	  1
+#define SID_B	  2
+#define SID_C	  3
 
-#define B6   "2001:db8:b::2"		/* session B's guest: another session's address */
+#define B6 "2001:db8:b::2" /* session B's guest: another session's address */
 
 /* Session A: host rules, one CIDR rule, the resolver at the gateway over IPv4. */
-static const char spec_a[] =
-	SPEC_A_HEAD
-	"'allow':["
-	"{'host':'github.com','proto':'tcp','ports':[443]},"
-	"{'host':'*.npmjs.org','proto':'tcp','ports':[443]},"
-	"{'host':'example.com','proto':'tcp','ports':[80]},"
-	"{'host':'*.example.com','proto':'tcp','ports':[8080]},"
-	"{'host':'a.test','proto':'tcp','ports':[443]},"
-	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[22]}]}";
+static const char spec_a[] = SPEC_A_HEAD "'allow':["
+					 "{'host':'github.com','proto':'tcp','ports':[443]},"
+					 "{'host':'*.npmjs.org','proto':'tcp','ports':[443]},"
+					 "{'host':'example.com','proto':'tcp','ports':[80]},"
+					 "{'host':'*.example.com','proto':'tcp','ports':[8080]},"
+					 "{'host':'a.test','proto':'tcp','ports':[443]},"
+					 "{'cidr':'198.51.100.0/24','proto':'tcp','ports':[22]}]}";
 
 static const char spec_b[] =
 	"{'id':'b','ifname':'tap-b',"
@@ -595,12 +602,11 @@ static const char spec_b[] =
 	"'allow':[]}";
 
 /* Session C: IPv6 only, resolver at the gateway's global address. */
-static const char spec_c[] =
-	"{'id':'c','ifname':'tap-c',"
-	"'guest':{'mac':'" GMAC "','ipv6':'" G6 "'},"
-	"'gateway':{'mac':'" HMAC "','ipv6':'" GW6 "'},"
-	"'resolver':{'ipv6':'" GW6 "'},"
-	"'allow':[{'host':'github.com','proto':'tcp','ports':[443]}]}";
+static const char spec_c[] = "{'id':'c','ifname':'tap-c',"
+			     "'guest':{'mac':'" GMAC "','ipv6':'" G6 "'},"
+			     "'gateway':{'mac':'" HMAC "','ipv6':'" GW6 "'},"
+			     "'resolver':{'ipv6':'" GW6 "'},"
+			     "'allow':[{'host':'github.com','proto':'tcp','ports':[443]}]}";
 
 /* An operator exception to the floor: answers in it are learnt. */
 static const char operator_config[] = "{'floor':{'exceptions':['10.99.0.0/16']}}";
@@ -645,8 +651,12 @@ static void fr_udp(struct frame *f, int to_guest, const char *src, const char *d
 static void fr_tcp(struct frame *f, const char *src, const char *dst, unsigned int sp,
 		   unsigned int dp, __u8 flags)
 {
-	struct pk p = { .src = src, .dst = dst, .proto = IPPROTO_TCP, .sport = (__u16)sp,
-			.dport = (__u16)dp, .flags = flags };
+	struct pk p = { .src = src,
+			.dst = dst,
+			.proto = IPPROTO_TCP,
+			.sport = (__u16)sp,
+			.dport = (__u16)dp,
+			.flags = flags };
 	struct pk_frame pf;
 
 	if (pk_build(&p, GMAC, HMAC, &pf)) {
@@ -703,7 +713,8 @@ static int learned_get(struct env *e, __u32 sid, const char *addr, struct tf_lea
 	return slot_op(e, TF_SLOT_LEARNED, sid, BPF_MAP_LOOKUP_ELEM, &k, v);
 }
 
-static int dnsq_get(struct env *e, __u32 sid, unsigned int gport, unsigned int id, struct tf_dnsq *v)
+static int dnsq_get(struct env *e, __u32 sid, unsigned int gport, unsigned int id,
+		    struct tf_dnsq *v)
 {
 	struct tf_dnsq_key k = { .sid = sid, .gport = htons((__u16)gport), .id = htons((__u16)id) };
 
@@ -724,7 +735,7 @@ static long learned_ttl(struct env *e, const char *addr)
 
 /* An answer's record: an A or AAAA (data an address) or a CNAME (data a name). */
 struct rr {
-	unsigned int type;	/* 0 ends the list; DNS_T_A for an address of either family */
+	unsigned int type; /* 0 ends the list; DNS_T_A for an address of either family */
 	const char *owner;
 	__u32 ttl;
 	const char *data;
@@ -747,7 +758,7 @@ struct step {
 	const char *desc;
 	unsigned int gport, id;
 	const char *name;
-	unsigned int qtype, flags;	/* S_TCP: the TCP flags */
+	unsigned int qtype, flags; /* S_TCP: the TCP flags */
 	struct rr rr[8];
 	const char *addr;
 	unsigned int port;
@@ -755,19 +766,38 @@ struct step {
 	struct expect x;
 };
 
-#define QUERY(d, gp, i, n, t, ...) \
-	{ S_QUERY, d, .gport = gp, .id = i, .name = n, .qtype = t, .x = { __VA_ARGS__ } }
-#define ANSWER(d, gp, i, fl, n, t, recs, ...)                                        \
-	{ S_ANSWER, d, .gport = gp, .id = i, .name = n, .qtype = t, .flags = fl,      \
-	  .rr = { UNPAREN recs }, .x = { __VA_ARGS__ } }
-#define TCP_TO(d, gp, a, p, fl, ...) \
-	{ S_TCP, d, .gport = gp, .addr = a, .port = p, .flags = fl, .x = { __VA_ARGS__ } }
+#define QUERY(d, gp, i, n, t, ...)                                                            \
+	{                                                                                     \
+		S_QUERY, d, .gport = gp, .id = i, .name = n, .qtype = t, .x = { __VA_ARGS__ } \
+	}
+#define ANSWER(d, gp, i, fl, n, t, recs, ...)                                          \
+	{                                                                              \
+		S_ANSWER, d, .gport = gp, .id = i, .name = n, .qtype = t, .flags = fl, \
+			     .rr = { UNPAREN recs },                                   \
+			     .x = { __VA_ARGS__ }                                      \
+	}
+#define TCP_TO(d, gp, a, p, fl, ...)                                                           \
+	{                                                                                      \
+		S_TCP, d, .gport = gp, .addr = a, .port = p, .flags = fl, .x = { __VA_ARGS__ } \
+	}
 #define SYN_TO(d, a, p, ...) TCP_TO(d, 50000, a, p, PK_SYN, __VA_ARGS__)
-#define UDP_TO(d, gp, a, p, ...) { S_UDP, d, .gport = gp, .addr = a, .port = p, .x = { __VA_ARGS__ } }
-#define LEARNT(d, a, t) { S_LEARNT, d, .addr = a, .ttl = t }
+#define UDP_TO(d, gp, a, p, ...)                                                  \
+	{                                                                         \
+		S_UDP, d, .gport = gp, .addr = a, .port = p, .x = { __VA_ARGS__ } \
+	}
+#define LEARNT(d, a, t)                          \
+	{                                        \
+		S_LEARNT, d, .addr = a, .ttl = t \
+	}
 #define UNPAREN(...) __VA_ARGS__
-#define A(owner, ttl, addr) { DNS_T_A, owner, ttl, addr }
-#define CNAME(owner, ttl, target) { DNS_T_CNAME, owner, ttl, target }
+#define A(owner, ttl, addr)               \
+	{                                 \
+		DNS_T_A, owner, ttl, addr \
+	}
+#define CNAME(owner, ttl, target)               \
+	{                                       \
+		DNS_T_CNAME, owner, ttl, target \
+	}
 
 /* The guest and its resolver, as the session under test has them. */
 struct peers {
@@ -815,7 +845,8 @@ static void run_steps(struct env *e, const struct peers *p, const struct step *s
 			judge_expect(e, FROM, &f, s->desc, &s->x);
 			break;
 		case S_UDP:
-			fr_udp_plain(&f, strchr(s->addr, ':') ? G6 : G4, s->addr, s->gport, s->port);
+			fr_udp_plain(&f, strchr(s->addr, ':') ? G6 : G4, s->addr, s->gport,
+				     s->port);
 			judge_expect(e, FROM, &f, s->desc, &s->x);
 			break;
 		case S_LEARNT:
@@ -828,68 +859,68 @@ static void run_steps(struct env *e, const struct peers *p, const struct step *s
 /* Queries, in order: the names and types that go out or not. */
 static const struct step q_first[] = {
 	QUERY("query github.com", 40001, 0x1111, "github.com", DNS_T_A, 1, "allow_dns+1",
-	  "allow_dns[github.com]"),
+	      "allow_dns[github.com]"),
 };
 static const struct step q_names[] = {
 	QUERY("query GitHub.COM, mixed case", 40002, 0x1112, "GitHub.COM", DNS_T_AAAA, 1,
-	  "allow_dns+1", "allow_dns[github.com]"),
+	      "allow_dns+1", "allow_dns[github.com]"),
 	QUERY("query github.com CNAME", 40003, 0x1113, "github.com", DNS_T_CNAME, 1, "allow_dns+1",
-	  NULL),
+	      NULL),
 	QUERY("query www.github.com: only github.com itself is allowed", 40004, 0x1114,
-	  "www.github.com", DNS_T_A, 0, "dns_name_denied+1", "dns_name_denied[www.github.com]"),
+	      "www.github.com", DNS_T_A, 0, "dns_name_denied+1", "dns_name_denied[www.github.com]"),
 	QUERY("query gitlab.com", 40005, 0x1115, "gitlab.com", DNS_T_A, 0, "dns_name_denied+1",
-	  "dns_name_denied[gitlab.com]"),
+	      "dns_name_denied[gitlab.com]"),
 	QUERY("query npmjs.org: *.npmjs.org is only below it", 40006, 0x1116, "npmjs.org", DNS_T_A,
-	  0, "dns_name_denied+1", NULL),
+	      0, "dns_name_denied+1", NULL),
 	QUERY("query registry.npmjs.org", 40007, 0x1117, "registry.npmjs.org", DNS_T_A, 1,
-	  "allow_dns+1", "allow_dns[registry.npmjs.org]"),
+	      "allow_dns+1", "allow_dns[registry.npmjs.org]"),
 };
 static const struct step q_wild[] = {
 	QUERY("query a.b.npmjs.org", 40008, 0x1118, "a.b.npmjs.org", DNS_T_A, 1, "allow_dns+1",
-	  NULL),
+	      NULL),
 	QUERY("query evilnpmjs.org", 40009, 0x1119, "evilnpmjs.org", DNS_T_A, 0,
-	  "dns_name_denied+1", NULL),
+	      "dns_name_denied+1", NULL),
 	QUERY("query example.com (exact rule)", 40010, 0x111a, "example.com", DNS_T_A, 1,
-	  "allow_dns+1", NULL),
+	      "allow_dns+1", NULL),
 	QUERY("query www.example.com (wildcard rule)", 40011, 0x111b, "www.example.com", DNS_T_A, 1,
-	  "allow_dns+1", NULL),
+	      "allow_dns+1", NULL),
 	QUERY("query a.b.example.com", 40012, 0x111c, "a.b.example.com", DNS_T_A, 1, "allow_dns+1",
-	  NULL),
+	      NULL),
 	QUERY("query evilexample.com", 40013, 0x111d, "evilexample.com", DNS_T_A, 0,
-	  "dns_name_denied+1", "dns_name_denied[evilexample.com]"),
+	      "dns_name_denied+1", "dns_name_denied[evilexample.com]"),
 	QUERY("query example.com.evil.org", 40014, 0x111e, "example.com.evil.org", DNS_T_A, 0,
-	  "dns_name_denied+1", NULL),
+	      "dns_name_denied+1", NULL),
 	QUERY("query com", 40015, 0x111f, "com", DNS_T_A, 0, "dns_name_denied+1", NULL),
 	QUERY("query github.com TXT", 40016, 0x1120, "github.com", 16, 0, "dns_qtype+1",
-	  "dns_qtype[github.com]"),
+	      "dns_qtype[github.com]"),
 	QUERY("query github.com ANY", 40017, 0x1121, "github.com", 255, 0, "dns_qtype+1", NULL),
 	QUERY("query github.com NULL", 40018, 0x1122, "github.com", 10, 0, "dns_qtype+1", NULL),
 	QUERY("query github.com HTTPS", 40019, 0x1123, "github.com", 65, 0, "dns_qtype+1", NULL),
 	QUERY("query github.com SVCB", 40020, 0x1124, "github.com", 64, 0, "dns_qtype+1", NULL),
 	QUERY("query a name with a bad byte", 40021, 0x1125, "git!hub.com", DNS_T_A, 0,
-	  "dns_malformed+1", "dns_malformed[]"),	/* no name that is not a host name */
+	      "dns_malformed+1", "dns_malformed[]"), /* no name that is not a host name */
 };
 
 /* The same port again: every query is judged, not just a flow's first. */
 static const struct step q_again[] = {
 	QUERY("second query on an allowed port, for a denied name", 40001, 0x112b, "gitlab.com",
-	  DNS_T_A, 0, "dns_name_denied+1", NULL),
+	      DNS_T_A, 0, "dns_name_denied+1", NULL),
 	QUERY("third query on that port, allowed", 40001, 0x112c, "github.com", DNS_T_A, 1,
-	  "allow_dns+1", NULL),
+	      "allow_dns+1", NULL),
 };
 
 /* DNS anywhere else */
 static const struct step q_elsewhere[] = {
 	TCP_TO("TCP SYN to the resolver's port", 40030, GW4, 53, PK_SYN, 0, "dns_tcp+1",
-	  "dns_tcp[]"),
+	       "dns_tcp[]"),
 	TCP_TO("TCP ACK to the resolver's port", 40030, GW4, 53, PK_ACK, 0, "dns_tcp+1", NULL),
 	UDP_TO("UDP to 8.8.8.8:53", 40031, "8.8.8.8", 53, 0, "dns_not_resolver+1", NULL),
 	TCP_TO("DNS over TLS to 1.1.1.1:853", 40032, "1.1.1.1", 853, PK_SYN, 0,
-	  "dns_not_resolver+1", NULL),
+	       "dns_not_resolver+1", NULL),
 	TCP_TO("DNS over TLS to the resolver", 40033, GW4, 853, PK_SYN, 0, "dns_not_resolver+1",
-	  NULL),
+	       NULL),
 	UDP_TO("DNS over QUIC to 1.1.1.1:853", 40034, "1.1.1.1", 853, 0, "dns_not_resolver+1",
-	  NULL),
+	       NULL),
 	UDP_TO("mDNS", 5353, "224.0.0.251", 5353, 0, "dns_not_resolver+1", NULL),
 	UDP_TO("LLMNR", 40035, "224.0.0.252", 5355, 0, "dns_not_resolver+1", NULL),
 	UDP_TO("LLMNR over IPv6", 40036, "ff02::1:3", 5355, 0, "dns_not_resolver+1", NULL),
@@ -941,7 +972,7 @@ static void test_queries(struct env *e)
 	judge(e, FROM, &f, "query of 11 bytes", 0, "dns_malformed+1", NULL);
 	m_query(&m, 0x1129, "github.com", DNS_T_A);
 	fr_udp(&f, 0, G4, GW4, 40026, 53, &m);
-	pk_put16(f.d + 14 + 20 + 4, 8 + m.len + 1);	/* UDP length past the IP packet */
+	pk_put16(f.d + 14 + 20 + 4, 8 + m.len + 1); /* UDP length past the IP packet */
 	judge(e, FROM, &f, "query whose UDP length exceeds the IP packet", 0, "dns_malformed+1",
 	      NULL);
 	m_query(&m, 0x112a, "github.com", DNS_T_A);
@@ -994,10 +1025,11 @@ static void test_isolation(struct env *e)
 		run(e, FROM, &f, &r);
 	}
 	/* LRU eviction is approximate (per-CPU free lists): count, don't name, what was evicted. */
-	snprintf(what, sizeof(what), "A's flood of %u queries: A's table holds at most its %u",
-		 n, e->cfg.dns_queries);
+	snprintf(what, sizeof(what), "A's flood of %u queries: A's table holds at most its %u", n,
+		 e->cfg.dns_queries);
 	CHECK_TRUE(what, slot_count(e, TF_SLOT_DNSQ, SID_A) <= e->cfg.dns_queries);
-	CHECK_EQ("A's latest query is outstanding", dnsq_get(e, SID_A, 46000 + n - 1, 0x6000 + n - 1, &q), 0);
+	CHECK_EQ("A's latest query is outstanding",
+		 dnsq_get(e, SID_A, 46000 + n - 1, 0x6000 + n - 1, &q), 0);
 	CHECK_EQ("B's outstanding query survived A's flood", bpf_map_lookup_elem(qfd, &bq, &q), 0);
 	CHECK_EQ("B's learnt address survived A's flood", bpf_map_lookup_elem(lfd, &bl, &l), 0);
 }
@@ -1018,7 +1050,8 @@ static const struct step a_matching[] = {
 static const struct step a_case[] = {
 	LEARNT("unmatched answers teach nothing", "140.82.112.5", -1),
 	ANSWER("answer with 0x20 case randomisation", 41002, 0x2002, 0, "gItHuB.cOm", DNS_T_A,
-	       (A("@12", 60, "140.82.112.5")), 1, "allow_dns_answer+1", "allow_dns_answer[github.com]"),
+	       (A("@12", 60, "140.82.112.5")), 1, "allow_dns_answer+1",
+	       "allow_dns_answer[github.com]"),
 	LEARNT("0x20 answer: 140.82.112.5 is learnt", "140.82.112.5", 60),
 };
 
@@ -1028,8 +1061,8 @@ static const struct step a_cname[] = {
 	      NULL),
 	ANSWER("CNAME chain answer", 41010, 0x2010, 0, "www.example.com", DNS_T_A,
 	       (CNAME("@12", 300, "cdn.example.net"), A("unrelated.org", 60, "203.0.113.99"),
-		CNAME("cdn.example.net", 300, "edge.cdn.test"), A("edge.cdn.test", 120, "203.0.113.10"),
-		A("cdn.example.net", 120, "203.0.113.11")),
+		CNAME("cdn.example.net", 300, "edge.cdn.test"),
+		A("edge.cdn.test", 120, "203.0.113.10"), A("cdn.example.net", 120, "203.0.113.11")),
 	       1, "allow_dns_answer+1", NULL),
 	LEARNT("the chain's end 203.0.113.10 is learnt", "203.0.113.10", 120),
 	LEARNT("a chain name's 203.0.113.11 is learnt", "203.0.113.11", 120),
@@ -1044,8 +1077,9 @@ static const struct step a_cname[] = {
 static const struct step a_rebind[] = {
 	QUERY("query a.test", 41030, 0x2030, "a.test", DNS_T_A, 1, "allow_dns+1", NULL),
 	ANSWER("answer with rebinding addresses", 41030, 0x2030, 0, "a.test", DNS_T_A,
-	       (A("@12", 60, "10.0.0.1"), A("@12", 60, "169.254.169.254"), A("@12", 60, "127.0.0.1"),
-		A("@12", 60, B6), A("@12", 60, "10.99.0.5") /* an operator exception */,
+	       (A("@12", 60, "10.0.0.1"), A("@12", 60, "169.254.169.254"),
+		A("@12", 60, "127.0.0.1"), A("@12", 60, B6),
+		A("@12", 60, "10.99.0.5") /* an operator exception */,
 		A("@12", 60, "203.0.113.50")),
 	       1, "dns_rebind+4,allow_dns_answer+1",
 	       "dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],dns_rebind[a.test],"
@@ -1139,13 +1173,13 @@ static void test_answers(struct env *e)
 	m_a(&m, "@12", 60, "140.82.112.3");
 	answer(e, "its answer", 41001, &m, 1, "allow_dns_answer+1", "allow_dns_answer[github.com]");
 	CHECK_EQ("the answered query is no longer outstanding",
-	  dnsq_get(e, SID_A, 41001, 0x2001, &q),
-		 -ENOENT);
+		 dnsq_get(e, SID_A, 41001, 0x2001, &q), -ENOENT);
 	CHECK_EQ("140.82.112.3 is learnt", learned_get(e, SID_A, "140.82.112.3", &l), 0);
 	rev_of("github.com", rev);
 	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, name_len, 11);
 	CHECK_MEM("140.82.112.3 is learnt with github.com's: name", l.name, rev, 11);
-	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, perm.protos, TF_PB_TCP | TF_PB_TLS);
+	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, perm.protos,
+		    TF_PB_TCP | TF_PB_TLS);
 	CHECK_FIELD("140.82.112.3 is learnt with github.com's", l, sub, 0);
 	CHECK_FIELD("140.82.112.3 is learnt in this generation", l, ver, 1);
 	{
@@ -1161,8 +1195,7 @@ static void test_answers(struct env *e)
 	}
 	CHECK_EQ("140.82.112.3 expires with the TTL (60 s)", learned_ttl(e, "140.82.112.3"), 60);
 	CHECK_EQ("140.82.112.3 is not learnt for session B",
-	  learned_get(e, SID_B, "140.82.112.3", &l),
-		 -ENOENT);
+		 learned_get(e, SID_B, "140.82.112.3", &l), -ENOENT);
 	answer(e, "the same answer again", 41001, &m, 0, "dns_unmatched+1", "dns_unmatched[]");
 
 	/* A query older than the operator's dns_query_timeout_s matches nothing. */
@@ -1194,8 +1227,8 @@ static void test_answers(struct env *e)
 		l.ver = ver + 7;
 		CHECK_EQ("mark 140.82.112.3 learnt in another generation",
 			 slot_op(e, TF_SLOT_LEARNED, SID_A, BPF_MAP_UPDATE_ELEM, &k, &l), 0);
-		syn(e, "SYN to 140.82.112.3:443, learnt in another generation", "140.82.112.3", 443, 0,
-		    "no_rule+1");
+		syn(e, "SYN to 140.82.112.3:443, learnt in another generation", "140.82.112.3", 443,
+		    0, "no_rule+1");
 		l.ver = ver;
 		CHECK_EQ("back to this generation",
 			 slot_op(e, TF_SLOT_LEARNED, SID_A, BPF_MAP_UPDATE_ELEM, &k, &l), 0);
@@ -1228,7 +1261,8 @@ static void test_answers(struct env *e)
 		m_a(&m, "@12", 60, a);
 	}
 	answer(e, "answer with more records than TF_DNS_LEARN_MAX", 41020, &m, 1,
-	       "dns_learn_limit+1,allow_dns_answer+1", "dns_learn_limit[a.test],allow_dns_answer[a.test]");
+	       "dns_learn_limit+1,allow_dns_answer+1",
+	       "dns_learn_limit[a.test],allow_dns_answer[a.test]");
 	snprintf(a, sizeof(a), "203.0.113.%u", 100 + TF_DNS_LEARN_MAX - 1);
 	CHECK_EQ("the last record within the limit is learnt", learned_ttl(e, a), 60);
 	snprintf(a, sizeof(a), "203.0.113.%u", 100 + TF_DNS_LEARN_MAX);
@@ -1314,7 +1348,7 @@ static void test_answers(struct env *e)
 	m_answer(&m, 0x2058, 0, "a.test", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "203.0.113.76");
 	fr_udp(&f, 1, GW4, G4, 53, 41058, &m);
-	pk_put16(f.d + 14 + 6, 0x2000);	/* more fragments */
+	pk_put16(f.d + 14 + 6, 0x2000); /* more fragments */
 	judge(e, TO, &f, "answer in IP fragments", 0, "fragment+1", NULL);
 	CHECK_EQ("fragmented answer: nothing learnt", learned_ttl(e, "203.0.113.76"), -1);
 	CHECK_EQ("fragmented answer: the query stays outstanding",

@@ -75,8 +75,8 @@ int main(void)
 		for (i = 0, files = 0; i < n; i++) {
 			if (names[i]->d_name[0] != '.') {
 				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-				snprintf(what, sizeof(what), "%s fuzz corpus: %s", harnesses[h].name,
-					 names[i]->d_name);
+				snprintf(what, sizeof(what), "%s fuzz corpus: %s",
+					 harnesses[h].name, names[i]->d_name);
 				CHECK_EQ(what, replay(harnesses[h].one, path), 0);
 				files++;
 			}

@@ -79,14 +79,19 @@ int main(void)
 	int ret;
 
 	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET, RT_TABLE_LOCAL, RTN_LOCAL, "203.0.113.1", 32);
-	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET, RT_TABLE_LOCAL, RTN_BROADCAST, "203.0.113.255", 32);
+	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET, RT_TABLE_LOCAL, RTN_BROADCAST, "203.0.113.255",
+		  32);
 	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET, RT_TABLE_LOCAL, RTN_LOCAL, "192.0.2.0", 24);
-	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET, RT_TABLE_MAIN, RTN_UNICAST, "198.51.100.0", 24);
+	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET, RT_TABLE_MAIN, RTN_UNICAST, "198.51.100.0",
+		  24);
 	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET, RT_TABLE_MAIN, RTN_LOCAL, "198.51.100.9", 32);
-	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET6, RT_TABLE_LOCAL, RTN_LOCAL, "2001:db8:99::1", 128);
-	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET6, RT_TABLE_LOCAL, RTN_ANYCAST, "2001:db8:99::", 128);
+	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET6, RT_TABLE_LOCAL, RTN_LOCAL, "2001:db8:99::1",
+		  128);
+	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET6, RT_TABLE_LOCAL, RTN_ANYCAST,
+		  "2001:db8:99::", 128);
 	put_route(&d, RTM_NEWROUTE, 0, SEQ, AF_INET6, RT_TABLE_LOCAL, RTN_MULTICAST, "ff00::", 8);
-	put_route(&d, RTM_NEWROUTE, 0, SEQ + 1, AF_INET, RT_TABLE_LOCAL, RTN_LOCAL, "203.0.113.9", 32);
+	put_route(&d, RTM_NEWROUTE, 0, SEQ + 1, AF_INET, RT_TABLE_LOCAL, RTN_LOCAL, "203.0.113.9",
+		  32);
 	ret = tf_hostaddr_parse(d.buf, d.len, SEQ, out, 8, &n, &over);
 	CHECK_EQ("a dump without NLMSG_DONE yet: more to come", ret, 0);
 	CHECK_EQ("local, broadcast, AnyIP and anycast routes of the local table only", n, 5);
@@ -100,7 +105,8 @@ int main(void)
 
 	d.len = 0;
 	put_done(&d, 0);
-	CHECK_EQ("NLMSG_DONE ends the dump", tf_hostaddr_parse(d.buf, d.len, SEQ, out, 8, &n, &over), 1);
+	CHECK_EQ("NLMSG_DONE ends the dump",
+		 tf_hostaddr_parse(d.buf, d.len, SEQ, out, 8, &n, &over), 1);
 
 	n = over = 0;
 	d.len = 0;
@@ -130,7 +136,7 @@ int main(void)
 	e = NLMSG_DATA(nh);
 	e->error = -EINVAL;
 	d.len = NLMSG_ALIGN(nh->nlmsg_len);
-	CHECK_EQ("an NLMSG_ERROR is its error", tf_hostaddr_parse(d.buf, d.len, SEQ, out, 8, &n, &over),
-		 -EINVAL);
+	CHECK_EQ("an NLMSG_ERROR is its error",
+		 tf_hostaddr_parse(d.buf, d.len, SEQ, out, 8, &n, &over), -EINVAL);
 	return CHECK_EXIT();
 }

@@ -47,8 +47,11 @@ static void test_locks(void)
 		close(fd);
 	snprintf(want, sizeof(want), "%d\n", (int)getpid());
 	CHECK_STR("it holds the daemon's pid", buf, want);
-	CHECK_EQ("its fds are close-on-exec", (fcntl(a.state_fd, F_GETFD) & FD_CLOEXEC) &&
-		 (fcntl(a.pin_fd, F_GETFD) & FD_CLOEXEC) && (fcntl(a.sock_fd, F_GETFD) & FD_CLOEXEC), 1);
+	CHECK_EQ("its fds are close-on-exec",
+		 (fcntl(a.state_fd, F_GETFD) & FD_CLOEXEC) &&
+			 (fcntl(a.pin_fd, F_GETFD) & FD_CLOEXEC) &&
+			 (fcntl(a.sock_fd, F_GETFD) & FD_CLOEXEC),
+		 1);
 	/* flock belongs to the open file: a second open in this process conflicts like another daemon. */
 	CHECK_EQ("a second daemon is refused", tf_lock_take(&cfg, &b, 0), -EBUSY);
 	CHECK_EQ("and holds nothing", b.state_fd == -1 && b.pin_fd == -1 && b.sock_fd == -1, 1);
@@ -89,7 +92,7 @@ static int has_sys_resource(void)
 			break;
 	if (f)
 		fclose(f);
-	return (eff >> 24) & 1;	/* CAP_SYS_RESOURCE */
+	return (eff >> 24) & 1; /* CAP_SYS_RESOURCE */
 }
 
 static void test_budget(void)
@@ -123,8 +126,8 @@ static void test_budget(void)
 		_exit(tf_fd_budget(&cfg) == (has_sys_resource() ? 0 : -EMFILE) ? 0 : 1);
 	}
 	waitpid(pid, &status, 0);
-	CHECK_EQ(has_sys_resource() ? "a low hard limit is raised (CAP_SYS_RESOURCE)"
-				    : "a low hard limit without CAP_SYS_RESOURCE refuses the start",
+	CHECK_EQ(has_sys_resource() ? "a low hard limit is raised (CAP_SYS_RESOURCE)" :
+				      "a low hard limit without CAP_SYS_RESOURCE refuses the start",
 		 WIFEXITED(status) && WEXITSTATUS(status) == 0, 1);
 	setrlimit(RLIMIT_NOFILE, &rl);
 }

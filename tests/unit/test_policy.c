@@ -8,7 +8,7 @@
 #include "check.h"
 
 #define MAX_CASE_RULES 8
-#define IPPROTO_GRE_ 47	/* an "other" protocol */
+#define IPPROTO_GRE_   47 /* an "other" protocol */
 
 /* Fixtures are written with ' for ", to stay readable. */
 static int parse_rule(const char *s, struct tf_rule *r)
@@ -73,8 +73,10 @@ static int rules_allow(const struct tf_rule *rules, unsigned int n, const struct
 /* The permission bit of a chunk's set: TCP ports, UDP ports or TLS ports (TF_PORTS_TLS). */
 static __u8 chunk_bit(const struct tf_policy_chunk *c)
 {
-	return c->proto == IPPROTO_TCP ? TF_PB_TCP : c->proto == IPPROTO_UDP ? TF_PB_UDP :
-	       c->proto == TF_PORTS_TLS ? TF_PB_TLS : 0;
+	return c->proto == IPPROTO_TCP	? TF_PB_TCP :
+	       c->proto == IPPROTO_UDP	? TF_PB_UDP :
+	       c->proto == TF_PORTS_TLS ? TF_PB_TLS :
+					  0;
 }
 
 /* Is port in the set of class cls whose permission bit is bit? */
@@ -129,8 +131,9 @@ static void val_check(const struct tf_policy *p, const struct tf_rule_val *v, co
 		return;
 	for (j = 0; j < p->nchunks; j++)
 		if (p->chunks[j].cls == v->cls && (v->all_ports & chunk_bit(&p->chunks[j]))) {
-			snprintf(buf, len, "%s: chunk %u (proto %u) of cls %u for a set of all ports",
-				 where, j, p->chunks[j].proto, v->cls);
+			snprintf(buf, len,
+				 "%s: chunk %u (proto %u) of cls %u for a set of all ports", where,
+				 j, p->chunks[j].proto, v->cls);
 			return;
 		}
 	if (!(v->protos & TF_PB_TLS) || (v->all_ports & TF_PB_TLS))
@@ -138,7 +141,8 @@ static void val_check(const struct tf_policy *p, const struct tf_rule_val *v, co
 	for (port = 0; port <= 65535; port++)
 		if (class_has(p, v->cls, TF_PB_TLS, (__u16)port) &&
 		    !val_has(p, v, TF_PB_TCP, (__u16)port)) {
-			snprintf(buf, len, "%s: TLS port %u is not an allowed TCP port", where, port);
+			snprintf(buf, len, "%s: TLS port %u is not an allowed TCP port", where,
+				 port);
 			return;
 		}
 }
@@ -172,27 +176,30 @@ static const char *policy_check(const struct tf_policy *p, char *buf, size_t len
 		if (!c->cls || c->cls > p->nclasses)
 			snprintf(buf, len, "chunk %u: cls %u out of 1..%u", i, c->cls, p->nclasses);
 		else if (!chunk_bit(c))
-			snprintf(buf, len, "chunk %u: proto %u neither TCP, UDP nor TF_PORTS_TLS", i,
-				 c->proto);
+			snprintf(buf, len, "chunk %u: proto %u neither TCP, UDP nor TF_PORTS_TLS",
+				 i, c->proto);
 		else if (!(c->bits.w[0] | c->bits.w[1] | c->bits.w[2] | c->bits.w[3]))
 			snprintf(buf, len, "chunk %u: bits empty", i);
 		for (j = 0; j < i && !buf[0]; j++)
 			if (p->chunks[j].cls == c->cls && p->chunks[j].proto == c->proto &&
 			    p->chunks[j].hi == c->hi)
-				snprintf(buf, len, "chunk %u: same cls, proto and hi as chunk %u", i, j);
+				snprintf(buf, len, "chunk %u: same cls, proto and hi as chunk %u",
+					 i, j);
 	}
 	return buf[0] ? buf : "consistent";
 }
 
 /* The oracle for TLS ports: does a rule containing ip make TCP port a TLS port? CIDR rules only. */
-static int rules_tls(const struct tf_rule *rules, unsigned int n, const struct tf_ip *ip, __u16 port)
+static int rules_tls(const struct tf_rule *rules, unsigned int n, const struct tf_ip *ip,
+		     __u16 port)
 {
 	unsigned int i, k;
 
 	for (i = 0; i < n; i++) {
 		const struct tf_rule *r = &rules[i];
 
-		if (!tf_cidr_contains(&r->cidr, ip) || !(r->protos & TF_PB_TCP) || r->tls != TF_TLS_ON)
+		if (!tf_cidr_contains(&r->cidr, ip) || !(r->protos & TF_PB_TCP) ||
+		    r->tls != TF_TLS_ON)
 			continue;
 		if (!r->nranges)
 			return 1;
@@ -224,7 +231,7 @@ struct probe {
 	const char *addr;
 	__u8 proto;
 	__u16 port;
-	int want;	/* 1: allowed; ALLOW_TLS: allowed, and a TLS port */
+	int want; /* 1: allowed; ALLOW_TLS: allowed, and a TLS port */
 };
 
 #define ALLOW_TLS 3
@@ -236,136 +243,148 @@ struct policy_case {
 };
 
 static const struct policy_case policy_cases[] = {
-	{ "no rules deny everything", { NULL }, {
-		{ "10.0.0.1", IPPROTO_TCP, 80, 0 },
-		{ "2001:db8::1", IPPROTO_ICMPV6, 0, 0 },
-	} },
-	{ "nested /16 tcp 80 and /24 udp 53", {
-		"{'cidr':'10.1.0.0/16','proto':'tcp','ports':[80]}",
-		"{'cidr':'10.1.2.0/24','proto':'udp','ports':[53]}", NULL }, {
-		{ "10.1.2.3", IPPROTO_TCP, 80, 1 },
-		{ "10.1.2.3", IPPROTO_UDP, 53, 1 },
-		{ "10.1.2.3", IPPROTO_TCP, 53, 0 },
-		{ "10.1.2.3", IPPROTO_UDP, 80, 0 },
-		{ "10.1.2.3", IPPROTO_TCP, 81, 0 },
-		{ "10.1.2.3", IPPROTO_ICMP, 0, 0 },
-		{ "10.1.3.3", IPPROTO_TCP, 80, 1 },
-		{ "10.1.3.3", IPPROTO_UDP, 53, 0 },
-		{ "10.2.0.1", IPPROTO_TCP, 80, 0 },
-	} },
-	{ "ranges crossing 256-port chunks", {
-		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['250-260','65530-65535',1]}", NULL }, {
-		{ "10.9.9.9", IPPROTO_TCP, 249, 0 },
-		{ "10.9.9.9", IPPROTO_TCP, 250, 1 },
-		{ "10.9.9.9", IPPROTO_TCP, 255, 1 },
-		{ "10.9.9.9", IPPROTO_TCP, 256, 1 },
-		{ "10.9.9.9", IPPROTO_TCP, 260, 1 },
-		{ "10.9.9.9", IPPROTO_TCP, 261, 0 },
-		{ "10.9.9.9", IPPROTO_TCP, 65529, 0 },
-		{ "10.9.9.9", IPPROTO_TCP, 65535, 1 },
-		{ "10.9.9.9", IPPROTO_TCP, 1, 1 },
-		{ "10.9.9.9", IPPROTO_TCP, 0, 0 },
-		{ "10.9.9.9", IPPROTO_UDP, 250, 0 },
-	} },
-	{ "any without ports allows every protocol", {
-		"{'cidr':'192.0.2.0/24','proto':'any'}", NULL }, {
-		{ "192.0.2.7", IPPROTO_TCP, 0, 1 },
-		{ "192.0.2.7", IPPROTO_TCP, 65535, 1 },
-		{ "192.0.2.7", IPPROTO_UDP, 12345, 1 },
-		{ "192.0.2.7", IPPROTO_ICMP, 0, 1 },
-		{ "192.0.2.7", IPPROTO_GRE_, 0, 1 },
-		{ "192.0.3.7", IPPROTO_TCP, 80, 0 },
-	} },
-	{ "any with ports is TCP and UDP on those ports", {
-		"{'cidr':'192.0.2.0/24','proto':'any','ports':[443]}", NULL }, {
-		{ "192.0.2.7", IPPROTO_TCP, 443, 1 },
-		{ "192.0.2.7", IPPROTO_UDP, 443, 1 },
-		{ "192.0.2.7", IPPROTO_TCP, 80, 0 },
-		{ "192.0.2.7", IPPROTO_ICMP, 0, 0 },
-		{ "192.0.2.7", IPPROTO_GRE_, 0, 0 },
-	} },
-	{ "icmp per family", {
-		"{'cidr':'198.51.100.0/24','proto':'icmp'}",
-		"{'cidr':'2001:db8::/32','proto':'icmp'}", NULL }, {
-		{ "198.51.100.1", IPPROTO_ICMP, 0, 1 },
-		{ "198.51.100.1", IPPROTO_ICMPV6, 0, 0 },
-		{ "198.51.100.1", IPPROTO_TCP, 80, 0 },
-		{ "2001:db8::1", IPPROTO_ICMPV6, 0, 1 },
-		{ "2001:db8::1", IPPROTO_ICMP, 0, 0 },
-		{ "2001:db9::1", IPPROTO_ICMPV6, 0, 0 },
-	} },
-	{ "IPv6 nesting", {
-		"{'cidr':'2001:db8::/32','proto':'tcp','ports':[443]}",
-		"{'cidr':'2001:db8:1::/48','proto':'udp','ports':[53]}",
-		"{'cidr':'2001:db8:1::53','proto':'tcp'}",
-		"{'cidr':'::/0','proto':'icmp'}", NULL }, {
-		{ "2001:db8:1::1", IPPROTO_TCP, 443, 1 },
-		{ "2001:db8:1::1", IPPROTO_UDP, 53, 1 },
-		{ "2001:db8:1::1", IPPROTO_TCP, 22, 0 },
-		{ "2001:db8:1::53", IPPROTO_TCP, 22, 1 },
-		{ "2001:db8:1::53", IPPROTO_UDP, 53, 1 },
-		{ "2001:db8:2::1", IPPROTO_UDP, 53, 0 },
-		{ "2001:db8:2::1", IPPROTO_TCP, 443, 1 },
-		{ "fd00::1", IPPROTO_ICMPV6, 0, 1 },
-		{ "fd00::1", IPPROTO_TCP, 443, 0 },
-		{ "10.0.0.1", IPPROTO_ICMP, 0, 0 },
-	} },
-	{ "overlapping rules on one prefix", {
-		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['80-90']}",
-		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['85-100']}",
-		"{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}",
-		"{'cidr':'10.0.0.0/8','proto':'udp'}", NULL }, {
-		{ "10.0.0.1", IPPROTO_TCP, 79, 0 },
-		{ "10.0.0.1", IPPROTO_TCP, 80, 1 },
-		{ "10.0.0.1", IPPROTO_TCP, 95, 1 },
-		{ "10.0.0.1", IPPROTO_TCP, 100, 1 },
-		{ "10.0.0.1", IPPROTO_TCP, 101, 0 },
-		{ "10.0.0.1", IPPROTO_UDP, 9999, 1 },
-	} },
-	{ "all ports on a parent absorb a child's ports", {
-		"{'cidr':'0.0.0.0/0','proto':'tcp'}",
-		"{'cidr':'10.0.0.1','proto':'tcp','ports':[22]}",
-		"{'cidr':'10.0.0.1','proto':'udp','ports':[53]}", NULL }, {
-		{ "10.0.0.1", IPPROTO_TCP, 23, 1 },
-		{ "10.0.0.1", IPPROTO_UDP, 53, 1 },
-		{ "10.0.0.1", IPPROTO_UDP, 54, 0 },
-		{ "8.8.8.8", IPPROTO_TCP, 1, 1 },
-		{ "8.8.8.8", IPPROTO_UDP, 53, 0 },
-	} },
-	{ "\"tls\": true on ports: those are TLS ports", {
-		"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[443,8443],'tls':true}", NULL }, {
-		{ "198.51.100.9", IPPROTO_TCP, 443, ALLOW_TLS },
-		{ "198.51.100.9", IPPROTO_TCP, 8443, ALLOW_TLS },
-		{ "198.51.100.9", IPPROTO_TCP, 80, 0 },
-		{ "198.51.101.9", IPPROTO_TCP, 443, 0 },
-	} },
-	{ "\"tls\": true without ports: every TCP port", {
-		"{'cidr':'192.0.2.0/24','proto':'tcp','tls':true}",
-		"{'cidr':'192.0.2.0/24','proto':'udp','ports':[443]}", NULL }, {
-		{ "192.0.2.1", IPPROTO_TCP, 1, ALLOW_TLS },
-		{ "192.0.2.1", IPPROTO_TCP, 443, ALLOW_TLS },
-		{ "192.0.2.1", IPPROTO_TCP, 65535, ALLOW_TLS },
-		{ "192.0.2.1", IPPROTO_UDP, 443, 1 },
-	} },
-	{ "a TLS child under a plain parent, and a plain child under a TLS parent", {
-		"{'cidr':'10.0.0.0/8','proto':'tcp'}",
-		"{'cidr':'10.1.0.0/16','proto':'tcp','ports':[443],'tls':true}",
-		"{'cidr':'2001:db8::/32','proto':'tcp','ports':['440-450'],'tls':true}",
-		"{'cidr':'2001:db8:1::/48','proto':'tcp','ports':[80,445]}", NULL }, {
-		{ "10.1.2.3", IPPROTO_TCP, 443, ALLOW_TLS },
-		{ "10.1.2.3", IPPROTO_TCP, 80, 1 },
-		{ "10.2.0.1", IPPROTO_TCP, 443, 1 },
-		{ "2001:db8:1::1", IPPROTO_TCP, 445, ALLOW_TLS },
-		{ "2001:db8:1::1", IPPROTO_TCP, 80, 1 },
-		{ "2001:db8:2::1", IPPROTO_TCP, 440, ALLOW_TLS },
-		{ "2001:db8:2::1", IPPROTO_TCP, 80, 0 },
-	} },
-	{ "\"tls\": false beside \"tls\": true on one prefix: the union", {
-		"{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443],'tls':false}",
-		"{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443,8443],'tls':true}", NULL }, {
-		{ "203.0.113.5", IPPROTO_TCP, 443, ALLOW_TLS },
-		{ "203.0.113.5", IPPROTO_TCP, 8443, ALLOW_TLS },
-	} },
+	{ "no rules deny everything",
+	  { NULL },
+	  {
+		  { "10.0.0.1", IPPROTO_TCP, 80, 0 },
+		  { "2001:db8::1", IPPROTO_ICMPV6, 0, 0 },
+	  } },
+	{ "nested /16 tcp 80 and /24 udp 53",
+	  { "{'cidr':'10.1.0.0/16','proto':'tcp','ports':[80]}",
+	    "{'cidr':'10.1.2.0/24','proto':'udp','ports':[53]}", NULL },
+	  {
+		  { "10.1.2.3", IPPROTO_TCP, 80, 1 },
+		  { "10.1.2.3", IPPROTO_UDP, 53, 1 },
+		  { "10.1.2.3", IPPROTO_TCP, 53, 0 },
+		  { "10.1.2.3", IPPROTO_UDP, 80, 0 },
+		  { "10.1.2.3", IPPROTO_TCP, 81, 0 },
+		  { "10.1.2.3", IPPROTO_ICMP, 0, 0 },
+		  { "10.1.3.3", IPPROTO_TCP, 80, 1 },
+		  { "10.1.3.3", IPPROTO_UDP, 53, 0 },
+		  { "10.2.0.1", IPPROTO_TCP, 80, 0 },
+	  } },
+	{ "ranges crossing 256-port chunks",
+	  { "{'cidr':'10.0.0.0/8','proto':'tcp','ports':['250-260','65530-65535',1]}", NULL },
+	  {
+		  { "10.9.9.9", IPPROTO_TCP, 249, 0 },
+		  { "10.9.9.9", IPPROTO_TCP, 250, 1 },
+		  { "10.9.9.9", IPPROTO_TCP, 255, 1 },
+		  { "10.9.9.9", IPPROTO_TCP, 256, 1 },
+		  { "10.9.9.9", IPPROTO_TCP, 260, 1 },
+		  { "10.9.9.9", IPPROTO_TCP, 261, 0 },
+		  { "10.9.9.9", IPPROTO_TCP, 65529, 0 },
+		  { "10.9.9.9", IPPROTO_TCP, 65535, 1 },
+		  { "10.9.9.9", IPPROTO_TCP, 1, 1 },
+		  { "10.9.9.9", IPPROTO_TCP, 0, 0 },
+		  { "10.9.9.9", IPPROTO_UDP, 250, 0 },
+	  } },
+	{ "any without ports allows every protocol",
+	  { "{'cidr':'192.0.2.0/24','proto':'any'}", NULL },
+	  {
+		  { "192.0.2.7", IPPROTO_TCP, 0, 1 },
+		  { "192.0.2.7", IPPROTO_TCP, 65535, 1 },
+		  { "192.0.2.7", IPPROTO_UDP, 12345, 1 },
+		  { "192.0.2.7", IPPROTO_ICMP, 0, 1 },
+		  { "192.0.2.7", IPPROTO_GRE_, 0, 1 },
+		  { "192.0.3.7", IPPROTO_TCP, 80, 0 },
+	  } },
+	{ "any with ports is TCP and UDP on those ports",
+	  { "{'cidr':'192.0.2.0/24','proto':'any','ports':[443]}", NULL },
+	  {
+		  { "192.0.2.7", IPPROTO_TCP, 443, 1 },
+		  { "192.0.2.7", IPPROTO_UDP, 443, 1 },
+		  { "192.0.2.7", IPPROTO_TCP, 80, 0 },
+		  { "192.0.2.7", IPPROTO_ICMP, 0, 0 },
+		  { "192.0.2.7", IPPROTO_GRE_, 0, 0 },
+	  } },
+	{ "icmp per family",
+	  { "{'cidr':'198.51.100.0/24','proto':'icmp'}", "{'cidr':'2001:db8::/32','proto':'icmp'}",
+	    NULL },
+	  {
+		  { "198.51.100.1", IPPROTO_ICMP, 0, 1 },
+		  { "198.51.100.1", IPPROTO_ICMPV6, 0, 0 },
+		  { "198.51.100.1", IPPROTO_TCP, 80, 0 },
+		  { "2001:db8::1", IPPROTO_ICMPV6, 0, 1 },
+		  { "2001:db8::1", IPPROTO_ICMP, 0, 0 },
+		  { "2001:db9::1", IPPROTO_ICMPV6, 0, 0 },
+	  } },
+	{ "IPv6 nesting",
+	  { "{'cidr':'2001:db8::/32','proto':'tcp','ports':[443]}",
+	    "{'cidr':'2001:db8:1::/48','proto':'udp','ports':[53]}",
+	    "{'cidr':'2001:db8:1::53','proto':'tcp'}", "{'cidr':'::/0','proto':'icmp'}", NULL },
+	  {
+		  { "2001:db8:1::1", IPPROTO_TCP, 443, 1 },
+		  { "2001:db8:1::1", IPPROTO_UDP, 53, 1 },
+		  { "2001:db8:1::1", IPPROTO_TCP, 22, 0 },
+		  { "2001:db8:1::53", IPPROTO_TCP, 22, 1 },
+		  { "2001:db8:1::53", IPPROTO_UDP, 53, 1 },
+		  { "2001:db8:2::1", IPPROTO_UDP, 53, 0 },
+		  { "2001:db8:2::1", IPPROTO_TCP, 443, 1 },
+		  { "fd00::1", IPPROTO_ICMPV6, 0, 1 },
+		  { "fd00::1", IPPROTO_TCP, 443, 0 },
+		  { "10.0.0.1", IPPROTO_ICMP, 0, 0 },
+	  } },
+	{ "overlapping rules on one prefix",
+	  { "{'cidr':'10.0.0.0/8','proto':'tcp','ports':['80-90']}",
+	    "{'cidr':'10.0.0.0/8','proto':'tcp','ports':['85-100']}",
+	    "{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}",
+	    "{'cidr':'10.0.0.0/8','proto':'udp'}", NULL },
+	  {
+		  { "10.0.0.1", IPPROTO_TCP, 79, 0 },
+		  { "10.0.0.1", IPPROTO_TCP, 80, 1 },
+		  { "10.0.0.1", IPPROTO_TCP, 95, 1 },
+		  { "10.0.0.1", IPPROTO_TCP, 100, 1 },
+		  { "10.0.0.1", IPPROTO_TCP, 101, 0 },
+		  { "10.0.0.1", IPPROTO_UDP, 9999, 1 },
+	  } },
+	{ "all ports on a parent absorb a child's ports",
+	  { "{'cidr':'0.0.0.0/0','proto':'tcp'}", "{'cidr':'10.0.0.1','proto':'tcp','ports':[22]}",
+	    "{'cidr':'10.0.0.1','proto':'udp','ports':[53]}", NULL },
+	  {
+		  { "10.0.0.1", IPPROTO_TCP, 23, 1 },
+		  { "10.0.0.1", IPPROTO_UDP, 53, 1 },
+		  { "10.0.0.1", IPPROTO_UDP, 54, 0 },
+		  { "8.8.8.8", IPPROTO_TCP, 1, 1 },
+		  { "8.8.8.8", IPPROTO_UDP, 53, 0 },
+	  } },
+	{ "\"tls\": true on ports: those are TLS ports",
+	  { "{'cidr':'198.51.100.0/24','proto':'tcp','ports':[443,8443],'tls':true}", NULL },
+	  {
+		  { "198.51.100.9", IPPROTO_TCP, 443, ALLOW_TLS },
+		  { "198.51.100.9", IPPROTO_TCP, 8443, ALLOW_TLS },
+		  { "198.51.100.9", IPPROTO_TCP, 80, 0 },
+		  { "198.51.101.9", IPPROTO_TCP, 443, 0 },
+	  } },
+	{ "\"tls\": true without ports: every TCP port",
+	  { "{'cidr':'192.0.2.0/24','proto':'tcp','tls':true}",
+	    "{'cidr':'192.0.2.0/24','proto':'udp','ports':[443]}", NULL },
+	  {
+		  { "192.0.2.1", IPPROTO_TCP, 1, ALLOW_TLS },
+		  { "192.0.2.1", IPPROTO_TCP, 443, ALLOW_TLS },
+		  { "192.0.2.1", IPPROTO_TCP, 65535, ALLOW_TLS },
+		  { "192.0.2.1", IPPROTO_UDP, 443, 1 },
+	  } },
+	{ "a TLS child under a plain parent, and a plain child under a TLS parent",
+	  { "{'cidr':'10.0.0.0/8','proto':'tcp'}",
+	    "{'cidr':'10.1.0.0/16','proto':'tcp','ports':[443],'tls':true}",
+	    "{'cidr':'2001:db8::/32','proto':'tcp','ports':['440-450'],'tls':true}",
+	    "{'cidr':'2001:db8:1::/48','proto':'tcp','ports':[80,445]}", NULL },
+	  {
+		  { "10.1.2.3", IPPROTO_TCP, 443, ALLOW_TLS },
+		  { "10.1.2.3", IPPROTO_TCP, 80, 1 },
+		  { "10.2.0.1", IPPROTO_TCP, 443, 1 },
+		  { "2001:db8:1::1", IPPROTO_TCP, 445, ALLOW_TLS },
+		  { "2001:db8:1::1", IPPROTO_TCP, 80, 1 },
+		  { "2001:db8:2::1", IPPROTO_TCP, 440, ALLOW_TLS },
+		  { "2001:db8:2::1", IPPROTO_TCP, 80, 0 },
+	  } },
+	{ "\"tls\": false beside \"tls\": true on one prefix: the union",
+	  { "{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443],'tls':false}",
+	    "{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443,8443],'tls':true}", NULL },
+	  {
+		  { "203.0.113.5", IPPROTO_TCP, 443, ALLOW_TLS },
+		  { "203.0.113.5", IPPROTO_TCP, 8443, ALLOW_TLS },
+	  } },
 };
 
 static void test_policy_cases(void)
@@ -387,27 +406,30 @@ static void test_policy_cases(void)
 			continue;
 		snprintf(what, sizeof(what), "%s: consistent", c->desc);
 		CHECK_STR(what, policy_check(&p, buf, sizeof(buf)), "consistent");
-		for (k = 0; k < sizeof(c->probes) / sizeof(c->probes[0]) && c->probes[k].addr; k++) {
+		for (k = 0; k < sizeof(c->probes) / sizeof(c->probes[0]) && c->probes[k].addr;
+		     k++) {
 			const struct probe *pr = &c->probes[k];
 
-			snprintf(what, sizeof(what), "%s: %s proto %u port %u %s", c->desc, pr->addr,
-				 pr->proto, pr->port, pr->want ? "allowed" : "denied");
+			snprintf(what, sizeof(what), "%s: %s proto %u port %u %s", c->desc,
+				 pr->addr, pr->proto, pr->port, pr->want ? "allowed" : "denied");
 			allowed = pr->want != 0;
 			if (tf_parse_ip(pr->addr, &ip)) {
 				CHECK_STR(what, "unparsable fixture address", pr->addr);
 				continue;
 			}
-			CHECK_EQ(what, tf_policy_allows(&p, ip.family, ip.addr, pr->proto, pr->port),
+			CHECK_EQ(what,
+				 tf_policy_allows(&p, ip.family, ip.addr, pr->proto, pr->port),
 				 allowed);
-			snprintf(what, sizeof(what), "%s: %s proto %u port %u: oracle agrees", c->desc,
-				 pr->addr, pr->proto, pr->port);
-			CHECK_EQ(what, rules_allow(rules, (unsigned int)n, &ip, pr->proto, pr->port),
+			snprintf(what, sizeof(what), "%s: %s proto %u port %u: oracle agrees",
+				 c->desc, pr->addr, pr->proto, pr->port);
+			CHECK_EQ(what,
+				 rules_allow(rules, (unsigned int)n, &ip, pr->proto, pr->port),
 				 allowed);
 			if (pr->proto != IPPROTO_TCP)
 				continue;
 			tls = pr->want == ALLOW_TLS;
-			snprintf(what, sizeof(what), "%s: %s port %u %s a TLS port", c->desc, pr->addr,
-				 pr->port, tls ? "is" : "is not");
+			snprintf(what, sizeof(what), "%s: %s port %u %s a TLS port", c->desc,
+				 pr->addr, pr->port, tls ? "is" : "is not");
 			CHECK_EQ(what, policy_tls(&p, &ip, pr->port), tls);
 			snprintf(what, sizeof(what), "%s: %s port %u: TLS oracle agrees", c->desc,
 				 pr->addr, pr->port);
@@ -433,20 +455,16 @@ static const struct tf_policy_entry *entry_for(const struct tf_policy *p, const 
 
 static void test_layout(void)
 {
-	static const char *const shared[] = {
-		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':[80]}",
-		"{'cidr':'11.0.0.0/8','proto':'tcp','ports':[80]}",
-		"{'cidr':'10.1.0.0/16','proto':'tcp','ports':[80]}",
-		"{'cidr':'10.2.0.0/16','proto':'udp'}",
-		"{'cidr':'2001:db8::/32','proto':'tcp','ports':[80]}",
-		NULL
-	};
+	static const char *const shared[] = { "{'cidr':'10.0.0.0/8','proto':'tcp','ports':[80]}",
+					      "{'cidr':'11.0.0.0/8','proto':'tcp','ports':[80]}",
+					      "{'cidr':'10.1.0.0/16','proto':'tcp','ports':[80]}",
+					      "{'cidr':'10.2.0.0/16','proto':'udp'}",
+					      "{'cidr':'2001:db8::/32','proto':'tcp','ports':[80]}",
+					      NULL };
 	static const char *const chunks[] = {
 		"{'cidr':'10.0.0.0/8','proto':'tcp','ports':['250-260']}",
-		"{'cidr':'10.0.0.0/16','proto':'tcp'}",
-		"{'cidr':'10.0.0.0/24','proto':'any'}",
-		"{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}",
-		NULL
+		"{'cidr':'10.0.0.0/16','proto':'tcp'}", "{'cidr':'10.0.0.0/24','proto':'any'}",
+		"{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}", NULL
 	};
 	struct tf_rule rules[MAX_CASE_RULES];
 	const struct tf_policy_entry *e, *e16, *e24;
@@ -459,8 +477,10 @@ static void test_layout(void)
 	CHECK_EQ("shared: one chunk", p.nchunks, 1);
 	CHECK_EQ("shared: chunk is TCP", p.chunks[0].proto, IPPROTO_TCP);
 	CHECK_EQ("shared: chunk is ports 0-255", p.chunks[0].hi, 0);
-	CHECK_EQ("shared: chunk holds port 80 only", p.chunks[0].bits.w[1] == 1ULL << 16 &&
-		 !p.chunks[0].bits.w[0] && !p.chunks[0].bits.w[2] && !p.chunks[0].bits.w[3], 1);
+	CHECK_EQ("shared: chunk holds port 80 only",
+		 p.chunks[0].bits.w[1] == 1ULL << 16 && !p.chunks[0].bits.w[0] &&
+			 !p.chunks[0].bits.w[2] && !p.chunks[0].bits.w[3],
+		 1);
 	e = entry_for(&p, "10.2.0.0/16");
 	CHECK_EQ("shared: /16 udp entry present", e != NULL, 1);
 	CHECK_EQ("shared: /16 udp inherits the tcp class", e ? e->val.cls : 0, 1);
@@ -481,8 +501,8 @@ static void test_layout(void)
 		CHECK_EQ("chunks: /8 all_ports", e->val.all_ports, 0);
 		CHECK_EQ("chunks: /8 protos", e->val.protos, TF_PB_TCP | TF_PB_UDP);
 		CHECK_EQ("chunks: /16 tcp on all ports", e16->val.all_ports, TF_PB_TCP);
-		CHECK_EQ("chunks: /16 needs a class for udp 53", e16->val.cls != 0 &&
-			 e16->val.cls != e->val.cls, 1);
+		CHECK_EQ("chunks: /16 needs a class for udp 53",
+			 e16->val.cls != 0 && e16->val.cls != e->val.cls, 1);
 		CHECK_EQ("chunks: /24 any: all_ports", e24->val.all_ports, TF_PB_TCP | TF_PB_UDP);
 		CHECK_EQ("chunks: /24 any: protos", e24->val.protos,
 			 TF_PB_TCP | TF_PB_UDP | TF_PB_ICMP | TF_PB_OTHER);
@@ -550,7 +570,7 @@ static void random_rule_json(char *buf, size_t size)
 	max = c.ip.family == TF_FAM_IPV4 ? 32 : 128;
 	bits = rnd(10) ? max - rnd(max == 32 ? 17 : 25) : rnd(max + 1);
 	for (i = bits; i < max; i++)
-		c.ip.addr[i / 8] &= (__u8)~(0x80 >> (i % 8));
+		c.ip.addr[i / 8] &= (__u8) ~(0x80 >> (i % 8));
 	c.prefixlen = (__u8)bits;
 	n = (size_t)snprintf(buf, size, "{'cidr':'%s'", tf_fmt_cidr(&c, cidr));
 	if (proto)
@@ -563,10 +583,11 @@ static void random_rule_json(char *buf, size_t size)
 		hi = rnd(3) ? lo : lo + rnd(300);
 		hi = hi > 65535 ? 65535 : hi;
 		if (lo == hi)
-			n += (size_t)snprintf(buf + n, size - n, "%s%u", i ? "," : ",'ports':[", lo);
+			n += (size_t)snprintf(buf + n, size - n, "%s%u", i ? "," : ",'ports':[",
+					      lo);
 		else
-			n += (size_t)snprintf(buf + n, size - n, "%s'%u-%u'", i ? "," : ",'ports':[",
-					      lo, hi);
+			n += (size_t)snprintf(buf + n, size - n, "%s'%u-%u'",
+					      i ? "," : ",'ports':[", lo, hi);
 	}
 	if (nports)
 		n += (size_t)snprintf(buf + n, size - n, "]");
@@ -578,8 +599,8 @@ static void random_rule_json(char *buf, size_t size)
 static void test_random(void)
 {
 	static const __u8 probe_protos[] = {
-		IPPROTO_TCP, IPPROTO_UDP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP, IPPROTO_ICMPV6,
-		IPPROTO_GRE_,
+		IPPROTO_TCP,  IPPROTO_UDP,    IPPROTO_TCP,  IPPROTO_UDP,
+		IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_GRE_,
 	};
 	struct tf_rule rules[48];
 	char json[1024], what[128], problem[256] = "consistent", buf[256];
@@ -592,7 +613,8 @@ static void test_random(void)
 		for (i = 0, bad = 0; i < nrules; i++) {
 			random_rule_json(json, sizeof(json));
 			if (parse_rule(json, &rules[i])) {
-				printf("FAIL: random round %u: fixture `%s' does not parse\n", round, json);
+				printf("FAIL: random round %u: fixture `%s' does not parse\n",
+				       round, json);
 				bad++;
 			}
 		}
@@ -601,7 +623,8 @@ static void test_random(void)
 		if (bad)
 			continue;
 		if (!strcmp(problem, "consistent"))
-			snprintf(problem, sizeof(problem), "%s", policy_check(&p, buf, sizeof(buf)));
+			snprintf(problem, sizeof(problem), "%s",
+				 policy_check(&p, buf, sizeof(buf)));
 		for (i = 0, bad = 0, tls_bad = 0; i < 2000; i++) {
 			__u8 proto = probe_protos[rnd(sizeof(probe_protos))];
 			__u16 port = random_port();
@@ -627,9 +650,11 @@ static void test_random(void)
 				       tf_fmt_ip(ip.family, ip.addr, a), port, got, want);
 			}
 		}
-		snprintf(what, sizeof(what), "random round %u: 2000 probes agree with the oracle", round);
+		snprintf(what, sizeof(what), "random round %u: 2000 probes agree with the oracle",
+			 round);
 		CHECK_EQ(what, bad, 0);
-		snprintf(what, sizeof(what), "random round %u: TLS ports agree with the oracle", round);
+		snprintf(what, sizeof(what), "random round %u: TLS ports agree with the oracle",
+			 round);
 		CHECK_EQ(what, tls_bad, 0);
 		tf_policy_free(&p);
 	}
@@ -688,7 +713,8 @@ static void test_scale(void)
 	tf_policy_free(&p);
 	host_rule(&rules[65535], TF_FAM_IPV4, 65535, TF_PB_UDP, 1);
 	CHECK_EQ("classes: 65536 is E2BIG", tf_policy_compile(rules, 65536, &p), -E2BIG);
-	CHECK_EQ("classes: failed compile leaves an empty policy", p.nentries == 0 && !p.entries, 1);
+	CHECK_EQ("classes: failed compile leaves an empty policy", p.nentries == 0 && !p.entries,
+		 1);
 	free(rules);
 }
 
@@ -706,8 +732,9 @@ static int rules_allow_name(const struct tf_rule *rules, unsigned int n, const c
 		if (r->kind != TF_RULE_HOST || !(r->protos & bit))
 			continue;
 		hl = strlen(r->host);
-		if (r->wildcard ? !(ql > hl + 1 && q[ql - hl - 1] == '.' && !strcmp(q + ql - hl, r->host))
-				: strcmp(q, r->host))
+		if (r->wildcard ? !(ql > hl + 1 && q[ql - hl - 1] == '.' &&
+				    !strcmp(q + ql - hl, r->host)) :
+				  strcmp(q, r->host))
 			continue;
 		if (!r->nranges || (bit & (TF_PB_ICMP | TF_PB_OTHER)))
 			return 1;
@@ -746,13 +773,13 @@ static void test_names(void)
 		int allowed;
 	} probes[] = {
 		{ "example.com", IPPROTO_TCP, 443, 1 },
-		{ "example.com", IPPROTO_TCP, 80, 0 },	/* the wildcard is strictly below */
+		{ "example.com", IPPROTO_TCP, 80, 0 }, /* the wildcard is strictly below */
 		{ "www.example.com", IPPROTO_TCP, 80, 1 },
 		{ "www.example.com", IPPROTO_TCP, 443, 0 },
 		{ "evilexample.com", IPPROTO_TCP, 443, 0 },
 		{ "a.b.example.com", IPPROTO_TCP, 80, 1 },
 		{ "x.a.example.com", IPPROTO_UDP, 53, 1 },
-		{ "x.a.example.com", IPPROTO_TCP, 80, 1 },	/* inherited from the wildcard */
+		{ "x.a.example.com", IPPROTO_TCP, 80, 1 }, /* inherited from the wildcard */
 		{ "y.x.a.example.com", IPPROTO_UDP, 53, 0 },
 		{ "y.x.a.example.com", IPPROTO_TCP, 80, 1 },
 		{ "com", IPPROTO_TCP, 443, 0 },
@@ -775,8 +802,10 @@ static void test_names(void)
 			 probes[i].allowed ? "allowed" : "denied");
 		CHECK_EQ(what, policy_allows_name(&p, probes[i].q, probes[i].proto, probes[i].port),
 			 probes[i].allowed);
-		CHECK_EQ(what, rules_allow_name(rules, (unsigned int)n, probes[i].q, probes[i].proto,
-						probes[i].port), probes[i].allowed);
+		CHECK_EQ(what,
+			 rules_allow_name(rules, (unsigned int)n, probes[i].q, probes[i].proto,
+					  probes[i].port),
+			 probes[i].allowed);
 	}
 	tf_policy_free(&p);
 
@@ -786,14 +815,17 @@ static void test_names(void)
 		nr = 1 + rnd(MAX_CASE_RULES - 1);
 		for (i = 0, k = 0; i < nr; i++) {
 			depth = 1 + rnd(3);
-			off = (size_t)snprintf(json, sizeof(json), "{'host':'%s", rnd(3) ? "" : "*.");
+			off = (size_t)snprintf(json, sizeof(json), "{'host':'%s",
+					       rnd(3) ? "" : "*.");
 			for (; depth; depth--)
 				off += (size_t)snprintf(json + off, sizeof(json) - off, "%s.",
 							labels[rnd(4)]);
 			ports = rnd(3);
 			snprintf(json + off, sizeof(json) - off, "zz','proto':'%s'%s}",
 				 rnd(2) ? "tcp" : "udp",
-				 ports == 0 ? "" : ports == 1 ? ",'ports':[80,'1000-1300']" : ",'ports':[443]");
+				 ports == 0 ? "" :
+				 ports == 1 ? ",'ports':[80,'1000-1300']" :
+					      ",'ports':[443]");
 			if (!parse_rule(json, &rr[k]))
 				k++;
 		}
@@ -808,7 +840,8 @@ static void test_names(void)
 
 			depth = 1 + rnd(4);
 			for (off = 0; depth; depth--)
-				off += (size_t)snprintf(q + off, sizeof(q) - off, "%s.", labels[rnd(4)]);
+				off += (size_t)snprintf(q + off, sizeof(q) - off, "%s.",
+							labels[rnd(4)]);
 			snprintf(q + off, sizeof(q) - off, "zz");
 			probes_run++;
 			if (policy_allows_name(&p, q, proto, port) !=
@@ -825,25 +858,33 @@ static void test_names(void)
 /* Which TCP ports carry the SNI check (TF_PB_TLS), as the datapath reads them. */
 static void test_tls_ports(void)
 {
-	static const char *const cidr_all[] = { "{'cidr':'198.51.100.0/24','proto':'tcp','tls':true}", NULL };
-	static const char *const cidr_none[] = { "{'cidr':'198.51.100.0/24','proto':'tcp','ports':[443]}",
-						 NULL };
-	static const char *const host_all[] = { "{'host':'a.test','proto':'tcp','tls':true}", NULL };
-	static const char *const host_443[] = { "{'host':'a.test','proto':'tcp','ports':[80,443]}", NULL };
-	static const char *const host_off[] = { "{'host':'a.test','proto':'tcp','ports':[443],'tls':false}",
+	static const char *const cidr_all[] = {
+		"{'cidr':'198.51.100.0/24','proto':'tcp','tls':true}", NULL
+	};
+	static const char *const cidr_none[] = {
+		"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[443]}", NULL
+	};
+	static const char *const host_all[] = { "{'host':'a.test','proto':'tcp','tls':true}",
 						NULL };
+	static const char *const host_443[] = { "{'host':'a.test','proto':'tcp','ports':[80,443]}",
+						NULL };
+	static const char *const host_off[] = {
+		"{'host':'a.test','proto':'tcp','ports':[443],'tls':false}", NULL
+	};
 	static const char *const host_nested[] = {
 		"{'host':'*.a.test','proto':'tcp','ports':[443,8443],'tls':true}",
-		"{'host':'b.a.test','proto':'tcp','ports':[80]}",
-		"{'host':'a.test','proto':'any'}", NULL };
+		"{'host':'b.a.test','proto':'tcp','ports':[80]}", "{'host':'a.test','proto':'any'}",
+		NULL
+	};
 	struct tf_rule rules[MAX_CASE_RULES];
 	struct tf_policy p;
 	char buf[256];
 	unsigned int i, tls443;
 
-	CHECK_EQ("\"tls\": true without ports, CIDR rule: compiles", compile_fixture(cidr_all, rules, &p), 1);
-	CHECK_STR("\"tls\": true without ports, CIDR rule: consistent", policy_check(&p, buf, sizeof(buf)),
-		  "consistent");
+	CHECK_EQ("\"tls\": true without ports, CIDR rule: compiles",
+		 compile_fixture(cidr_all, rules, &p), 1);
+	CHECK_STR("\"tls\": true without ports, CIDR rule: consistent",
+		  policy_check(&p, buf, sizeof(buf)), "consistent");
 	CHECK_EQ("\"tls\": true without ports, CIDR rule: one entry", p.nentries, 1);
 	if (p.nentries == 1)
 		CHECK_EQ("\"tls\": true without ports: every TCP port of a CIDR rule is a TLS port",
@@ -853,12 +894,13 @@ static void test_tls_ports(void)
 	CHECK_STR("a CIDR rule without \"tls\": consistent", policy_check(&p, buf, sizeof(buf)),
 		  "consistent");
 	if (p.nentries)
-		CHECK_EQ("a CIDR rule without \"tls\" has no TLS port", p.entries[0].val.protos & TF_PB_TLS,
-			 0);
+		CHECK_EQ("a CIDR rule without \"tls\" has no TLS port",
+			 p.entries[0].val.protos & TF_PB_TLS, 0);
 	tf_policy_free(&p);
-	CHECK_EQ("\"tls\": true without ports, host rule: compiles", compile_fixture(host_all, rules, &p), 1);
-	CHECK_STR("\"tls\": true without ports, host rule: consistent", policy_check(&p, buf, sizeof(buf)),
-		  "consistent");
+	CHECK_EQ("\"tls\": true without ports, host rule: compiles",
+		 compile_fixture(host_all, rules, &p), 1);
+	CHECK_STR("\"tls\": true without ports, host rule: consistent",
+		  policy_check(&p, buf, sizeof(buf)), "consistent");
 	CHECK_EQ("\"tls\": true without ports, host rule: one name", p.nnames, 1);
 	if (p.nnames == 1)
 		CHECK_EQ("\"tls\": true without ports: every TCP port of a host rule is a TLS port",
@@ -872,9 +914,11 @@ static void test_tls_ports(void)
 		if (p.chunks[i].proto != TF_PORTS_TLS)
 			continue;
 		if (p.chunks[i].hi == 443 >> 8)
-			tls443 |= (unsigned int)(p.chunks[i].bits.w[(443 & 0xff) / 64] >> (443 % 64) & 1);
+			tls443 |=
+				(unsigned int)(p.chunks[i].bits.w[(443 & 0xff) / 64] >> (443 % 64) &
+					       1);
 		if (p.chunks[i].hi == 80 >> 8)
-			tls443 |= 2;	/* ports 0-255 hold a TLS port: 80 */
+			tls443 |= 2; /* ports 0-255 hold a TLS port: 80 */
 	}
 	CHECK_EQ("a host rule on 80 and 443: 443 alone is a TLS port", tls443, 1);
 	tf_policy_free(&p);

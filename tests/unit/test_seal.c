@@ -32,10 +32,15 @@ static const char *const roots[] = {
 static void test_merkle(void)
 {
 	static const __u8 leaves[8][16] = {
-		{}, { 0x00 }, { 0x10 }, { 0x20, 0x21 }, { 0x30, 0x31 }, { 0x40, 0x41, 0x42, 0x43 },
+		{},
+		{ 0x00 },
+		{ 0x10 },
+		{ 0x20, 0x21 },
+		{ 0x30, 0x31 },
+		{ 0x40, 0x41, 0x42, 0x43 },
 		{ 0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57 },
-		{ 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c, 0x6d,
-		  0x6e, 0x6f },
+		{ 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c,
+		  0x6d, 0x6e, 0x6f },
 	};
 	static const size_t lens[8] = { 0, 1, 1, 2, 2, 4, 8, 16 };
 	struct tf_merkle m;
@@ -58,10 +63,12 @@ static void test_merkle(void)
 
 /* golang.org/x/mod/sumdb/note's documented example: its key, its text, its signature. */
 #define GO_SEED_B64 "AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz"
-#define GO_VKEY "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
-#define GO_TEXT "If you think cryptography is the answer to your problem,\n" \
-		"then you don't know what your problem is.\n"
-#define GO_NOTE GO_TEXT "\n\xe2\x80\x94 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+#define GO_VKEY	    "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
+#define GO_TEXT                                                      \
+	"If you think cryptography is the answer to your problem,\n" \
+	"then you don't know what your problem is.\n"
+#define GO_NOTE \
+	GO_TEXT "\n\xe2\x80\x94 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
 
 static void test_note_reference(void)
 {
@@ -94,8 +101,10 @@ static void test_note_reference(void)
 	CHECK_EQ("the reference note's signature verifies (it is no checkpoint)",
 		 tf_note_verify(&v, GO_NOTE, strlen(GO_NOTE), &c), TF_NOTE_MALFORMED);
 	CHECK_EQ("a vkey with a wrong key id is refused",
-		 tf_verifier_parse("PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
-				   &v, err, sizeof(err)), -EINVAL);
+		 tf_verifier_parse(
+			 "PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW", &v,
+			 err, sizeof(err)),
+		 -EINVAL);
 	CHECK_CONTAINS("... naming why", err, "key id");
 }
 
@@ -123,14 +132,15 @@ static void test_checkpoint_roundtrip(void)
 	CHECK_EQ("signed", n > 0, 1);
 	CHECK_EQ("vkey", tf_signer_vkey(&s, vkey, sizeof(vkey)) > 0, 1);
 	CHECK_EQ("vkey parses", tf_verifier_parse(vkey, &v, err, sizeof(err)), 0);
-	CHECK_EQ("the checkpoint verifies with its key", tf_note_verify(&v, note, n, &got), TF_NOTE_OK);
+	CHECK_EQ("the checkpoint verifies with its key", tf_note_verify(&v, note, n, &got),
+		 TF_NOTE_OK);
 	CHECK_STR("... origin", got.origin, c.origin);
 	CHECK_EQ("... size", got.size, 8);
 	CHECK_EQ("... root", memcmp(got.root, c.root, TF_HASH_LEN), 0);
 
 	memcpy(edited, note, n + 1);
 	p = strchr(edited, '\n') + 1;
-	*p = '9';	/* the size 8 -> 9 */
+	*p = '9'; /* the size 8 -> 9 */
 	CHECK_EQ("an edited size fails the signature", tf_note_verify(&v, edited, n, &got),
 		 TF_NOTE_BAD_SIG);
 	CHECK_EQ("a note cut short is malformed", tf_note_verify(&v, note, n - 1, &got),
@@ -146,7 +156,8 @@ static void test_checkpoint_roundtrip(void)
 /* Every leaf of every tree up to 40 leaves: its proof verifies, and fails for any other leaf, size or bit. */
 static void test_proofs(void)
 {
-	__u8 leaves[40][TF_HASH_LEN], root[TF_HASH_LEN], proof[TF_PROOF_MAX][TF_HASH_LEN], bad[TF_HASH_LEN];
+	__u8 leaves[40][TF_HASH_LEN], root[TF_HASH_LEN], proof[TF_PROOF_MAX][TF_HASH_LEN],
+		bad[TF_HASH_LEN];
 	unsigned int n, m, ok = 0, bad_ok = 0, total = 0;
 	struct tf_merkle mk;
 	struct tf_tree t, r;
@@ -167,19 +178,21 @@ static void test_proofs(void)
 			total++;
 			if (tf_tree_proof(&t, m, n, proof, &len))
 				continue;
-			ok += tf_inclusion_verify(leaves[m], m, n, (const __u8 (*)[32])proof, len, root);
+			ok += tf_inclusion_verify(leaves[m], m, n, (const __u8(*)[32])proof, len,
+						  root);
 			bad_ok += tf_inclusion_verify(leaves[(m + 1) % 40], m, n,
-						      (const __u8 (*)[32])proof, len, root);
+						      (const __u8(*)[32])proof, len, root);
 			if (len) {
 				proof[len - 1][3] ^= 0x40;
-				bad_ok += tf_inclusion_verify(leaves[m], m, n, (const __u8 (*)[32])proof,
-							      len, root);
+				bad_ok += tf_inclusion_verify(leaves[m], m, n,
+							      (const __u8(*)[32])proof, len, root);
 			}
 			bad_ok += n > 1 && tf_inclusion_verify(leaves[m], m, n + 1,
-							       (const __u8 (*)[32])proof, len, root);
+							       (const __u8(*)[32])proof, len, root);
 		}
 	}
-	CHECK_EQ("an inclusion proof for every leaf of every tree of 1-40 leaves verifies", ok, total);
+	CHECK_EQ("an inclusion proof for every leaf of every tree of 1-40 leaves verifies", ok,
+		 total);
 	CHECK_EQ("... and none with another leaf, a flipped bit or another tree size", bad_ok, 0);
 
 	/* A reader that knows only the edge at 13 and the leaves after it proves those leaves. */
@@ -195,10 +208,12 @@ static void test_proofs(void)
 	tf_merkle_root(&mk, root);
 	for (m = 13, ok = 0; m < 40; m++) {
 		if (!tf_tree_proof(&r, m, 40, proof, &len))
-			ok += tf_inclusion_verify(leaves[m], m, 40, (const __u8 (*)[32])proof, len, root);
+			ok += tf_inclusion_verify(leaves[m], m, 40, (const __u8(*)[32])proof, len,
+						  root);
 	}
 	CHECK_EQ("from the edge at 13 on, leaves 13-39 are proven in the tree of 40", ok, 27);
-	CHECK_EQ("a leaf before the edge cannot be proven", tf_tree_proof(&r, 12, 40, proof, &len), -ERANGE);
+	CHECK_EQ("a leaf before the edge cannot be proven", tf_tree_proof(&r, 12, 40, proof, &len),
+		 -ERANGE);
 	memset(bad, 0, sizeof(bad));
 	CHECK_EQ("index past the size refused", tf_inclusion_verify(bad, 40, 40, NULL, 0, root), 0);
 	tf_tree_free(&t);
@@ -210,17 +225,18 @@ static void test_b64(void)
 	__u8 out[8];
 
 	CHECK_EQ("base64 with padding", tf_b64_decode("YWI=", 4, out, sizeof(out)), 2);
-	CHECK_EQ("base64 with a character after padding refused", tf_b64_decode("YW=j", 4, out, sizeof(out)),
+	CHECK_EQ("base64 with a character after padding refused",
+		 tf_b64_decode("YW=j", 4, out, sizeof(out)), -EINVAL);
+	CHECK_EQ("base64 of a length not a multiple of 4 refused",
+		 tf_b64_decode("YWJ", 3, out, sizeof(out)), -EINVAL);
+	CHECK_EQ("base64 with a bad character refused", tf_b64_decode("Y*I=", 4, out, sizeof(out)),
 		 -EINVAL);
-	CHECK_EQ("base64 of a length not a multiple of 4 refused", tf_b64_decode("YWJ", 3, out, sizeof(out)),
-		 -EINVAL);
-	CHECK_EQ("base64 with a bad character refused", tf_b64_decode("Y*I=", 4, out, sizeof(out)), -EINVAL);
 	CHECK_EQ("base64 whose last digit holds bits past the data refused (=)",
 		 tf_b64_decode("YWJ=", 4, out, sizeof(out)), -EINVAL);
 	CHECK_EQ("base64 whose last digit holds bits past the data refused (==)",
 		 tf_b64_decode("YR==", 4, out, sizeof(out)), -EINVAL);
-	CHECK_EQ("base64 canonical with two pad characters", tf_b64_decode("YQ==", 4, out, sizeof(out)),
-		 1);
+	CHECK_EQ("base64 canonical with two pad characters",
+		 tf_b64_decode("YQ==", 4, out, sizeof(out)), 1);
 }
 
 /*
@@ -257,15 +273,20 @@ static void test_ecdsa_cosign(void)
 	CHECK_EQ("its vkey formats", tf_signer_vkey(&ec, vkey, sizeof(vkey)) > 0, 1);
 	CHECK_EQ("... and parses back", tf_verifier_parse(vkey, &vec, err, sizeof(err)), 0);
 	CHECK_EQ("... as ECDSA", vec.type, TF_KEY_ECDSA);
-	p = strchr(strchr(vkey, '+') + 1, '+');	/* name+keyid+key: base64 may hold '+' too */
-	CHECK_EQ("... its key is 0x02 then DER (0x30): base64 \"Aj\"", p && !strncmp(p + 1, "Aj", 2), 1);
+	p = strchr(strchr(vkey, '+') + 1, '+'); /* name+keyid+key: base64 may hold '+' too */
+	CHECK_EQ("... its key is 0x02 then DER (0x30): base64 \"Aj\"",
+		 p && !strncmp(p + 1, "Aj", 2), 1);
 	vkey[strlen(vkey) - 3] ^= 1;
 	CHECK_EQ("an ECDSA vkey with another key is refused",
 		 tf_verifier_parse(vkey, &vec, err, sizeof(err)) < 0, 1);
-	CHECK_EQ("the Ed25519 vkey", tf_signer_vkey(&ed, vkey, sizeof(vkey)) > 0 &&
-		 !tf_verifier_parse(vkey, &ved, err, sizeof(err)), 1);
-	CHECK_EQ("the ECDSA vkey", tf_signer_vkey(&ec, vkey, sizeof(vkey)) > 0 &&
-		 !tf_verifier_parse(vkey, &vec, err, sizeof(err)), 1);
+	CHECK_EQ("the Ed25519 vkey",
+		 tf_signer_vkey(&ed, vkey, sizeof(vkey)) > 0 &&
+			 !tf_verifier_parse(vkey, &ved, err, sizeof(err)),
+		 1);
+	CHECK_EQ("the ECDSA vkey",
+		 tf_signer_vkey(&ec, vkey, sizeof(vkey)) > 0 &&
+			 !tf_verifier_parse(vkey, &vec, err, sizeof(err)),
+		 1);
 
 	memset(c.root, 0x5a, sizeof(c.root));
 	CHECK_EQ("checkpoint text", tf_checkpoint_text(&c, text, sizeof(text)) > 0, 1);
@@ -273,19 +294,24 @@ static void test_ecdsa_cosign(void)
 	CHECK_EQ("signed by Ed25519", n > 0, 1);
 	n = tf_note_cosign(&ec, note, n, sizeof(note));
 	CHECK_EQ("cosigned by ECDSA", n > 0 && (size_t)n == strlen(note), 1);
-	CHECK_EQ("two signature lines", !!strstr(strstr(note, "\xe2\x80\x94") + 1, "\xe2\x80\x94"), 1);
+	CHECK_EQ("two signature lines", !!strstr(strstr(note, "\xe2\x80\x94") + 1, "\xe2\x80\x94"),
+		 1);
 	CHECK_EQ("verifies by the Ed25519 key", tf_note_verify(&ved, note, n, &got), TF_NOTE_OK);
 	CHECK_EQ("verifies by the ECDSA key", tf_note_verify(&vec, note, n, &got), TF_NOTE_OK);
-	CHECK_EQ("... the checkpoint it seals", got.size == 3 && !memcmp(got.root, c.root, TF_HASH_LEN), 1);
-	CHECK_EQ("a keyring of both", !tf_keyring_add(&ring, &ved) && !tf_keyring_add(&ring, &vec) &&
-		 !tf_keyring_add(&ring, &vec) && ring.n == 2, 1);
+	CHECK_EQ("... the checkpoint it seals",
+		 got.size == 3 && !memcmp(got.root, c.root, TF_HASH_LEN), 1);
+	CHECK_EQ("a keyring of both",
+		 !tf_keyring_add(&ring, &ved) && !tf_keyring_add(&ring, &vec) &&
+			 !tf_keyring_add(&ring, &vec) && ring.n == 2,
+		 1);
 	CHECK_EQ("the ring verifies it", tf_note_verify_ring(&ring, note, n, &got), TF_NOTE_OK);
 	/* Break the ECDSA signature only: the Ed25519 one still holds, the ring refuses the note. */
 	p = strrchr(note, ' ') + 10;
 	*p = *p == 'A' ? 'B' : 'A';
 	CHECK_EQ("a broken ECDSA signature fails by its key", tf_note_verify(&vec, note, n, &got),
 		 TF_NOTE_BAD_SIG);
-	CHECK_EQ("... the Ed25519 one still verifies", tf_note_verify(&ved, note, n, &got), TF_NOTE_OK);
+	CHECK_EQ("... the Ed25519 one still verifies", tf_note_verify(&ved, note, n, &got),
+		 TF_NOTE_OK);
 	CHECK_EQ("... and the ring refuses the note (C2SP: reject it whole)",
 		 tf_note_verify_ring(&ring, note, n, &got), TF_NOTE_BAD_SIG);
 	tf_signer_close(&ed);

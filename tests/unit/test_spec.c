@@ -106,8 +106,8 @@ static void check_round_trip(const char *desc, const struct tf_spec *s)
 
 struct spec_case {
 	const char *desc;
-	const char *patch;	/* merge patch over base */
-	const char *err;	/* NULL: accepted; else the exact message */
+	const char *patch; /* merge patch over base */
+	const char *err;   /* NULL: accepted; else the exact message */
 };
 
 static const struct spec_case spec_cases[] = {
@@ -119,7 +119,8 @@ static const struct spec_case spec_cases[] = {
 	  NULL },
 	{ "IPv6 without gateway ipv6, resolver at its derived link-local",
 	  "{'guest':{'ipv4':null},'gateway':{'ipv4':null,'ipv6':null},"
-	  "'resolver':{'ipv4':null,'ipv6':'fe80::ff:fe00:1'}}", NULL },
+	  "'resolver':{'ipv4':null,'ipv6':'fe80::ff:fe00:1'}}",
+	  NULL },
 	{ "guest ipv6 without gateway ipv6", "{'gateway':{'ipv6':null}}", NULL },
 	{ "explicit null guest ipv6", "{'guest':{'ipv6':null},'gateway':{'ipv6':null}}", NULL },
 	{ "no resolver", "{'resolver':null}", NULL },
@@ -150,10 +151,13 @@ static const struct spec_case spec_cases[] = {
 	{ "id ..", "{'id':'..'}", "id: invalid session id `..' (want 1-63 of A-Z a-z 0-9 _ . -)" },
 	{ "id .", "{'id':'.'}", "id: invalid session id `.' (want 1-63 of A-Z a-z 0-9 _ . -)" },
 	/* Ids name state files and link pins: nothing that walks a path. */
-	{ "id with /", "{'id':'a/b'}", "id: invalid session id `a/b' (want 1-63 of A-Z a-z 0-9 _ . -)" },
-	{ "id ../x", "{'id':'../x'}", "id: invalid session id `../x' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	{ "id with /", "{'id':'a/b'}",
+	  "id: invalid session id `a/b' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	{ "id ../x", "{'id':'../x'}",
+	  "id: invalid session id `../x' (want 1-63 of A-Z a-z 0-9 _ . -)" },
 	/* ',' stands for '.' in link pin names (bpffs refuses dots): an id never has one. */
-	{ "id with ,", "{'id':'vm,1'}", "id: invalid session id `vm,1' (want 1-63 of A-Z a-z 0-9 _ . -)" },
+	{ "id with ,", "{'id':'vm,1'}",
+	  "id: invalid session id `vm,1' (want 1-63 of A-Z a-z 0-9 _ . -)" },
 	{ "id ...", "{'id':'...'}", NULL },
 	{ "64-char id", "{'id':'" A16 A16 A16 A16 "'}",
 	  "id: invalid session id `" A16 A16 A16 A16 "' (want 1-63 of A-Z a-z 0-9 _ . -)" },
@@ -252,7 +256,8 @@ static const struct spec_case spec_cases[] = {
 	/* resolver */
 	{ "resolver not an object", "{'resolver':'10.10.0.1'}",
 	  "resolver: expected an object, not `10.10.0.1'" },
-	{ "unknown resolver field", "{'resolver':{'host':'ns'}}", "resolver: unknown field `host'" },
+	{ "unknown resolver field", "{'resolver':{'host':'ns'}}",
+	  "resolver: unknown field `host'" },
 	{ "resolver with both families", "{'resolver':{'ipv6':'fd00::1'}}",
 	  "resolver: needs exactly one of ipv4 and ipv6" },
 	{ "resolver without address", "{'resolver':{'ipv4':null}}",
@@ -314,7 +319,8 @@ static const struct spec_case spec_cases[] = {
 	{ "host: label starts with -", "{'allow':[{'host':'-a.com'}]}",
 	  "allow[0].host: invalid host name `-a.com' (labels of a-z 0-9 - _, at most 247 "
 	  "characters, \"*.\" only in front of two or more labels, no IP literals)" },
-	{ "host: label over 63", "{'allow':[{'host':'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com'}]}",
+	{ "host: label over 63",
+	  "{'allow':[{'host':'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com'}]}",
 	  "allow[0].host: invalid host name `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com' "
 	  "(labels of a-z 0-9 - _, at most 247 characters, \"*.\" only in front of two or more "
 	  "labels, no IP literals)" },
@@ -404,8 +410,9 @@ static void test_spec_cases(void)
 		CHECK_EQ(what, j != NULL, 1);
 		strcpy(err, "");
 		ret = tf_spec_from_json(j, &lim, &s, err, sizeof(err));
-		snprintf(what, sizeof(what), "%s: %s%s%s", c->desc, c->err ? "rejected" : "accepted",
-			 !c->err && *err ? ": " : "", c->err ? "" : err);
+		snprintf(what, sizeof(what), "%s: %s%s%s", c->desc,
+			 c->err ? "rejected" : "accepted", !c->err && *err ? ": " : "",
+			 c->err ? "" : err);
 		CHECK_EQ(what, ret, c->err ? -EINVAL : 0);
 		if (c->err) {
 			snprintf(what, sizeof(what), "%s: message", c->desc);
@@ -461,7 +468,7 @@ struct rule_case {
 	const char *desc;
 	const char *json;
 	__u8 protos;
-	const char *ranges;	/* "lo-hi lo-hi ..." after sort and merge */
+	const char *ranges; /* "lo-hi lo-hi ..." after sort and merge */
 };
 
 static const struct rule_case rule_cases[] = {
@@ -564,14 +571,16 @@ static void test_rule_json(void)
 	text = json_dumps(out, JSON_COMPACT);
 	CHECK_STR("rule to_json: canonical text", text,
 		  "{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,\"8000-8100\"]}");
-	CHECK_EQ("rule to_json: parses back", tf_rule_from_json(out, "rule", &back, err, sizeof(err)), 0);
+	CHECK_EQ("rule to_json: parses back",
+		 tf_rule_from_json(out, "rule", &back, err, sizeof(err)), 0);
 	CHECK_EQ("rule to_json: equal", tf_rule_equal(&r, &back), 1);
 	free(text);
 	json_decref(out);
 	json_decref(j);
 
 	j = jq("{'cidr':'2001:db8::/32'}");
-	CHECK_EQ("rule to_json all ports: parses", tf_rule_from_json(j, "rule", &r, err, sizeof(err)), 0);
+	CHECK_EQ("rule to_json all ports: parses",
+		 tf_rule_from_json(j, "rule", &r, err, sizeof(err)), 0);
 	out = tf_rule_to_json(&r);
 	text = json_dumps(out, JSON_COMPACT);
 	CHECK_STR("rule to_json all ports: ports omitted", text,
@@ -581,7 +590,8 @@ static void test_rule_json(void)
 	json_decref(j);
 
 	j = jq("{'cidr':'10.0.0.0/8','proto':'any','ports':[53]}");
-	CHECK_EQ("rule to_json any+ports: parses", tf_rule_from_json(j, "rule", &r, err, sizeof(err)), 0);
+	CHECK_EQ("rule to_json any+ports: parses",
+		 tf_rule_from_json(j, "rule", &r, err, sizeof(err)), 0);
 	out = tf_rule_to_json(&r);
 	text = json_dumps(out, JSON_COMPACT);
 	CHECK_STR("rule to_json any+ports: stays any", text,
@@ -590,11 +600,14 @@ static void test_rule_json(void)
 	json_decref(out);
 	json_decref(j);
 
-	CHECK_EQ("rule NULL: rejected", tf_rule_from_json(NULL, "rule", &r, err, sizeof(err)), -EINVAL);
+	CHECK_EQ("rule NULL: rejected", tf_rule_from_json(NULL, "rule", &r, err, sizeof(err)),
+		 -EINVAL);
 	CHECK_STR("rule NULL: message", err, "rule: missing");
 	j = jq("[1]");
-	CHECK_EQ("rule not an object: rejected", tf_rule_from_json(j, "rule 3", &r, err, sizeof(err)), -EINVAL);
-	CHECK_STR("rule not an object: message uses where", err, "rule 3: expected an object, not `[1]'");
+	CHECK_EQ("rule not an object: rejected",
+		 tf_rule_from_json(j, "rule 3", &r, err, sizeof(err)), -EINVAL);
+	CHECK_STR("rule not an object: message uses where", err,
+		  "rule 3: expected an object, not `[1]'");
 	json_decref(j);
 }
 
@@ -608,11 +621,14 @@ static void test_too_many_ports(void)
 	for (i = 1; i <= TF_RULE_MAX_RANGES; i++)
 		json_array_append_new(ports, json_integer(2 * i));
 	json_object_set(j, "ports", ports);
-	CHECK_EQ("64 port entries: accepted", tf_rule_from_json(j, "allow[0]", &r, err, sizeof(err)), 0);
+	CHECK_EQ("64 port entries: accepted",
+		 tf_rule_from_json(j, "allow[0]", &r, err, sizeof(err)), 0);
 	CHECK_EQ("64 port entries: 64 ranges", r.nranges, TF_RULE_MAX_RANGES);
 	json_array_append_new(ports, json_integer(1000));
-	CHECK_EQ("65 port entries: rejected", tf_rule_from_json(j, "allow[0]", &r, err, sizeof(err)), -EINVAL);
-	CHECK_STR("65 port entries: message", err, "allow[0].ports: 65 entries, more than the limit of 64");
+	CHECK_EQ("65 port entries: rejected",
+		 tf_rule_from_json(j, "allow[0]", &r, err, sizeof(err)), -EINVAL);
+	CHECK_STR("65 port entries: message", err,
+		  "allow[0].ports: 65 entries, more than the limit of 64");
 	json_decref(ports);
 	json_decref(j);
 }
@@ -628,28 +644,35 @@ static void test_parse_text(void)
 	for (i = 0; base[i]; i++)
 		buf[i] = base[i] == '\'' ? '"' : base[i];
 	buf[i] = '\0';
-	CHECK_EQ("parse text: base", tf_spec_parse(buf, strlen(buf), &lim, &s, err, sizeof(err)), 0);
+	CHECK_EQ("parse text: base", tf_spec_parse(buf, strlen(buf), &lim, &s, err, sizeof(err)),
+		 0);
 	tf_spec_free(&s);
-	CHECK_EQ("parse text: truncated", tf_spec_parse(buf, 10, &lim, &s, err, sizeof(err)), -EINVAL);
+	CHECK_EQ("parse text: truncated", tf_spec_parse(buf, 10, &lim, &s, err, sizeof(err)),
+		 -EINVAL);
 	CHECK_CONTAINS("parse text: truncated message", err, "invalid JSON at line 1");
 	text = "{\"id\":\"a\",\"id\":\"b\"}";
-	CHECK_EQ("parse text: duplicate key", tf_spec_parse(text, strlen(text), &lim, &s, err, sizeof(err)), -EINVAL);
+	CHECK_EQ("parse text: duplicate key",
+		 tf_spec_parse(text, strlen(text), &lim, &s, err, sizeof(err)), -EINVAL);
 	CHECK_CONTAINS("parse text: duplicate key message", err, "duplicate object key");
-	CHECK_EQ("spec NULL: rejected", tf_spec_from_json(NULL, &lim, &s, err, sizeof(err)), -EINVAL);
+	CHECK_EQ("spec NULL: rejected", tf_spec_from_json(NULL, &lim, &s, err, sizeof(err)),
+		 -EINVAL);
 	CHECK_STR("spec NULL: message", err, "session spec: missing");
 	text = "[]";
-	CHECK_EQ("parse text: array", tf_spec_parse(text, strlen(text), &lim, &s, err, sizeof(err)), -EINVAL);
+	CHECK_EQ("parse text: array", tf_spec_parse(text, strlen(text), &lim, &s, err, sizeof(err)),
+		 -EINVAL);
 	CHECK_STR("parse text: array message", err, "session spec: expected an object, not `[]'");
 
 	j = patched("{'id':'" A16 A16 A16 A16 A16 A16 A16 "!'}");
 	CHECK_EQ("long id: rejected", tf_spec_from_json(j, &lim, &s, err, sizeof(err)), -EINVAL);
 	CHECK_STR("long id: quoted value is cut", err,
-		  "id: invalid session id `" A16 A16 A16 A16 "aaaa...' (want 1-63 of A-Z a-z 0-9 _ . -)");
+		  "id: invalid session id `" A16 A16 A16 A16
+		  "aaaa...' (want 1-63 of A-Z a-z 0-9 _ . -)");
 	json_decref(j);
 
 	j = patched("{}");
 	json_object_set_new(j, "id", json_stringn("a\0b", 3));
-	CHECK_EQ("id with NUL: rejected", tf_spec_from_json(j, &lim, &s, err, sizeof(err)), -EINVAL);
+	CHECK_EQ("id with NUL: rejected", tf_spec_from_json(j, &lim, &s, err, sizeof(err)),
+		 -EINVAL);
 	CHECK_STR("id with NUL: message", err, "id: `a' contains a NUL byte");
 	json_decref(j);
 }
@@ -672,7 +695,8 @@ static void test_add_del_copy(void)
 	json_t *j = patched("{}");
 
 	CHECK_EQ("add/del: base parses", tf_spec_from_json(j, &lim, &s, err, sizeof(err)), 0);
-	CHECK_EQ("add/del: rule a", parse_rule("{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}", &a), 0);
+	CHECK_EQ("add/del: rule a",
+		 parse_rule("{'cidr':'10.0.0.0/8','proto':'udp','ports':[53]}", &a), 0);
 	CHECK_EQ("add/del: rule b", parse_rule("{'cidr':'10.0.0.0/8','proto':'udp'}", &b), 0);
 	CHECK_EQ("add/del: rule c", parse_rule("{'cidr':'2001:db8::/32'}", &c), 0);
 	CHECK_EQ("add a", tf_spec_add_rule(&s, &a, 3), 0);
@@ -702,7 +726,7 @@ static void test_add_del_copy(void)
 struct cidr_case {
 	const char *in;
 	int ret;
-	const char *out;	/* tf_fmt_cidr of the result */
+	const char *out; /* tf_fmt_cidr of the result */
 };
 
 static const struct cidr_case cidr_cases[] = {
@@ -765,14 +789,19 @@ static void test_addr(void)
 		  "fe80::5054:ff:fe12:3456");
 
 	CHECK_EQ("contains: /8 parses", tf_parse_cidr("10.0.0.0/8", &c), 0);
-	CHECK_EQ("contains: inside", tf_parse_ip("10.255.1.1", &ip) || !tf_cidr_contains(&c, &ip), 0);
+	CHECK_EQ("contains: inside", tf_parse_ip("10.255.1.1", &ip) || !tf_cidr_contains(&c, &ip),
+		 0);
 	CHECK_EQ("contains: outside", tf_parse_ip("11.0.0.0", &ip) || tf_cidr_contains(&c, &ip), 0);
-	CHECK_EQ("contains: other family", tf_parse_ip("a00::", &ip) || tf_cidr_contains(&c, &ip), 0);
+	CHECK_EQ("contains: other family", tf_parse_ip("a00::", &ip) || tf_cidr_contains(&c, &ip),
+		 0);
 	CHECK_EQ("contains: /0 parses", tf_parse_cidr("::/0", &c), 0);
-	CHECK_EQ("contains: ::/0 holds any IPv6", tf_parse_ip("2001:db8::1", &ip) || !tf_cidr_contains(&c, &ip), 0);
+	CHECK_EQ("contains: ::/0 holds any IPv6",
+		 tf_parse_ip("2001:db8::1", &ip) || !tf_cidr_contains(&c, &ip), 0);
 	CHECK_EQ("contains: /9 parses", tf_parse_cidr("10.128.0.0/9", &c), 0);
-	CHECK_EQ("contains: /9 bit boundary in", tf_parse_ip("10.200.0.1", &ip) || !tf_cidr_contains(&c, &ip), 0);
-	CHECK_EQ("contains: /9 bit boundary out", tf_parse_ip("10.127.0.1", &ip) || tf_cidr_contains(&c, &ip), 0);
+	CHECK_EQ("contains: /9 bit boundary in",
+		 tf_parse_ip("10.200.0.1", &ip) || !tf_cidr_contains(&c, &ip), 0);
+	CHECK_EQ("contains: /9 bit boundary out",
+		 tf_parse_ip("10.127.0.1", &ip) || tf_cidr_contains(&c, &ip), 0);
 }
 
 int main(void)

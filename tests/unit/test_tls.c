@@ -22,15 +22,14 @@
 #include "fixture.h"
 #include "pkt.h"
 
-#define CDN   "192.0.2.10"	/* learnt for www.example.com and other.example.net */
-#define OTHER "192.0.2.20"	/* learnt for other.example.net only */
-#define PLAIN "192.0.2.30"	/* plain.test: "tls": false */
-#define ALT   "192.0.2.40"	/* alt.test: "tls": true on 8443 */
-#define QUIC  "192.0.2.50"	/* quic.test: any protocol on 443 */
-#define CDN6  "2001:db8:c::10"	/* learnt for www.example.com */
+#define CDN   "192.0.2.10"     /* learnt for www.example.com and other.example.net */
+#define OTHER "192.0.2.20"     /* learnt for other.example.net only */
+#define PLAIN "192.0.2.30"     /* plain.test: "tls": false */
+#define ALT   "192.0.2.40"     /* alt.test: "tls": true on 8443 */
+#define QUIC  "192.0.2.50"     /* quic.test: any protocol on 443 */
+#define CDN6  "2001:db8:c::10" /* learnt for www.example.com */
 
-static const char spec[] =
-	SPEC_A_HEAD
+static const char spec[] = SPEC_A_HEAD
 	"'allow':["
 	"{'host':'www.example.com','proto':'tcp','ports':[443]},"
 	"{'host':'other.example.net','proto':'tcp','ports':[443]},"
@@ -42,14 +41,14 @@ static const char spec[] =
 	"{'cidr':'192.0.2.128/25','proto':'any','ports':[8443],'tls':true}]}";
 
 /* Session B: never judged (test runs judge on ifindex 1); its tables must survive A's floods. */
-static const char spec_b[] =
-	"{'id':'b','ifname':'tap-b',"
-	"'guest':{'mac':'02:00:00:00:00:12','ipv4':'10.20.0.2'},"
-	"'gateway':{'mac':'02:00:00:00:00:11','ipv4':'10.20.0.1'},"
-	"'allow':[{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443]}]}";
+static const char spec_b[] = "{'id':'b','ifname':'tap-b',"
+			     "'guest':{'mac':'02:00:00:00:00:12','ipv4':'10.20.0.2'},"
+			     "'gateway':{'mac':'02:00:00:00:00:11','ipv4':'10.20.0.1'},"
+			     "'allow':[{'cidr':'203.0.113.0/24','proto':'tcp','ports':[443]}]}";
 
 /* A 16-hello table and a short sweep timeout, so the full-table test is quick. */
-static const char operator_config[] = "{'limits':{'tls_pending':16,'tls_timeout_s':1,'events_per_s':0}}";
+static const char operator_config[] =
+	"{'limits':{'tls_pending':16,'tls_timeout_s':1,'events_per_s':0}}";
 
 /* ---- hellos -------------------------------------------------------------- */
 
@@ -66,7 +65,7 @@ static void put16(__u8 *b, unsigned int v)
 	b[1] = (__u8)v;
 }
 
-#define HB_ECH    0x01	/* an encrypted_client_hello extension */
+#define HB_ECH	  0x01 /* an encrypted_client_hello extension */
 #define HB_NO_SNI 0x02
 
 /* One record holding a ClientHello for sni (TLS 1.2 version fields, one suite). */
@@ -79,16 +78,16 @@ static void hello_build(struct hello *h, const char *sni, unsigned int flags)
 	b[0] = 22;
 	b[1] = 3;
 	b[2] = 1;
-	b[5] = 1;		/* ClientHello */
+	b[5] = 1; /* ClientHello */
 	b[o++] = 3;
 	b[o++] = 3;
-	o += 32;		/* random */
-	b[o++] = 0;		/* session id */
+	o += 32;    /* random */
+	b[o++] = 0; /* session id */
 	put16(b + o, 2);
 	b[o + 2] = 0x13;
 	b[o + 3] = 0x01;
 	o += 4;
-	b[o++] = 1;		/* compression: null */
+	b[o++] = 1; /* compression: null */
 	b[o++] = 0;
 	ext = o;
 	o += 2;
@@ -164,8 +163,8 @@ static void hello_reframe(struct hello *out, const struct hello *in, unsigned in
 struct conn {
 	const char *raddr;
 	unsigned int rport, gport;
-	__u32 isn;		/* the guest's SYN sequence number */
-	__u32 risn;		/* the server's */
+	__u32 isn;  /* the guest's SYN sequence number */
+	__u32 risn; /* the server's */
 };
 
 static unsigned int next_gport = 20000;
@@ -401,13 +400,26 @@ struct tstep {
 /* In a step's expectation: the counters or events of the case it runs in. */
 static const char CASE[] = "(the case's)";
 
-#define T_SYN_(d, ...) { T_SYN, d, .x = { __VA_ARGS__ } }
-#define T_HELLO(d, ...) { T_SEND, d, .hello = 1, .x = { __VA_ARGS__ } }
-#define T_SEND_(d, h, o, p, len, ...) \
-	{ T_SEND, d, .after_hello = h, .off = o, .pay = p, .n = len, .x = { __VA_ARGS__ } }
-#define T_REPLY_(d, h, o, len, ...) \
-	{ T_REPLY, d, .after_hello = h, .off = o, .n = len, .x = { __VA_ARGS__ } }
-#define T_BUFFERS_(d, count) { T_BUFFERS, d, .n = count }
+#define T_SYN_(d, ...)                         \
+	{                                      \
+		T_SYN, d, .x = { __VA_ARGS__ } \
+	}
+#define T_HELLO(d, ...)                                     \
+	{                                                   \
+		T_SEND, d, .hello = 1, .x = { __VA_ARGS__ } \
+	}
+#define T_SEND_(d, h, o, p, len, ...)                                                           \
+	{                                                                                       \
+		T_SEND, d, .after_hello = h, .off = o, .pay = p, .n = len, .x = { __VA_ARGS__ } \
+	}
+#define T_REPLY_(d, h, o, len, ...)                                                    \
+	{                                                                              \
+		T_REPLY, d, .after_hello = h, .off = o, .n = len, .x = { __VA_ARGS__ } \
+	}
+#define T_BUFFERS_(d, count)             \
+	{                                \
+		T_BUFFERS, d, .n = count \
+	}
 
 /* A whole hello in one segment, then the server's reply and data both ways. */
 static const struct tstep one_segment[] = {
@@ -417,8 +429,8 @@ static const struct tstep one_segment[] = {
 	T_HELLO("the hello", 1, "allow_tls+1", CASE),
 	T_REPLY_("the server's answer, acking the hello", 1, 0, 40, 1, "allow_flow+1"),
 	T_REPLY_("more of it (its records are not read)", 1, 0, 40, 1, "allow_flow+1"),
-	T_SEND_("the guest's ChangeCipherSpec record: read, passes", 1, 0, "\x14\x03\x03\x00\x01\x01",
-		6, 1, "allow_flow+1", "-"),
+	T_SEND_("the guest's ChangeCipherSpec record: read, passes", 1, 0,
+		"\x14\x03\x03\x00\x01\x01", 6, 1, "allow_flow+1", "-"),
 	T_SEND_("the header of its first application_data record: read, passes", 1, 6,
 		"\x17\x03\x03\x00\x05", 5, 1, "allow_flow+1", "-"),
 	T_BUFFERS_("its buffer stays until the server acks that", 1),
@@ -512,14 +524,15 @@ static void test_splits(struct env *e, const char *label, const struct hello *h)
 		ok = q_syn(e, &c);
 		ok = ok && !q_send(e, &c, 0, h->b, k);
 		ok = ok && q_send(e, &c, k, h->b + k, h->len - k);
-		ok = ok && q_send(e, &c, 0, h->b, k);		/* the retransmission */
+		ok = ok && q_send(e, &c, 0, h->b, k); /* the retransmission */
 		ok = ok && q_reply(e, &c, h->len);
 		ok = ok && q_open(e, &c, h->len);
 		ok = ok && q_send(e, &c, h->len + 8, "x", 1);
 		if (!ok && !bad++)
 			first = k;
 	}
-	snprintf(what, sizeof(what), "%s: %s split in two at each of its %u byte boundaries: held, "
+	snprintf(what, sizeof(what),
+		 "%s: %s split in two at each of its %u byte boundaries: held, "
 		 "allowed on completion, resent bytes pass (first failing split: %u)",
 		 prog_name(e, FROM), label, h->len - 1, first);
 	CHECK_EQ(what, bad, 0);
@@ -542,19 +555,20 @@ static void test_small_segments(struct env *e, const char *label, const struct h
 		last = q_send(e, &c, off, h->b + off, n);
 		held += !last && off + n < h->len;
 	}
-	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: every one held but the last, "
-		 "which passes", prog_name(e, FROM), label, seg);
+	snprintf(what, sizeof(what),
+		 "%s: %s in %u-byte segments: every one held but the last, "
+		 "which passes",
+		 prog_name(e, FROM), label, seg);
 	CHECK_EQ(what, held, (h->len + seg - 1) / seg - 1);
-	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: the last passes", prog_name(e, FROM),
-		 label, seg);
+	snprintf(what, sizeof(what), "%s: %s in %u-byte segments: the last passes",
+		 prog_name(e, FROM), label, seg);
 	CHECK_TRUE(what, last);
 	q_reply(e, &c, h->len);
 	q_open(e, &c, h->len);
 }
 
-static void test_refused(struct env *e, const char *label, const struct hello *h,
-			 const char *raddr, unsigned int port, const char *counter,
-			 const char *events)
+static void test_refused(struct env *e, const char *label, const struct hello *h, const char *raddr,
+			 unsigned int port, const char *counter, const char *events)
 {
 	run_tsteps(e, label, h, raddr, port, counter, events, refused, N(refused));
 }
@@ -574,7 +588,8 @@ static void test_fixtures(struct env *e)
 		snprintf(path, sizeof(path), "%s hello", names[i]);
 		if (!strcmp(names[i], "chromium")) {
 			/* A GREASE encrypted_client_hello: refused unless tls_ech is "outer". */
-			test_refused(e, path, &h, CDN, 443, "tls_ech+1", "tls_ech[www.example.com]");
+			test_refused(e, path, &h, CDN, 443, "tls_ech+1",
+				     "tls_ech[www.example.com]");
 			CHECK_EQ("chromium's hello: rename its ECH extension to a GREASE type",
 				 hello_rename_ext(&h, TLS_EXT_ECH, 0x0a0a), 0);
 			snprintf(path, sizeof(path), "chromium hello without ECH");
@@ -588,8 +603,8 @@ static void test_fixtures(struct env *e)
 	test_small_segments(e, "chromium's hello in 1-byte records", &r, 1400);
 	hello_reframe(&r, &h, 97);
 	test_splits(e, "chromium's hello in 97-byte records", &r);
-	CHECK_EQ("load openssl-s_client.bin", hello_load(&h, "tests/tls/hellos/openssl-s_client.bin"),
-		 0);
+	CHECK_EQ("load openssl-s_client.bin",
+		 hello_load(&h, "tests/tls/hellos/openssl-s_client.bin"), 0);
 	test_small_segments(e, "openssl's hello", &h, 1);
 	CHECK_EQ("load openssl-nosni.bin", hello_load(&h, "tests/tls/hellos/openssl-nosni.bin"), 0);
 	test_refused(e, "openssl without SNI", &h, CDN, 443, "tls_no_sni+1", "tls_no_sni[]");
@@ -618,10 +633,12 @@ static const struct tls_case built_cases[] = {
 	  "allow_tls[www.example.com]" },
 	{ "an allowed SNI to an IPv6 address learnt for another name", "other.example.net", 0, 0, 0,
 	  CDN6, "tls_sni_mismatch+1", "tls_sni_mismatch[other.example.net]" },
-	{ "an SNI in mixed case", "WWW.Example.COM", 0, 0, 0, CDN, NULL, "allow_tls[www.example.com]" },
+	{ "an SNI in mixed case", "WWW.Example.COM", 0, 0, 0, CDN, NULL,
+	  "allow_tls[www.example.com]" },
 	{ "an SNI with a control byte", "x\x01y.test", 0, 0, 0, CDN, "tls_malformed+1",
 	  "tls_malformed[]" },
-	{ "an IP literal as SNI", "192.0.2.10", 0, 0, 0, CDN, "tls_sni_ip+1", "tls_sni_ip[192.0.2.10]" },
+	{ "an IP literal as SNI", "192.0.2.10", 0, 0, 0, CDN, "tls_sni_ip+1",
+	  "tls_sni_ip[192.0.2.10]" },
 	{ "encrypted_client_hello with an allowed outer SNI", "www.example.com", HB_ECH, 0, 0, CDN,
 	  "tls_ech+1", "tls_ech[www.example.com]" },
 	{ "a built hello without SNI", "www.example.com", HB_NO_SNI, 0, 0, CDN, "tls_no_sni+1",
@@ -638,8 +655,8 @@ static const struct tls_case built_cases[] = {
 static void test_denials(struct env *e)
 {
 	static const __u8 http[] = "GET / HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
-	static const __u8 sslv2[] = { 0x80, 0x2e, 0x01, 0x00, 0x02, 0x00, 0x15, 0x00, 0x00,
-				      0x00, 0x10, 0x07, 0x00, 0xc0 };
+	static const __u8 sslv2[] = { 0x80, 0x2e, 0x01, 0x00, 0x02, 0x00, 0x15,
+				      0x00, 0x00, 0x00, 0x10, 0x07, 0x00, 0xc0 };
 	static struct hello h;
 	struct conn c;
 	struct frame f;
@@ -727,8 +744,8 @@ static void test_reassembly(struct env *e)
 
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "resent identical: SYN", 1, NULL);
-	c_send(e, &c, 0, h.b, 30, "the first 30 bytes: held, counted, no event", 0,
-	       "tls_pending+1", "-");
+	c_send(e, &c, 0, h.b, 30, "the first 30 bytes: held, counted, no event", 0, "tls_pending+1",
+	       "-");
 	c_send(e, &c, 0, h.b, 30, "the same 30 again (a tail loss probe)", 0, "tls_pending+1", "-");
 	c_send(e, &c, 10, h.b + 10, 40, "bytes 10-50: overlapping, the overlap equal", 0,
 	       "tls_pending+1", "-");
@@ -796,8 +813,11 @@ static void test_reassembly(struct env *e)
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "data after the hello before the server's ack: SYN", 1, NULL);
 	c_send(e, &c, 0, h.b, h.len, "the hello", 1, "allow_tls+1", NULL);
-	c_send(e, &c, h.len, "\x17\x03\x03\x00\x05" "early", 10,
-	       "an application_data record after the hello (early data)", 1, "allow_flow+1", NULL);
+	c_send(e, &c, h.len,
+	       "\x17\x03\x03\x00\x05"
+	       "early",
+	       10, "an application_data record after the hello (early data)", 1, "allow_flow+1",
+	       NULL);
 	c_reply(e, &c, h.len - 1, 0, "an ack short of the hello's end", 1, "allow_flow+1");
 	c_reply(e, &c, h.len - 1, 8, "server data before it acks the whole hello", 0,
 		"tls_pending+1");
@@ -858,9 +878,10 @@ static void test_ports(struct env *e)
 
 	conn_init(&c, "198.51.100.7", 8443);
 	c_syn(e, &c, "a CIDR rule with \"tls\": true: SYN", 1, "allow_rule+1");
-	c_send(e, &c, 0, h.b, h.len, "an SNI a host rule allows on 8443, to an address no answer "
-	       "named: passes (the CIDR rule vouches for the address)", 1, "allow_tls+1",
-	       "allow_tls[alt.test]");
+	c_send(e, &c, 0, h.b, h.len,
+	       "an SNI a host rule allows on 8443, to an address no answer "
+	       "named: passes (the CIDR rule vouches for the address)",
+	       1, "allow_tls+1", "allow_tls[alt.test]");
 	c_reply(e, &c, h.len, 0, "a CIDR rule with \"tls\": true: acked", 1, NULL);
 	q_open(e, &c, h.len);
 	hello_build(&h, "www.example.com", 0);
@@ -876,8 +897,11 @@ static void test_ports(struct env *e)
 	conn_init(&c, QUIC, 443);
 	fr_seg(&f, &c, 0, 0, 0, 0, NULL, 0);
 	{
-		struct pk p = { .src = G4, .dst = QUIC, .proto = IPPROTO_UDP,
-				.sport = (__u16)(30000 + e->xdp), .dport = 443 };
+		struct pk p = { .src = G4,
+				.dst = QUIC,
+				.proto = IPPROTO_UDP,
+				.sport = (__u16)(30000 + e->xdp),
+				.dport = 443 };
 		struct pk_frame pf;
 
 		CHECK_EQ("build a UDP datagram", pk_build(&p, GMAC, HMAC, &pf), 0);
@@ -893,15 +917,18 @@ static void test_ports(struct env *e)
 		      NULL);
 	}
 	{
-		struct pk p = { .src = G4, .dst = "192.0.2.200", .proto = IPPROTO_UDP,
-				.sport = (__u16)(30010 + e->xdp), .dport = 8443 };
+		struct pk p = { .src = G4,
+				.dst = "192.0.2.200",
+				.proto = IPPROTO_UDP,
+				.sport = (__u16)(30010 + e->xdp),
+				.dport = 8443 };
 		struct pk_frame pf;
 
 		pk_build(&p, GMAC, HMAC, &pf);
 		memcpy(f.d, pf.data, pf.len);
 		f.len = pf.len;
-		judge(e, FROM, &f, "UDP to a TLS port of a CIDR rule with \"tls\": true", 0, "tls_udp+1",
-		      NULL);
+		judge(e, FROM, &f, "UDP to a TLS port of a CIDR rule with \"tls\": true", 0,
+		      "tls_udp+1", NULL);
 	}
 	hello_build(&h, "quic.test", 0);
 	conn_init(&c, QUIC, 443);
@@ -936,13 +963,15 @@ static void test_stream(struct env *e)
 	CHECK_EQ(w("%s: nothing was buffered for it", prog_name(e, FROM)),
 		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 	fr_seg(&f, &c, 1, PK_SYN | PK_ACK, c.risn, c.isn + 7, NULL, 0);
-	judge(e, TO, &f, "a SYN-ACK acknowledging another SYN passes (no payload)", 1, "allow_flow+1",
-	      NULL);
+	judge(e, TO, &f, "a SYN-ACK acknowledging another SYN passes (no payload)", 1,
+	      "allow_flow+1", NULL);
 	c_send(e, &c, 0, h.b, h.len, "the hello after it: still held", 0, "tls_pending+1", "-");
 	synack(e, &c);
 	fr_seg(&f, &c, 0, PK_ACK | PK_PSH, c.isn + 1, c.risn + 2, h.b, h.len);
-	judge(e, FROM, &f, "after the right SYN-ACK, a hello acknowledging a byte the server never "
-	      "sent: held", 0, "tls_pending+1", "-");
+	judge(e, FROM, &f,
+	      "after the right SYN-ACK, a hello acknowledging a byte the server never "
+	      "sent: held",
+	      0, "tls_pending+1", "-");
 	c_send(e, &c, 0, h.b, h.len, "the hello acknowledging the SYN-ACK: allowed", 1,
 	       "allow_tls+1", NULL);
 	fr_seg(&f, &c, 1, PK_ACK, c.risn + 5, c.isn + 1 + h.len, NULL, 0);
@@ -951,16 +980,19 @@ static void test_stream(struct env *e)
 	{
 		static const __u8 data[8];
 
-		fr_seg(&f, &c, 1, PK_ACK | PK_PSH, c.risn + 5, c.isn + 1 + h.len, data, sizeof(data));
-		judge(e, TO, &f, "but did not open the flow: server data from there is still held", 0,
-		      "tls_pending+1", NULL);
+		fr_seg(&f, &c, 1, PK_ACK | PK_PSH, c.risn + 5, c.isn + 1 + h.len, data,
+		       sizeof(data));
+		judge(e, TO, &f, "but did not open the flow: server data from there is still held",
+		      0, "tls_pending+1", NULL);
 	}
 	c_reply(e, &c, h.len, 0, "the server's own ack from its first byte lets its data pass", 1,
 		"allow_flow+1");
 	CHECK_EQ(w("%s: the guest's first application_data record, the server's ack: open",
-		   prog_name(e, FROM)), q_open(e, &c, h.len), 1);
-	c_send(e, &c, 0, evil.b, 60, "once open, bytes in the hello's range (another hello): refused",
-	       0, "tls_reassembly+1", "tls_reassembly[]");
+		   prog_name(e, FROM)),
+		 q_open(e, &c, h.len), 1);
+	c_send(e, &c, 0, evil.b, 60,
+	       "once open, bytes in the hello's range (another hello): refused", 0,
+	       "tls_reassembly+1", "tls_reassembly[]");
 	c_send(e, &c, h.len + 8, "GET", 3, "bytes after the followed records pass", 1,
 	       "allow_flow+1", "-");
 
@@ -968,14 +1000,20 @@ static void test_stream(struct env *e)
 	c2 = c;
 	c2.isn = c.isn - 100000;
 	fr_seg(&f, &c2, 0, PK_SYN, c2.isn, 0, NULL, 0);
-	judge(e, FROM, &f, "a second SYN on the tuple, 100000 bytes back: judged as a new connection",
-	      1, "allow_learned+1", NULL);
+	judge(e, FROM, &f,
+	      "a second SYN on the tuple, 100000 bytes back: judged as a new connection", 1,
+	      "allow_learned+1", NULL);
 	fr_seg(&f, &c, 1, PK_ACK, c.risn + 1, c.isn + 1 + h.len + 3, NULL, 0);
-	judge(e, TO, &f, "the server's challenge ACK (not a SYN-ACK) passes", 1, "allow_flow+1", NULL);
-	c_send(e, &c2, 0, h.b, h.len, "an allowed hello at the second SYN's sequence: held, never "
-	       "judged (the server did not accept that SYN)", 0, "tls_pending+1", "-");
-	c_send(e, &c, h.len + 3, evil.b, evil.len, "a forbidden hello where the server's stream "
-	       "really is: held", 0, "tls_pending+1", "-");
+	judge(e, TO, &f, "the server's challenge ACK (not a SYN-ACK) passes", 1, "allow_flow+1",
+	      NULL);
+	c_send(e, &c2, 0, h.b, h.len,
+	       "an allowed hello at the second SYN's sequence: held, never "
+	       "judged (the server did not accept that SYN)",
+	       0, "tls_pending+1", "-");
+	c_send(e, &c, h.len + 3, evil.b, evil.len,
+	       "a forbidden hello where the server's stream "
+	       "really is: held",
+	       0, "tls_pending+1", "-");
 
 	conn_init(&c, CDN, 443);
 	c_syn(e, &c, "urgent data: SYN", 1, NULL);
@@ -993,12 +1031,13 @@ static void test_stream(struct env *e)
 static const __u8 ccs[6] = { 20, 3, 3, 0, 1, 1 };
 
 /* c's hello h allowed and acknowledged: the flow follows the guest's records after it. */
-static void hello_acked(struct env *e, const struct conn *c, const struct hello *h, const char *desc)
+static void hello_acked(struct env *e, const struct conn *c, const struct hello *h,
+			const char *desc)
 {
 	c_syn(e, c, w("%s: SYN", desc), 1, NULL);
 	c_send(e, c, 0, h->b, h->len, w("%s: the first hello", desc), 1, "allow_tls+1", NULL);
-	c_reply(e, c, h->len, 30, w("%s: the server's answer (a HelloRetryRequest) passes", desc), 1,
-		"allow_flow+1");
+	c_reply(e, c, h->len, 30, w("%s: the server's answer (a HelloRetryRequest) passes", desc),
+		1, "allow_flow+1");
 }
 
 /*
@@ -1015,7 +1054,7 @@ static void test_second(struct env *e)
 
 	hello_build(&h, "www.example.com", 0);
 	hello_build(&h2, "www.example.com", HB_ECH);
-	h2.b[h2.len - 8 + 1] = 0x2a;	/* the ECH extension renamed: 0xfe2a, unknown */
+	h2.b[h2.len - 8 + 1] = 0x2a; /* the ECH extension renamed: 0xfe2a, unknown */
 	hello_build(&evil, "evil.test", 0);
 	hello_build(&other, "other.example.net", 0);
 
@@ -1024,12 +1063,13 @@ static void test_second(struct env *e)
 	memcpy(rec.b, ccs, sizeof(ccs));
 	memcpy(rec.b + sizeof(ccs), h2.b, h2.len);
 	c_send(e, &c, h.len, rec.b, sizeof(ccs) + h2.len,
-	       "a ChangeCipherSpec and the second hello, same SNI: judged, allowed", 1, "allow_tls+1",
-	       "allow_tls[www.example.com]");
+	       "a ChangeCipherSpec and the second hello, same SNI: judged, allowed", 1,
+	       "allow_tls+1", "allow_tls[www.example.com]");
 	c_reply(e, &c, h.len + sizeof(ccs) + h2.len, 40, "the server's ServerHello acking it", 1,
 		"allow_flow+1");
 	CHECK_EQ(w("%s: the first application_data record and its ack open the flow",
-		   prog_name(e, FROM)), q_open(e, &c, h.len + (unsigned int)sizeof(ccs) + h2.len), 1);
+		   prog_name(e, FROM)),
+		 q_open(e, &c, h.len + (unsigned int)sizeof(ccs) + h2.len), 1);
 	CHECK_EQ(w("%s: its buffer is gone", prog_name(e, FROM)),
 		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
 
@@ -1051,7 +1091,8 @@ static void test_second(struct env *e)
 	c_send(e, &c, h.len, other.b, 40, "the first 40 resent, unchanged: pass", 1, "allow_flow+1",
 	       "-");
 	CHECK_EQ(w("%s: the first application_data record and its ack open the flow",
-		   prog_name(e, FROM)), q_open(e, &c, h.len + other.len), 1);
+		   prog_name(e, FROM)),
+		 q_open(e, &c, h.len + other.len), 1);
 
 	conn_init(&c, OTHER, 443);
 	hello_build(&h, "other.example.net", 0);
@@ -1072,7 +1113,7 @@ static void test_second(struct env *e)
 	rec.b[1] = 3;
 	rec.b[2] = 3;
 	put16(rec.b + 3, 6 + evil.len - 5);
-	rec.b[5] = 16;		/* ClientKeyExchange, 2 bytes */
+	rec.b[5] = 16; /* ClientKeyExchange, 2 bytes */
 	rec.b[6] = 0;
 	put16(rec.b + 7, 2);
 	memcpy(rec.b + 11, evil.b + 5, evil.len - 5);
@@ -1085,21 +1126,22 @@ static void test_second(struct env *e)
 	rec.b[1] = 3;
 	rec.b[2] = 3;
 	put16(rec.b + 3, 37);
-	rec.b[5] = 16;		/* ClientKeyExchange */
+	rec.b[5] = 16; /* ClientKeyExchange */
 	rec.b[6] = 0;
 	put16(rec.b + 7, 33);
 	memset(rec.b + 9, 0x55, 33);
 	memcpy(rec.b + 42, ccs, sizeof(ccs));
 	n = 42 + sizeof(ccs);
-	rec.b[n] = 22;		/* the encrypted Finished: noise */
+	rec.b[n] = 22; /* the encrypted Finished: noise */
 	rec.b[n + 1] = 3;
 	rec.b[n + 2] = 3;
 	put16(rec.b + n + 3, 32);
 	memset(rec.b + n + 5, 0xc3, 32);
-	rec.b[n + 5] = 1;	/* even one starting with ClientHello's type byte */
+	rec.b[n + 5] = 1; /* even one starting with ClientHello's type byte */
 	n += 37;
-	c_send(e, &c, h.len, rec.b, n, "ClientKeyExchange, ChangeCipherSpec, encrypted Finished: pass",
-	       1, "allow_flow+1", "-");
+	c_send(e, &c, h.len, rec.b, n,
+	       "ClientKeyExchange, ChangeCipherSpec, encrypted Finished: pass", 1, "allow_flow+1",
+	       "-");
 	CHECK_EQ(w("%s: then application data and its ack open the flow", prog_name(e, FROM)),
 		 q_open(e, &c, h.len + n), 1);
 
@@ -1113,8 +1155,9 @@ static void test_second(struct env *e)
 	}
 	CHECK_EQ(w("%s: the FIN freed its buffer", prog_name(e, FROM)),
 		 slot_count(e, TF_SLOT_TLSBUF, e->sid), 0);
-	c_send(e, &c, h.len, ccs, sizeof(ccs), "payload after it: refused, nothing to compare it with",
-	       0, "tls_reassembly+1", NULL);
+	c_send(e, &c, h.len, ccs, sizeof(ccs),
+	       "payload after it: refused, nothing to compare it with", 0, "tls_reassembly+1",
+	       NULL);
 
 	conn_init(&c, CDN, 443);
 	hello_acked(e, &c, &h, "bytes the server never took");
@@ -1125,11 +1168,15 @@ static void test_second(struct env *e)
 
 	conn_init(&c, CDN, 443);
 	hello_acked(e, &c, &h, "an application_data header the server never took");
-	c_send(e, &c, h.len, "\x17\x03\x03\x00\x03" "abc", 8, "its first application_data record",
-	       1, "allow_flow+1", NULL);
+	c_send(e, &c, h.len,
+	       "\x17\x03\x03\x00\x03"
+	       "abc",
+	       8, "its first application_data record", 1, "allow_flow+1", NULL);
 	c_send(e, &c, h.len + 8, "more", 4, "bytes after it pass unread", 1, "allow_flow+1", NULL);
-	c_send(e, &c, h.len, evil.b, evil.len, "a hello at its sequence number, before the server's "
-	       "ack: refused", 0, "tls_reassembly+1", NULL);
+	c_send(e, &c, h.len, evil.b, evil.len,
+	       "a hello at its sequence number, before the server's "
+	       "ack: refused",
+	       0, "tls_reassembly+1", NULL);
 }
 
 /* A SYN of c carrying n bytes of TCP options (a multiple of 4). */
@@ -1146,15 +1193,17 @@ static void syn_opts(struct env *e, const struct conn *c, const __u8 *opts, unsi
 /* Multipath TCP on TLS ports: its subflows could put other bytes where the hello was judged. */
 static void test_mptcp(struct env *e)
 {
-	static const __u8 linux_opts[20] = { 2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0,
-					     1, 3, 3, 7 };
+	static const __u8 linux_opts[20] = { 2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0,
+					     0, 1, 0,	 0,    0, 0, 1, 3,  3, 7 };
 	static const __u8 mp_capable[12] = { 30, 12, 0x01, 0x81 };
 	static const __u8 bad_len[4] = { 2, 1, 0, 0 };
 	struct conn c;
 
 	conn_init(&c, CDN, 443);
-	syn_opts(e, &c, linux_opts, sizeof(linux_opts), "a SYN with Linux's options (MSS, SACK, "
-		 "timestamps, window scale) to a TLS port", 1, "allow_learned+1");
+	syn_opts(e, &c, linux_opts, sizeof(linux_opts),
+		 "a SYN with Linux's options (MSS, SACK, "
+		 "timestamps, window scale) to a TLS port",
+		 1, "allow_learned+1");
 	conn_init(&c, CDN, 443);
 	syn_opts(e, &c, mp_capable, sizeof(mp_capable), "a SYN with MP_CAPABLE to a TLS port", 0,
 		 "tls_mptcp+1");
@@ -1162,8 +1211,10 @@ static void test_mptcp(struct env *e)
 	syn_opts(e, &c, bad_len, sizeof(bad_len), "a SYN whose options do not parse, to a TLS port",
 		 0, "tls_mptcp+1");
 	conn_init(&c, PLAIN, 443);
-	syn_opts(e, &c, mp_capable, sizeof(mp_capable), "a SYN with MP_CAPABLE where no SNI is "
-		 "checked (\"tls\": false)", 1, "allow_learned+1");
+	syn_opts(e, &c, mp_capable, sizeof(mp_capable),
+		 "a SYN with MP_CAPABLE where no SNI is "
+		 "checked (\"tls\": false)",
+		 1, "allow_learned+1");
 }
 
 /* The per-session table of hellos being read: full, swept, freed. */
@@ -1208,7 +1259,7 @@ static void test_table(struct env *e)
 	c_syn(e, &c[16], "one more connection: SYN", 1, NULL);
 	c_send(e, &c[16], 0, h.b, h.len, "its hello, while every buffer is young: refused", 0,
 	       "tls_table_full+1", NULL);
-	usleep(1300000);	/* past tls_timeout_s */
+	usleep(1300000); /* past tls_timeout_s */
 	conn_init(&c[16], CDN, 443);
 	c_syn(e, &c[16], "after tls_timeout_s: SYN", 1, NULL);
 	c_send(e, &c[16], 0, h.b, h.len, "its hello: stale buffers were swept", 1, "allow_tls+1",
@@ -1266,21 +1317,23 @@ static void test_flood(struct env *e, struct sess *b)
 
 		for (i = 0; i < n; i++) {
 			pk_put16(t, (__u16)(1024 + i % 60000));
-			f.d[14 + 19] = (__u8)(1 + i / 60000);	/* 203.0.113.1.. */
-			allowed += !bpf_prog_test_run_opts(fd, &o) && (int)o.retval == TC_ACT_UNSPEC;
+			f.d[14 + 19] = (__u8)(1 + i / 60000); /* 203.0.113.1.. */
+			allowed += !bpf_prog_test_run_opts(fd, &o) &&
+				   (int)o.retval == TC_ACT_UNSPEC;
 			if (!(i & 0xffff))
 				ring_buffer__consume(e->rb);
 		}
 		ring_buffer__consume(e->rb);
 	}
-	snprintf(what, sizeof(what), "flood: A opened %u new flows (every SYN judged, none refused)",
-		 n);
+	snprintf(what, sizeof(what),
+		 "flood: A opened %u new flows (every SYN judged, none refused)", n);
 	CHECK_EQ(what, allowed, n);
 	CHECK_EQ("flood: A's table holds no more than its size",
 		 slot_count(e, TF_SLOT_FLOWS, e->sid) <= e->cfg.flows_per_session, 1);
-	c_send(e, &c, 0, "late", 4, "flood: data on a tuple A never opened", 0, "tcp_no_flow+1", NULL);
+	c_send(e, &c, 0, "late", 4, "flood: data on a tuple A never opened", 0, "tcp_no_flow+1",
+	       NULL);
 	conn_init(&c, "203.0.113.5", 443);
-	c.gport--;	/* the connection opened before the flood */
+	c.gport--; /* the connection opened before the flood */
 	c.isn = 0x10000000u + c.gport * 7919u;
 	c_send(e, &c, 4, "pong", 4, "flood: A's own connection, evicted by its flood, drops", 0,
 	       "tcp_no_flow+1", NULL);
@@ -1298,9 +1351,9 @@ static void test_flood(struct env *e, struct sess *b)
 static const struct {
 	const char *addr, *name;
 } learnt[] = {
-	{ CDN, "www.example.com" }, { CDN, "other.example.net" },
-	{ OTHER, "other.example.net" }, { PLAIN, "plain.test" }, { ALT, "alt.test" },
-	{ QUIC, "quic.test" }, { CDN6, "www.example.com" },
+	{ CDN, "www.example.com" },  { CDN, "other.example.net" }, { OTHER, "other.example.net" },
+	{ PLAIN, "plain.test" },     { ALT, "alt.test" },	   { QUIC, "quic.test" },
+	{ CDN6, "www.example.com" },
 };
 
 /* Load the datapath with config, set up the session, learn its addresses. */

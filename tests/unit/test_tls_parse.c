@@ -34,16 +34,16 @@
 #include <tapfence/tls.h>
 #include "check.h"
 
-#define FIXTURES  "tests/tls/hellos"
-#define SNI       "www.example.com"
-#define WANT_SNI  "OK " SNI
+#define FIXTURES "tests/tls/hellos"
+#define SNI	 "www.example.com"
+#define WANT_SNI "OK " SNI
 
 static const char *const st_names[] = {
-	[TLS_MORE] = "MORE",		[TLS_OK] = "OK",
-	[TLS_NOT_TLS] = "NOT_TLS",	[TLS_SSLV2] = "SSLV2",
-	[TLS_MALFORMED] = "MALFORMED",	[TLS_TOO_BIG] = "TOO_BIG",
-	[TLS_NO_SNI] = "NO_SNI",	[TLS_SNI_IP] = "SNI_IP",
-	[TLS_SNI_LONG] = "SNI_LONG",	[TLS_ECH] = "ECH",
+	[TLS_MORE] = "MORE",	       [TLS_OK] = "OK",
+	[TLS_NOT_TLS] = "NOT_TLS",     [TLS_SSLV2] = "SSLV2",
+	[TLS_MALFORMED] = "MALFORMED", [TLS_TOO_BIG] = "TOO_BIG",
+	[TLS_NO_SNI] = "NO_SNI",       [TLS_SNI_IP] = "SNI_IP",
+	[TLS_SNI_LONG] = "SNI_LONG",   [TLS_ECH] = "ECH",
 };
 
 static const char *st_name(int st)
@@ -67,7 +67,7 @@ static __u32 rnd(void)
 /* ---- Bytes -------------------------------------------------------------- */
 
 struct msg {
-	__u8 b[1 << 17];	/* a full buffer's hello in 1-byte records is 6 times its size */
+	__u8 b[1 << 17]; /* a full buffer's hello in 1-byte records is 6 times its size */
 	unsigned int len;
 };
 
@@ -154,7 +154,7 @@ static void x_before(void)
 {
 	static const __u8 groups[] = { 0, 4, 0, 0x1d, 0, 0x17 }, points[] = { 1, 0 };
 
-	x_ext(0x0a0a, NULL, 0);		/* GREASE */
+	x_ext(0x0a0a, NULL, 0); /* GREASE */
 	x_ext(10, groups, sizeof(groups));
 	x_ext(11, points, sizeof(points));
 	x_ext(23, NULL, 0);
@@ -166,8 +166,8 @@ static void x_after(void)
 
 	x_ext(16, alpn, sizeof(alpn));
 	x_ext(43, versions, sizeof(versions));
-	x_pad(51, 38);			/* key_share */
-	x_ext(0x1a1a, "\0", 1);		/* GREASE */
+	x_pad(51, 38);		/* key_share */
+	x_ext(0x1a1a, "\0", 1); /* GREASE */
 }
 
 /**
@@ -188,8 +188,12 @@ struct hello {
 
 static struct hello hello_std(void)
 {
-	return (struct hello){ .type = TLS_HS_CLIENT_HELLO, .version = 0x0303, .sid = 32,
-			       .suites = 6, .comp = 1, .list = 1 };
+	return (struct hello){ .type = TLS_HS_CLIENT_HELLO,
+			       .version = 0x0303,
+			       .sid = 32,
+			       .suites = 6,
+			       .comp = 1,
+			       .list = 1 };
 }
 
 /* Handshake bytes before the extension list's length field. */
@@ -290,7 +294,7 @@ static size_t ref_deframe(const __u8 *in, size_t end, __u8 *out, size_t cap)
 static struct tf_tls_buf B;
 static struct tls_parse P, P2;
 static __u8 HS[TF_TLS_BUF + TF_TLS_SLACK], HS2[TF_TLS_BUF + TF_TLS_SLACK], REF[1 << 17];
-static struct msg STALE;	/* a de-framed hello for stale.example.net: the copy's old contents */
+static struct msg STALE; /* a de-framed hello for stale.example.net: the copy's old contents */
 
 /* Append what fits in TF_TLS_BUF wire bytes, as the datapath does. */
 static void append(const __u8 *p, size_t n)
@@ -317,9 +321,15 @@ static void poison(const __u8 *in, size_t len, unsigned int how)
 	}
 	memset(&B, 0, offsetof(struct tf_tls_buf, wire));
 	switch (how % 4) {
-	case 0: memset(B.wire, 0, sizeof(B.wire)); break;
-	case 1: memset(B.wire, 0xff, sizeof(B.wire)); break;
-	case 2: memcpy(B.wire, recs, sizeof(B.wire)); break;
+	case 0:
+		memset(B.wire, 0, sizeof(B.wire));
+		break;
+	case 1:
+		memset(B.wire, 0xff, sizeof(B.wire));
+		break;
+	case 2:
+		memcpy(B.wire, recs, sizeof(B.wire));
+		break;
 	default:
 		for (i = 0; i < sizeof(B.wire); i += n) {
 			n = len && len < sizeof(B.wire) - i ? len : sizeof(B.wire) - i;
@@ -348,8 +358,8 @@ static const char *bad_name(const __u8 *n, unsigned int len)
 			label = 0;
 			continue;
 		}
-		if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') ||
-		      n[i] == '-' || n[i] == '_'))
+		if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '-' ||
+		      n[i] == '_'))
 			return "byte outside [a-z0-9-_.]";
 		if (n[i] < '0' || n[i] > '9')
 			ip = 0;
@@ -420,7 +430,7 @@ static void parse_outcome(const __u8 *hs, __u32 len, char *out, size_t outlen)
 		strcat(out, ")");
 		return;
 	}
-	if (P.ech && st != TLS_MALFORMED) {	/* only a broken hello outranks ECH */
+	if (P.ech && st != TLS_MALFORMED) { /* only a broken hello outranks ECH */
 		snprintf(out, outlen, "BROKEN: ech set, status %s", st_name(st));
 		return;
 	}
@@ -499,7 +509,8 @@ static const char *run(const __u8 *in, size_t len, size_t first, size_t step, un
 		snprintf(out, outlen, "walk:%s", st_name(st));
 		return out;
 	}
-	if (B.hs_len != B.hs_need || B.hs_need < 4 || B.hs_need > TF_TLS_BUF || B.rec_off > B.have) {
+	if (B.hs_len != B.hs_need || B.hs_need < 4 || B.hs_need > TF_TLS_BUF ||
+	    B.rec_off > B.have) {
 		snprintf(out, outlen, "BROKEN: walked hs_len %u hs_need %u rec_off %u have %u",
 			 B.hs_len, B.hs_need, B.rec_off, B.have);
 		return out;
@@ -536,8 +547,8 @@ static const char *run(const __u8 *in, size_t len, size_t first, size_t step, un
 
 /* ---- Checking an input every way ---------------------------------------- */
 
-#define CW_EXACT 1	/* the hello ends at the input's last byte: every truncation waits */
-#define CW_SOME  2	/* splits and truncations at about 400 places, not every byte */
+#define CW_EXACT 1 /* the hello ends at the input's last byte: every truncation waits */
+#define CW_SOME	 2 /* splits and truncations at about 400 places, not every byte */
 
 static void check_wire(const char *desc, const __u8 *in, size_t len, const char *want,
 		       unsigned int flags)
@@ -639,14 +650,15 @@ static void check_reframed(const char *name, const __u8 *wire, size_t len, const
 	check_wire(what, T.b, T.len, want, CW_EXACT | CW_SOME);
 
 	frame(&T, hs, (unsigned int)n, 3, 0);
-	snprintf(what, sizeof(what), "%.300s re-framed in 3-byte records (the handshake header across two)", name);
+	snprintf(what, sizeof(what),
+		 "%.300s re-framed in 3-byte records (the handshake header across two)", name);
 	check_wire(what, T.b, T.len, want, CW_EXACT | CW_SOME);
 
 	for (seed = 1; seed <= 4; seed++) {
 		rnd_state = seed * 7919;
 		frame(&T, hs, (unsigned int)n, seed == 4 ? 2000 : 40 * seed, 1);
-		snprintf(what, sizeof(what), "%.300s re-framed in records of random sizes (seed %u)",
-			 name, seed);
+		snprintf(what, sizeof(what),
+			 "%.300s re-framed in records of random sizes (seed %u)", name, seed);
 		check_wire(what, T.b, T.len, want, CW_EXACT | CW_SOME);
 	}
 
@@ -683,7 +695,8 @@ static void test_fixtures(void)
 			snprintf(what, sizeof(what), "read %s", path);
 			CHECK_EQ(what, wire != NULL && len > 0, 1);
 			if (wire && len) {
-				check_wire(path, wire, len, fixture_want(names[i]->d_name), CW_EXACT);
+				check_wire(path, wire, len, fixture_want(names[i]->d_name),
+					   CW_EXACT);
 				check_reframed(path, wire, len, fixture_want(names[i]->d_name));
 				files++;
 			}
@@ -749,7 +762,8 @@ static void test_names(void)
 	} cases[] = {
 		{ "upper case is lower-cased", "WWW.Example.COM", WANT_SNI },
 		{ "a single label", "localhost", "OK localhost" },
-		{ "hyphen, underscore and digits", "_a-1.my-host9.example", "OK _a-1.my-host9.example" },
+		{ "hyphen, underscore and digits", "_a-1.my-host9.example",
+		  "OK _a-1.my-host9.example" },
 		{ "a name starting with a digit", "1password.com", "OK 1password.com" },
 		{ "a digits-only label under a name", "123.example.com", "OK 123.example.com" },
 		{ "a trailing dot", SNI ".", "MALFORMED" },
@@ -766,7 +780,10 @@ static void test_names(void)
 		{ "a slash", SNI "/x", "MALFORMED" },
 		{ "a star label", "*.example.com", "MALFORMED" },
 		{ "a UTF-8 byte", "www.\xc3\xa9xample.com", "MALFORMED" },
-		{ "a DEL byte", "www.ex\x7f" "ample.com", "MALFORMED" },
+		{ "a DEL byte",
+		  "www.ex\x7f"
+		  "ample.com",
+		  "MALFORMED" },
 		{ "a 63-byte label", n63, NULL },
 		{ "a 64-byte label", long64, "MALFORMED" },
 		{ "a 247-byte name", long247, NULL },
@@ -795,16 +812,19 @@ static void test_names(void)
 	/* What the parser keeps of a refused name (abi: events quote it) */
 	X.len = 0;
 	x_sni("192.0.2.1");
-	build_hello(&H, &(struct hello){ .type = 1, .version = 0x0303, .suites = 2, .comp = 1, .list = 1 });
+	build_hello(&H, &(struct hello){
+				.type = 1, .version = 0x0303, .suites = 2, .comp = 1, .list = 1 });
 	CHECK_EQ("SNI: an IP literal's status", tls_parse_run(&P, H.b, H.len), TLS_SNI_IP);
 	CHECK_STR("SNI: an IP literal is kept in sni", (const char *)P.sni, "192.0.2.1");
 	X.len = 0;
 	x_sni(long248);
-	build_hello(&H, &(struct hello){ .type = 1, .version = 0x0303, .suites = 2, .comp = 1, .list = 1 });
+	build_hello(&H, &(struct hello){
+				.type = 1, .version = 0x0303, .suites = 2, .comp = 1, .list = 1 });
 	CHECK_EQ("SNI: a 248-byte name's status", tls_parse_run(&P, H.b, H.len), TLS_SNI_LONG);
 	CHECK_EQ("SNI: a 248-byte name keeps 247 bytes in sni",
 		 strnlen((const char *)P.sni, sizeof(P.sni)) == TF_TLS_SNI_MAX &&
-		 !memcmp(P.sni, long248, TF_TLS_SNI_MAX), 1);
+			 !memcmp(P.sni, long248, TF_TLS_SNI_MAX),
+		 1);
 }
 
 static void test_sni_ext(void)
@@ -893,7 +913,8 @@ static void test_ech(void)
 	X.len = 0;
 	x_sni(SNI ".");
 	x_pad(TLS_EXT_ECH, 90);
-	check_x("encrypted_client_hello, an outer name with a trailing dot", "ECH (outer MALFORMED)");
+	check_x("encrypted_client_hello, an outer name with a trailing dot",
+		"ECH (outer MALFORMED)");
 	X.len = 0;
 	x_sni(long248);
 	x_pad(TLS_EXT_ECH, 90);
@@ -1092,8 +1113,8 @@ static void test_records(void)
 	build_hello(&H, &h);
 	m_bytes(&H, "\x0b\0\0\0", 4);
 	frame(&W, H.b, H.len, 0, 0);
-	check_wire("a second handshake message in the hello's record", W.b, W.len,
-		   "walk:MALFORMED", 0);
+	check_wire("a second handshake message in the hello's record", W.b, W.len, "walk:MALFORMED",
+		   0);
 	/* The handshake header announces more than the records hold: the walk waits */
 	h.len_delta = 10;
 	build_hello(&H, &h);
@@ -1106,8 +1127,9 @@ static void test_records(void)
 		W.b[0] = (__u8)i;
 		W.b[1] = 3;
 		run(W.b, 2, 2, 0, 0, got, sizeof(got));
-		if (strcmp(got, i == TLS_CT_HANDSHAKE ? "walk:MORE" : i & 0x80 ? "walk:SSLV2" :
-			   "walk:NOT_TLS"))
+		if (strcmp(got, i == TLS_CT_HANDSHAKE ? "walk:MORE" :
+				i & 0x80	      ? "walk:SSLV2" :
+							"walk:NOT_TLS"))
 			break;
 	}
 	CHECK_EQ("every first byte is told apart (22, high bit, the rest)", i, 256);
@@ -1133,12 +1155,13 @@ static void test_sizes(void)
 	rec_hdr(&W, H.len);
 	m_bytes(&W, H.b, H.len);
 	check_wire("a hello announcing 64 KiB", W.b, W.len, "walk:TOO_BIG", 0);
-	h.len_delta = TF_TLS_BUF + 1 - (int)H.len;	/* hs_need = TF_TLS_BUF + 1 */
+	h.len_delta = TF_TLS_BUF + 1 - (int)H.len; /* hs_need = TF_TLS_BUF + 1 */
 	build_hello(&H, &h);
 	W.len = 0;
 	rec_hdr(&W, H.len);
 	m_bytes(&W, H.b, H.len);
-	check_wire("a hello of TF_TLS_BUF + 1 bytes with its header", W.b, W.len, "walk:TOO_BIG", 0);
+	check_wire("a hello of TF_TLS_BUF + 1 bytes with its header", W.b, W.len, "walk:TOO_BIG",
+		   0);
 	h.len_delta = 0;
 
 	/* The largest hello one record can bring within TF_TLS_BUF wire bytes, SNI last */
@@ -1149,8 +1172,9 @@ static void test_sizes(void)
 		build_hello(&H, &h);
 		frame(&W, H.b, H.len, 0, 0);
 		snprintf(want, sizeof(want), "a %u-byte hello in %u wire bytes", H.len, W.len);
-		check_wire(want, W.b, W.len, need == H.len && W.len <= TF_TLS_BUF ? WANT_SNI :
-			   "walk:TOO_BIG", CW_SOME | (W.len <= TF_TLS_BUF ? CW_EXACT : 0));
+		check_wire(want, W.b, W.len,
+			   need == H.len && W.len <= TF_TLS_BUF ? WANT_SNI : "walk:TOO_BIG",
+			   CW_SOME | (W.len <= TF_TLS_BUF ? CW_EXACT : 0));
 	}
 
 	/* The same size in 4-byte extensions: the parse's budget */
@@ -1194,7 +1218,8 @@ static void test_sizes(void)
 	x_pad(21, TF_TLS_BUF / 6 - fixed - 24 - 4 - 2);
 	build_hello(&H, &h);
 	frame(&W, H.b, H.len, 1, 0);
-	snprintf(want, sizeof(want), "a %u-byte hello in 1-byte records (%u wire bytes)", H.len, W.len);
+	snprintf(want, sizeof(want), "a %u-byte hello in 1-byte records (%u wire bytes)", H.len,
+		 W.len);
 	check_wire(want, W.b, W.len, W.len <= TF_TLS_BUF ? WANT_SNI : "walk:TOO_BIG",
 		   CW_EXACT | CW_SOME);
 	X.len = 0;
@@ -1227,7 +1252,7 @@ static void test_garbage(void)
 	rnd_state = 20240601;
 	for (i = 0; i < 6000; i++) {
 		kinds = i % 3;
-		if (kinds == 0) {		/* random bytes, half of them behind a record header */
+		if (kinds == 0) { /* random bytes, half of them behind a record header */
 			len = rnd() % 600;
 			for (j = 0; j < len; j++)
 				in[j] = (__u8)rnd();
@@ -1240,7 +1265,7 @@ static void test_garbage(void)
 				in[7] = (__u8)((len - 9) >> 8);
 				in[8] = (__u8)(len - 9);
 			}
-		} else {			/* the built hello, a few bytes changed, maybe cut or grown */
+		} else { /* the built hello, a few bytes changed, maybe cut or grown */
 			len = W.len;
 			memcpy(in, W.b, len);
 			for (j = 1 + rnd() % 4; j > 0; j--)
@@ -1256,8 +1281,8 @@ static void test_garbage(void)
 		run(in, len, k, 0, i + 1, b, sizeof(b));
 		if (strcmp(a, b) || strstr(a, "BROKEN")) {
 			if (!fails++)
-				printf("# garbage input %u (%u bytes, split at %u): `%s' / `%s'\n", i,
-				       len, k, a, b);
+				printf("# garbage input %u (%u bytes, split at %u): `%s' / `%s'\n",
+				       i, len, k, a, b);
 		}
 		if (kinds) {
 			if (!strncmp(a, "OK ", 3))
@@ -1269,8 +1294,9 @@ static void test_garbage(void)
 		}
 	}
 	CHECK_EQ("6000 seeded inputs: valid names only, the same outcome split in two", fails, 0);
-	snprintf(what, sizeof(what), "changed hellos reach the parser (%u OK, %u MALFORMED, %u other)",
-		 ok, malformed, other);
+	snprintf(what, sizeof(what),
+		 "changed hellos reach the parser (%u OK, %u MALFORMED, %u other)", ok, malformed,
+		 other);
 	CHECK_EQ(what, ok > 100 && malformed > 100 && other > 10, 1);
 }
 

@@ -18,7 +18,7 @@
 
 static const struct {
 	const char *prog;
-	__u32 measured;	/* verified_insns when this row was last set */
+	__u32 measured; /* verified_insns when this row was last set */
 } budget[] = {
 	{ "tc_from_guest", 101596 },
 	{ "tc_to_guest", 124512 },

@@ -20,20 +20,20 @@
 #include <sys/un.h>
 #include <jansson.h>
 
-#define REQ_MAX   8192
-#define RESP_MAX  65536
-#define MAX_N     4095
+#define REQ_MAX	 8192
+#define RESP_MAX 65536
+#define MAX_N	 4095
 
 struct conn {
 	int fd;
 	char buf[RESP_MAX];
-	size_t len;		/* bytes in buf */
+	size_t len; /* bytes in buf */
 };
 
 static int conn_open(struct conn *c, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 10 };	/* no request may take longer */
+	struct timeval tv = { .tv_sec = 10 }; /* no request may take longer */
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -112,16 +112,18 @@ static int req_session_add(char *b, size_t n, unsigned int i)
 	unsigned int k, v;
 	int o;
 
-	o = snprintf(b, n, "{\"op\":\"session.add\",\"spec\":{\"id\":\"s%u\",\"ifname\":\"d%u\","
-		     "\"guest\":{\"mac\":\"02:00:00:%02x:%02x:02\",\"ipv4\":\"10.%u.%u.2\"},"
-		     "\"gateway\":{\"mac\":\"02:00:00:%02x:%02x:01\",\"ipv4\":\"10.%u.%u.1\"},"
-		     "\"resolver\":{\"ipv4\":\"10.%u.%u.1\"},\"allow\":["
-		     "{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,443,\"8000-8100\"]},"
-		     "{\"host\":\"example.com\",\"proto\":\"tcp\",\"ports\":[443]}",
-		     i, i, (i >> 8) & 0xff, i & 0xff, 100 + (i >> 8), i & 0xff, (i >> 8) & 0xff,
-		     i & 0xff, 100 + (i >> 8), i & 0xff, 100 + (i >> 8), i & 0xff);
+	o = snprintf(
+		b, n,
+		"{\"op\":\"session.add\",\"spec\":{\"id\":\"s%u\",\"ifname\":\"d%u\","
+		"\"guest\":{\"mac\":\"02:00:00:%02x:%02x:02\",\"ipv4\":\"10.%u.%u.2\"},"
+		"\"gateway\":{\"mac\":\"02:00:00:%02x:%02x:01\",\"ipv4\":\"10.%u.%u.1\"},"
+		"\"resolver\":{\"ipv4\":\"10.%u.%u.1\"},\"allow\":["
+		"{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,443,\"8000-8100\"]},"
+		"{\"host\":\"example.com\",\"proto\":\"tcp\",\"ports\":[443]}",
+		i, i, (i >> 8) & 0xff, i & 0xff, 100 + (i >> 8), i & 0xff, (i >> 8) & 0xff,
+		i & 0xff, 100 + (i >> 8), i & 0xff, 100 + (i >> 8), i & 0xff);
 	for (k = 0; k < 9 && o > 0 && (size_t)o < n; k++) {
-		v = (k * 40503u + 977u) & 0x1ffff;	/* hosts of 198.18.0.0/15 */
+		v = (k * 40503u + 977u) & 0x1ffff; /* hosts of 198.18.0.0/15 */
 		o += snprintf(b + o, n - (size_t)o,
 			      ",{\"cidr\":\"198.%u.%u.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}",
 			      18 + (v >> 16), (v >> 8) & 0xff, v & 0xff);
@@ -133,8 +135,10 @@ static int req_session_add(char *b, size_t n, unsigned int i)
 
 static int req_rule_add(char *b, size_t n, unsigned int i)
 {
-	int o = snprintf(b, n, "{\"op\":\"rule.add\",\"id\":\"s%u\",\"rule\":{\"cidr\":"
-			 "\"203.0.113.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}}\n", i, i & 0xff);
+	int o = snprintf(b, n,
+			 "{\"op\":\"rule.add\",\"id\":\"s%u\",\"rule\":{\"cidr\":"
+			 "\"203.0.113.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}}\n",
+			 i, i & 0xff);
 
 	return o > 0 && (size_t)o < n ? o : -ENOSPC;
 }
@@ -149,7 +153,7 @@ static int req_session_del(char *b, size_t n, unsigned int i)
 static const struct op {
 	const char *id;
 	int (*req)(char *b, size_t n, unsigned int i);
-	double p99_max_ms;	/* target on p99 (0: none) */
+	double p99_max_ms; /* target on p99 (0: none) */
 } ops[] = {
 	{ "session_add", req_session_add, 5.0 },
 	{ "rule_add", req_rule_add, 1.0 },
@@ -211,15 +215,18 @@ static int run_op(struct conn *c, const struct op *op, unsigned int n, json_t *m
 	qsort(lat, n, sizeof(*lat), cmp_double);
 	for (k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
 		snprintf(id, sizeof(id), "ctl.%s.%s", op->id, ps[k].name);
-		snprintf(desc, sizeof(desc), "%s latency, %s over %u requests", op->id, ps[k].name, n);
-		m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:i}", "id", id, "group", "control", "desc",
-			      desc, "unit", "ms", "value", pct(lat, n, ps[k].p), "n", n);
+		snprintf(desc, sizeof(desc), "%s latency, %s over %u requests", op->id, ps[k].name,
+			 n);
+		m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:i}", "id", id, "group", "control",
+			      "desc", desc, "unit", "ms", "value", pct(lat, n, ps[k].p), "n", n);
 		if (m && !strcmp(ps[k].name, "p99") && op->p99_max_ms > 0)
-			json_object_set_new(m, "target", json_pack("{s:s, s:f}", "on", "value", "max",
-								    op->p99_max_ms));
+			json_object_set_new(m, "target",
+					    json_pack("{s:s, s:f}", "on", "value", "max",
+						      op->p99_max_ms));
 		json_array_append_new(metrics, m);
 	}
-	fprintf(stderr, "  %-12s p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  mean %6.2f ms (n = %u)\n",
+	fprintf(stderr,
+		"  %-12s p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  mean %6.2f ms (n = %u)\n",
 		op->id, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100), sum / n, n);
 	return 0;
 }
@@ -233,7 +240,8 @@ int main(int argc, char **argv)
 	int a, err = 0;
 
 	if (argc < 5 || !(n = (unsigned int)strtoul(argv[2], NULL, 10)) || n > MAX_N) {
-		fprintf(stderr, "Usage: bench_ctl SOCKET N OUT.json OP...   (1 <= N <= %u)\n", MAX_N);
+		fprintf(stderr, "Usage: bench_ctl SOCKET N OUT.json OP...   (1 <= N <= %u)\n",
+			MAX_N);
 		return 2;
 	}
 	for (a = 4; a < argc; a++) {

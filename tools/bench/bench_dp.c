@@ -62,25 +62,25 @@
 #include "daemon/daemon.h"
 #include "daemon/datapath.h"
 #include "../../tests/unit/pkt.h"
-#include "../../tests/unit/netns.h"	/* private_netns() */
+#include "../../tests/unit/netns.h" /* private_netns() */
 
-#define IFINDEX_LO   1		/* what a test run judges on: the measured session */
-#define IFINDEX_BASE 100000	/* other sessions: ifindex IFINDEX_BASE + slot, no such device */
+#define IFINDEX_LO   1	    /* what a test run judges on: the measured session */
+#define IFINDEX_BASE 100000 /* other sessions: ifindex IFINDEX_BASE + slot, no such device */
 #define MAIN_SID     1
-#define REPEAT       1000000	/* the kernel's repeat count per timed run */
-#define SINGLES      4000	/* single runs per round (DNS answers) */
+#define REPEAT	     1000000 /* the kernel's repeat count per timed run */
+#define SINGLES	     4000    /* single runs per round (DNS answers) */
 #define MAX_ROUNDS   16
-#define RINGBUF_SZ   (512u << 20)	/* holds REPEAT events of 336 bytes */
-#define DNS_ID       0x1234
+#define RINGBUF_SZ   (512u << 20) /* holds REPEAT events of 336 bytes */
+#define DNS_ID	     0x1234
 #define DNS_GPORT    40001
 #define DNS_NAME     "example.com"
-#define R(x)         TF_REASON_##x
-#define N(a)         (sizeof(a) / sizeof((a)[0]))
+#define R(x)	     TF_REASON_##x
+#define N(a)	     (sizeof(a) / sizeof((a)[0]))
 
 /* Addresses of the measured session's far ends, all outside the hard floor. */
-#define WEB          "198.51.100.1"	/* tcp 80, 443, 8000-8100 */
-#define NORULE       "203.0.113.50"	/* no rule */
-#define METADATA     "169.254.169.254"	/* hard floor */
+#define WEB	 "198.51.100.1"	   /* tcp 80, 443, 8000-8100 */
+#define NORULE	 "203.0.113.50"	   /* no rule */
+#define METADATA "169.254.169.254" /* hard floor */
 
 /* ---- hooks: which program a frame is judged by ---------------------------- */
 
@@ -89,34 +89,32 @@ enum hook { TC_NOOP, XDP_NOOP, TC_FROM, XDP_FROM, TC_TO, NHOOKS };
 static const struct {
 	const char *name;
 	int xdp;
-	enum hook base;		/* the no-op program of the same hook */
+	enum hook base; /* the no-op program of the same hook */
 } hooks[NHOOKS] = {
-	[TC_NOOP] = { "tc", 0, TC_NOOP },
-	[XDP_NOOP] = { "xdp", 1, XDP_NOOP },
-	[TC_FROM] = { "tc", 0, TC_NOOP },
-	[XDP_FROM] = { "xdp", 1, XDP_NOOP },
+	[TC_NOOP] = { "tc", 0, TC_NOOP }, [XDP_NOOP] = { "xdp", 1, XDP_NOOP },
+	[TC_FROM] = { "tc", 0, TC_NOOP }, [XDP_FROM] = { "xdp", 1, XDP_NOOP },
 	[TC_TO] = { "tc", 0, TC_NOOP },
 };
 
-#define H(h)  (1u << (h))
-#define FROM  (H(TC_FROM) | H(XDP_FROM))
-#define TO    H(TC_TO)
-#define NOOP  (H(TC_NOOP) | H(XDP_NOOP))
+#define H(h) (1u << (h))
+#define FROM (H(TC_FROM) | H(XDP_FROM))
+#define TO   H(TC_TO)
+#define NOOP (H(TC_NOOP) | H(XDP_NOOP))
 
 /* ---- what one packet is and what must come of it ---------------------------- */
 
-#define DNS_QUERY (-1)	/* struct pcase.dns: a query; n > 0: an answer with n A records */
+#define DNS_QUERY (-1) /* struct pcase.dns: a query; n > 0: an answer with n A records */
 
 struct pcase {
-	const char *id;		/* metric id: pkt.<id>.<hook> */
+	const char *id; /* metric id: pkt.<id>.<hook> */
 	const char *desc;
-	unsigned int hooks;	/* H(...) bits: measured once per hook */
+	unsigned int hooks; /* H(...) bits: measured once per hook */
 	enum { D_FROM, D_TO } dir;
-	struct pk p;		/* addresses: "G" / "GW" stand for the session's */
-	int dns;		/* DNS_QUERY, or an answer with this many A records */
-	__u16 reason;		/* the counter every run must move */
-	unsigned int events;	/* events per packet */
-	double max_ratio;	/* target: at most this many times the no-op (0: none) */
+	struct pk p;	     /* addresses: "G" / "GW" stand for the session's */
+	int dns;	     /* DNS_QUERY, or an answer with this many A records */
+	__u16 reason;	     /* the counter every run must move */
+	unsigned int events; /* events per packet */
+	double max_ratio;    /* target: at most this many times the no-op (0: none) */
 };
 
 #define TCP(s, d, sp, dp, fl) \
@@ -125,24 +123,87 @@ struct pcase {
 
 /* Part 1: every path of the issue, on a session with 10 CIDR rules. */
 static const struct pcase pcases[] = {
-	{ "fast_path", "established allowed TCP flow, second packet (ACK)", FROM, D_FROM,
-	  { TCP("G", WEB, 40000, 443, PK_ACK) }, 0, R(ALLOW_FLOW), 0, 2.0 },
-	{ "deny_floor", "new flow denied by the hard floor (metadata address)", FROM, D_FROM,
-	  { TCP("G", METADATA, 40002, 80, PK_SYN) }, 0, R(FLOOR_METADATA), 1, 4.0 },
-	{ "deny_no_rule", "new flow denied by no rule", FROM, D_FROM,
-	  { TCP("G", NORULE, 40003, 80, PK_SYN) }, 0, R(NO_RULE), 1, 4.0 },
-	{ "new_flow", "new flow allowed by a CIDR rule (SYN: evaluated and inserted)", FROM, D_FROM,
-	  { TCP("G", WEB, 40004, 443, PK_SYN) }, 0, R(ALLOW_RULE), 1, 4.0 },
-	{ "reply", "host->guest reply of a tracked flow", TO, D_TO,
-	  { TCP(WEB, "G", 443, 40000, PK_ACK) }, 0, R(ALLOW_FLOW), 0, 2.0 },
-	{ "dns_query", "DNS query for an allowed name (recorded, flow opened)", FROM, D_FROM,
-	  { UDP("G", "GW", DNS_GPORT, 53) }, DNS_QUERY, R(ALLOW_DNS), 1, 0 },
-	{ "dns_answer_1", "DNS answer, 1 A record learnt (single runs)", TO, D_TO,
-	  { UDP("GW", "G", 53, DNS_GPORT) }, 1, R(ALLOW_DNS_ANSWER), 1, 0 },
-	{ "dns_answer_8", "DNS answer, 8 A records learnt (single runs)", TO, D_TO,
-	  { UDP("GW", "G", 53, DNS_GPORT) }, 8, R(ALLOW_DNS_ANSWER), 1, 0 },
-	{ "dns_answer_16", "DNS answer, 16 A records learnt (single runs)", TO, D_TO,
-	  { UDP("GW", "G", 53, DNS_GPORT) }, 16, R(ALLOW_DNS_ANSWER), 1, 0 },
+	{ "fast_path",
+	  "established allowed TCP flow, second packet (ACK)",
+	  FROM,
+	  D_FROM,
+	  { TCP("G", WEB, 40000, 443, PK_ACK) },
+	  0,
+	  R(ALLOW_FLOW),
+	  0,
+	  2.0 },
+	{ "deny_floor",
+	  "new flow denied by the hard floor (metadata address)",
+	  FROM,
+	  D_FROM,
+	  { TCP("G", METADATA, 40002, 80, PK_SYN) },
+	  0,
+	  R(FLOOR_METADATA),
+	  1,
+	  4.0 },
+	{ "deny_no_rule",
+	  "new flow denied by no rule",
+	  FROM,
+	  D_FROM,
+	  { TCP("G", NORULE, 40003, 80, PK_SYN) },
+	  0,
+	  R(NO_RULE),
+	  1,
+	  4.0 },
+	{ "new_flow",
+	  "new flow allowed by a CIDR rule (SYN: evaluated and inserted)",
+	  FROM,
+	  D_FROM,
+	  { TCP("G", WEB, 40004, 443, PK_SYN) },
+	  0,
+	  R(ALLOW_RULE),
+	  1,
+	  4.0 },
+	{ "reply",
+	  "host->guest reply of a tracked flow",
+	  TO,
+	  D_TO,
+	  { TCP(WEB, "G", 443, 40000, PK_ACK) },
+	  0,
+	  R(ALLOW_FLOW),
+	  0,
+	  2.0 },
+	{ "dns_query",
+	  "DNS query for an allowed name (recorded, flow opened)",
+	  FROM,
+	  D_FROM,
+	  { UDP("G", "GW", DNS_GPORT, 53) },
+	  DNS_QUERY,
+	  R(ALLOW_DNS),
+	  1,
+	  0 },
+	{ "dns_answer_1",
+	  "DNS answer, 1 A record learnt (single runs)",
+	  TO,
+	  D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) },
+	  1,
+	  R(ALLOW_DNS_ANSWER),
+	  1,
+	  0 },
+	{ "dns_answer_8",
+	  "DNS answer, 8 A records learnt (single runs)",
+	  TO,
+	  D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) },
+	  8,
+	  R(ALLOW_DNS_ANSWER),
+	  1,
+	  0 },
+	{ "dns_answer_16",
+	  "DNS answer, 16 A records learnt (single runs)",
+	  TO,
+	  D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) },
+	  16,
+	  R(ALLOW_DNS_ANSWER),
+	  1,
+	  0 },
 };
 
 /* Part 2: what is measured at each point of a scaling curve (TC, guest -> host). */
@@ -151,26 +212,35 @@ enum scase { S_NOOP, S_FAST, S_NEW, S_NORULE, NSCASES };
 static const char *const scase_ids[NSCASES] = { "noop", "fast_path", "new_flow", "no_rule" };
 
 struct dim {
-	const char *id;		/* rules, sessions, flows */
+	const char *id; /* rules, sessions, flows */
 	const char *desc;
-	unsigned int xs[6];	/* the points, 0-terminated */
+	unsigned int xs[6]; /* the points, 0-terminated */
 	unsigned int quick_xs[6];
-	double max_growth;	/* target: cost at the last point / at the first (0: none) */
+	double max_growth; /* target: cost at the last point / at the first (0: none) */
 };
 
 static const struct dim dims[] = {
-	{ "rules", "CIDR rules in the measured session", { 10, 1000, 100000 }, { 10, 1000, 100000 },
+	{ "rules",
+	  "CIDR rules in the measured session",
+	  { 10, 1000, 100000 },
+	  { 10, 1000, 100000 },
 	  1.2 },
 	/* Each session's flow table costs the daemon a synchronize_rcu() (see docs/performance.md). */
 	{ "sessions", "sessions (10 rules each)", { 1, 100, 4095 }, { 1, 100, 250 }, 1.2 },
-	{ "flows", "flows in the measured session's table (1310720 slots)",
-	  { 1, 1000, 100000, 1000000 }, { 1, 1000, 100000 }, 0 },
+	{ "flows",
+	  "flows in the measured session's table (1310720 slots)",
+	  { 1, 1000, 100000, 1000000 },
+	  { 1, 1000, 100000 },
+	  0 },
 	/* A noisy neighbour: its flows live in its own table, so the measured session's cost stays. */
-	{ "neighbour_flows", "flows in another session's table (1310720 slots)",
-	  { 1, 1000, 100000, 1000000 }, { 1, 1000, 100000 }, 1.2 },
+	{ "neighbour_flows",
+	  "flows in another session's table (1310720 slots)",
+	  { 1, 1000, 100000, 1000000 },
+	  { 1, 1000, 100000 },
+	  1.2 },
 };
 
-#define FLOW_TABLE_BIG 1310720	/* flows dimension: 1M entries plus LRU slack */
+#define FLOW_TABLE_BIG 1310720 /* flows dimension: 1M entries plus LRU slack */
 
 /* ---- a loaded datapath and its baselines ------------------------------------ */
 
@@ -187,7 +257,7 @@ struct bench {
 struct target {
 	int fd, xdp;
 	struct pk_frame f;
-	__u16 reason;		/* 0: not checked (no-op) */
+	__u16 reason; /* 0: not checked (no-op) */
 	unsigned int events;
 };
 
@@ -314,13 +384,15 @@ static int spec_text(unsigned int i, unsigned int nrules, struct sbuf *s)
 
 	session_addrs(i, &a);
 	s->len = 0;
-	err = sb_printf(s, "{\"id\":\"s%u\",\"ifname\":\"tap%u\","
-			"\"guest\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
-			"\"gateway\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
-			"\"resolver\":{\"ipv4\":\"%s\"},\"allow\":["
-			"{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,443,\"8000-8100\"]},"
-			"{\"host\":\"" DNS_NAME "\",\"proto\":\"tcp\",\"ports\":[443]}",
-			i, i, a.gmac, a.g4, a.g6, a.hmac, a.gw4, a.gw6, a.gw4);
+	err = sb_printf(
+		s,
+		"{\"id\":\"s%u\",\"ifname\":\"tap%u\","
+		"\"guest\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
+		"\"gateway\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
+		"\"resolver\":{\"ipv4\":\"%s\"},\"allow\":["
+		"{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,443,\"8000-8100\"]},"
+		"{\"host\":\"" DNS_NAME "\",\"proto\":\"tcp\",\"ports\":[443]}",
+		i, i, a.gmac, a.g4, a.g6, a.hmac, a.gw4, a.gw6, a.gw4);
 	for (k = 0; k + 1 < nrules && !err; k++) {
 		bench_host(k, host, sizeof(host));
 		err = sb_printf(s, ",{\"cidr\":\"%s/32\",\"proto\":\"tcp\",\"ports\":[443]}", host);
@@ -332,8 +404,8 @@ static int spec_text(unsigned int i, unsigned int nrules, struct sbuf *s)
  * What the daemon's session add does, minus attaching to a device. The
  * spec goes to *keep if given (the caller frees it), else it is freed.
  */
-static int session_write(struct tf_dp *dp, unsigned int max_rules, unsigned int sid,
-			 __u32 ifindex, unsigned int nrules, struct sbuf *s, struct tf_spec *keep)
+static int session_write(struct tf_dp *dp, unsigned int max_rules, unsigned int sid, __u32 ifindex,
+			 unsigned int nrules, struct sbuf *s, struct tf_spec *keep)
 {
 	struct tf_spec_limits lim = { .max_rules = max_rules };
 	char err[TF_ERR_MAX] = "";
@@ -514,7 +586,7 @@ static void dns_msg(struct dnsmsg *m, int n)
 		m_u16(m, DNS_T_A);
 		m_u16(m, DNS_C_IN);
 		m_u16(m, 0);
-		m_u16(m, 300);	/* TTL */
+		m_u16(m, 300); /* TTL */
 		m_u16(m, 4);
 		m->b[m->len++] = 203;
 		m->b[m->len++] = 0;
@@ -617,7 +689,7 @@ static int test_run(const struct target *t, __u32 repeat, __u32 *ns)
 struct check {
 	__u64 c0[TF_CNT_SLOTS];
 	__u64 nev0;
-	__u64 extra_events;	/* expected besides the checked target's (arming queries) */
+	__u64 extra_events; /* expected besides the checked target's (arming queries) */
 };
 
 static int check_begin(struct bench *b, const struct target *t, struct check *ck)
@@ -651,8 +723,10 @@ static int check_end(struct bench *b, const struct target *t, const struct check
 	if (moved != packets || sent + held != packets * t->events + ck->extra_events || lost) {
 		pr_warn("%s: %llu packets moved the expected counter by %llu, sent %llu events, "
 			"suppressed %llu, lost %llu (expected %llu events): not the path it is named "
-			"after\n", what, (unsigned long long)packets, (unsigned long long)moved,
-			(unsigned long long)sent, (unsigned long long)held, (unsigned long long)lost,
+			"after\n",
+			what, (unsigned long long)packets, (unsigned long long)moved,
+			(unsigned long long)sent, (unsigned long long)held,
+			(unsigned long long)lost,
 			(unsigned long long)(packets * t->events + ck->extra_events));
 		return -EPROTO;
 	}
@@ -733,9 +807,9 @@ struct series {
 	const char *desc;
 	double s[MAX_ROUNDS];
 	unsigned int n;
-	int base;		/* index of its baseline series, or -1 */
+	int base; /* index of its baseline series, or -1 */
 	double max_ratio;
-	const char *mode;	/* "repeat" or "single" */
+	const char *mode; /* "repeat" or "single" */
 };
 
 static json_t *samples_json(const double *s, unsigned int n)
@@ -776,8 +850,8 @@ static json_t *metric_json(const struct series *v, const struct series *base, co
 	json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:o, s:i, s:s}", "id", v->id,
 			      "group", group, "desc", v->desc, "unit", "ns", "value", med, "min",
 			      vmin(v->s, v->n), "max", vmax(v->s, v->n), "samples",
-			      samples_json(v->s, v->n), "repeat", v->mode[0] == 's' ? 1 : (int)repeat,
-			      "mode", v->mode);
+			      samples_json(v->s, v->n), "repeat",
+			      v->mode[0] == 's' ? 1 : (int)repeat, "mode", v->mode);
 
 	if (!m || !base)
 		return m;
@@ -786,8 +860,8 @@ static json_t *metric_json(const struct series *v, const struct series *base, co
 	json_object_set_new(m, "ratio", json_real(bmed > 0 ? med / bmed : 0));
 	json_object_set_new(m, "net_ns", json_real(med - bmed));
 	if (v->max_ratio > 0)
-		json_object_set_new(m, "target", json_pack("{s:s, s:f}", "on", "ratio", "max",
-							    v->max_ratio));
+		json_object_set_new(m, "target",
+				    json_pack("{s:s, s:f}", "on", "ratio", "max", v->max_ratio));
 	return m;
 }
 
@@ -820,7 +894,8 @@ static void series_init(struct series *v, const char *pfx, const char *id, const
 /* The SYN of the flow fast_path and reply belong to (guest port 40000 to WEB:443). */
 static int prime_flow(struct bench *b)
 {
-	static const struct pcase syn = { .dir = D_FROM, .p = { TCP("G", WEB, 40000, 443, PK_SYN) } };
+	static const struct pcase syn = { .dir = D_FROM,
+					  .p = { TCP("G", WEB, 40000, 443, PK_SYN) } };
 	struct target t;
 	__u32 d;
 	int err = target_make(b, &syn, TC_FROM, MAIN_SID, &t);
@@ -838,7 +913,7 @@ static int prime_flow(struct bench *b)
 static int part_paths(struct bench *b, int every, json_t *out)
 {
 	const char *pfx = every ? "pkt_ev" : "pkt";
-	enum { B_TC, B_XDP, B_SINGLE };	/* the baselines come first */
+	enum { B_TC, B_XDP, B_SINGLE }; /* the baselines come first */
 	static const struct pcase noop = { .hooks = NOOP };
 	static struct series v[MAX_SERIES];
 	static struct target t[MAX_SERIES];
@@ -892,10 +967,10 @@ static int part_paths(struct bench *b, int every, json_t *out)
 	for (r = 0; r < b->rounds; r++) {
 		for (i = 0; i < nv; i++) {
 			if (i == B_SINGLE)
-				continue;	/* measured beside the answers */
+				continue; /* measured beside the answers */
 			if (v[i].mode[0] == 's') {
-				err = measure_singles(b, &t[query], &t[i], &t[B_SINGLE], v[i].id, &ns,
-						      &zns);
+				err = measure_singles(b, &t[query], &t[i], &t[B_SINGLE], v[i].id,
+						      &ns, &zns);
 				/* One no-op sample per round: the one beside the first answer. */
 				if (!err && v[B_SINGLE].n == r)
 					v[B_SINGLE].s[v[B_SINGLE].n++] = zns;
@@ -911,8 +986,8 @@ static int part_paths(struct bench *b, int every, json_t *out)
 		const struct series *bs = v[i].base >= 0 ? &v[v[i].base] : NULL;
 
 		progress(&v[i], bs);
-		json_array_append_new(out, metric_json(&v[i], bs, every ? "packet_events" : "packet",
-						       b->repeat));
+		json_array_append_new(
+			out, metric_json(&v[i], bs, every ? "packet_events" : "packet", b->repeat));
 	}
 	return 0;
 }
@@ -925,12 +1000,17 @@ static int scale_targets(struct bench *b, unsigned int nrules, struct target t[N
 	char last[16], none[16];
 	struct pcase c[NSCASES] = {
 		[S_NOOP] = { .hooks = H(TC_NOOP) },
-		[S_FAST] = { .dir = D_FROM, .p = { TCP("G", WEB, 40000, 443, PK_ACK) },
+		[S_FAST] = { .dir = D_FROM,
+			     .p = { TCP("G", WEB, 40000, 443, PK_ACK) },
 			     .reason = R(ALLOW_FLOW) },
-		[S_NEW] = { .dir = D_FROM, .p = { TCP("G", last, 40004, 443, PK_SYN) },
-			    .reason = R(ALLOW_RULE), .events = 1 },
-		[S_NORULE] = { .dir = D_FROM, .p = { TCP("G", none, 40003, 443, PK_SYN) },
-			       .reason = R(NO_RULE), .events = 1 },
+		[S_NEW] = { .dir = D_FROM,
+			    .p = { TCP("G", last, 40004, 443, PK_SYN) },
+			    .reason = R(ALLOW_RULE),
+			    .events = 1 },
+		[S_NORULE] = { .dir = D_FROM,
+			       .p = { TCP("G", none, 40003, 443, PK_SYN) },
+			       .reason = R(NO_RULE),
+			       .events = 1 },
 	};
 	unsigned int i;
 	int err;
@@ -963,7 +1043,7 @@ static int scale_point(const struct dim *d, unsigned int x, struct bench *b, jso
 	else if (!strcmp(d->id, "sessions"))
 		nsessions = x;
 	else
-		nflows = x - 1;	/* and the measured flow */
+		nflows = x - 1; /* and the measured flow */
 	if (!strcmp(d->id, "neighbour_flows")) {
 		nsessions = 2;
 		fill_sid = MAIN_SID + 1;
@@ -1031,7 +1111,8 @@ static void growth_json(const struct dim *d, const unsigned int *xs, unsigned in
 			      xs[0], "to", xs[n - 1]);
 		if (m && d->max_growth > 0)
 			json_object_set_new(m, "target",
-					    json_pack("{s:s, s:f}", "on", "value", "max", d->max_growth));
+					    json_pack("{s:s, s:f}", "on", "value", "max",
+						      d->max_growth));
 		json_array_append_new(out, m);
 	}
 }
@@ -1098,7 +1179,8 @@ static int part_events(struct bench *b, int quick, json_t *out)
 {
 	static const struct pcase flood = { .dir = D_FROM,
 					    .p = { TCP("G", NORULE, 40003, 80, PK_SYN) },
-					    .reason = R(NO_RULE), .events = 1 };
+					    .reason = R(NO_RULE),
+					    .events = 1 };
 	static struct tf_daemon d;
 	static struct tf_sess sess;
 	static struct series v;
@@ -1128,9 +1210,9 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	snprintf(d.cfg.event_log, sizeof(d.cfg.event_log), "%s", log);
 	snprintf(d.cfg.state_dir, sizeof(d.cfg.state_dir), "%s", dir);
 	snprintf(old, sizeof(old), "%s.old", log);
-	d.cfg.log_segment_bytes = 0;	/* the bench rotates the log itself, after each round */
+	d.cfg.log_segment_bytes = 0; /* the bench rotates the log itself, after each round */
 	d.cfg.log_segment_age_s = 0;
-	d.dp = b->dp;	/* borrowed: closed by bench_close() */
+	d.dp = b->dp; /* borrowed: closed by bench_close() */
 	memset(&sess, 0, sizeof(sess));
 	err = session_write(&b->dp, b->cfg.max_rules, MAIN_SID, IFINDEX_LO, 10, &sb, &sess.spec);
 	if (err)
@@ -1173,18 +1255,22 @@ static int part_events(struct bench *b, int quick, json_t *out)
 
 		json_object_set_new(m, "unit", json_string("events/s"));
 		/* docs/audit.md: the sealed drain stays at or above 1M events/s. */
-		json_object_set_new(m, "target", json_pack("{s:s, s:f}", "on", "value", "min", 1e6));
+		json_object_set_new(m, "target",
+				    json_pack("{s:s, s:f}", "on", "value", "min", 1e6));
 		json_array_append_new(out, m);
 		fprintf(stderr, "  %-34s %8.0f events/s  [%.0f..%.0f]\n", v.id, median(v.s, v.n),
 			vmin(v.s, v.n), vmax(v.s, v.n));
-		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:f}", "id",
-						     "events.bytes_raw", "group", "events", "desc",
-						     "bytes per event in the sealed log, as written",
-						     "unit", "B/event", "value", raw_b));
-		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:f}", "id",
-						     "events.bytes_gzip", "group", "events", "desc",
-						     "bytes per event in a closed segment, gzipped as the "
-						     "daemon does (level 6)", "unit", "B/event", "value", gz_b));
+		json_array_append_new(out,
+				      json_pack("{s:s, s:s, s:s, s:s, s:f}", "id",
+						"events.bytes_raw", "group", "events", "desc",
+						"bytes per event in the sealed log, as written",
+						"unit", "B/event", "value", raw_b));
+		json_array_append_new(
+			out, json_pack("{s:s, s:s, s:s, s:s, s:f}", "id", "events.bytes_gzip",
+				       "group", "events", "desc",
+				       "bytes per event in a closed segment, gzipped as the "
+				       "daemon does (level 6)",
+				       "unit", "B/event", "value", gz_b));
 		fprintf(stderr, "  %-34s %8.1f bytes/event, %.1f gzipped\n", "events.bytes", raw_b,
 			gz_b);
 	}
@@ -1246,10 +1332,11 @@ int main(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'O':
-			only = optarg;	/* "paths", "scaling" or "events" */
+			only = optarg; /* "paths", "scaling" or "events" */
 			break;
 		default:
-			fprintf(stderr, "Usage: bench_dp [--quick] [--only paths|scaling|events] [--out FILE]\n");
+			fprintf(stderr,
+				"Usage: bench_dp [--quick] [--only paths|scaling|events] [--out FILE]\n");
 			return 2;
 		}
 	}

@@ -6,7 +6,7 @@
  * timer) can be taken out of, or divided into, what a datapath path costs.
  */
 #include "vmlinux.h"
-#include "lib/const.bpf.h"	/* TC_ACT_UNSPEC; no maps */
+#include "lib/const.bpf.h" /* TC_ACT_UNSPEC; no maps */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -14,7 +14,7 @@ SEC("tc")
 int tc_noop(struct __sk_buff *skb)
 {
 	(void)skb;
-	return TC_ACT_UNSPEC;	/* what tc_from_guest returns for an allowed packet */
+	return TC_ACT_UNSPEC; /* what tc_from_guest returns for an allowed packet */
 }
 
 SEC("xdp")

@@ -106,7 +106,8 @@ static int wait_fd(int fd, short events, long deadline)
 }
 
 /* open_socket: a socket of TYPE for O's destination, bound to O's source if any; -1 on error. */
-static int open_socket(const struct opts *o, int type, struct sockaddr_storage *dst, socklen_t *dlen)
+static int open_socket(const struct opts *o, int type, struct sockaddr_storage *dst,
+		       socklen_t *dlen)
 {
 	struct sockaddr_storage src;
 	socklen_t slen;
@@ -121,7 +122,8 @@ static int open_socket(const struct opts *o, int type, struct sockaddr_storage *
 	}
 	if (o->src) {
 		if (parse_sockaddr(o->src, 0, &src, &slen) || src.ss_family != dst->ss_family) {
-			fprintf(stderr, "tfprobe: source `%s' is not of the destination's family\n", o->src);
+			fprintf(stderr, "tfprobe: source `%s' is not of the destination's family\n",
+				o->src);
 			close(fd);
 			return -1;
 		}
@@ -226,7 +228,8 @@ static int probe_tcp(const struct opts *o)
 	fd = tcp_open(o, "tcp", deadline, l, d);
 	if (fd < 0)
 		return fd == -2 ? 2 : 1;
-	rlen = snprintf(req, sizeof(req), "GET / HTTP/1.0\r\nHost: %s\r\nUser-Agent: tfprobe\r\n\r\n", o->host);
+	rlen = snprintf(req, sizeof(req),
+			"GET / HTTP/1.0\r\nHost: %s\r\nUser-Agent: tfprobe\r\n\r\n", o->host);
 	if (send(fd, req, rlen, MSG_NOSIGNAL) != rlen) {
 		printf("tcp %s -> %s: send: %s\n", l, d, strerror(errno));
 		close(fd);
@@ -270,42 +273,42 @@ static void put16(unsigned char *b, size_t *p, unsigned int v)
 static size_t tls_hello(const char *sni, unsigned char *buf)
 {
 	static const unsigned int suites[] = {
-		0x1301,	/* TLS_AES_128_GCM_SHA256 (TLS 1.3) */
-		0xc02f,	/* TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (TLS 1.2) */
+		0x1301, /* TLS_AES_128_GCM_SHA256 (TLS 1.3) */
+		0xc02f, /* TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (TLS 1.2) */
 	};
 	size_t n = strlen(sni), p = 0, hs, ext, i;
 	unsigned long x = (unsigned long)now_ms() * 2654435761UL ^ (unsigned long)getpid();
 
-	put8(buf, &p, 22);			/* record: handshake */
+	put8(buf, &p, 22); /* record: handshake */
 	put16(buf, &p, 0x0303);
-	put16(buf, &p, 0);			/* record length, below */
+	put16(buf, &p, 0); /* record length, below */
 	hs = p;
-	put8(buf, &p, 1);			/* handshake: ClientHello */
-	put8(buf, &p, 0);			/* handshake length (24 bits), below */
+	put8(buf, &p, 1); /* handshake: ClientHello */
+	put8(buf, &p, 0); /* handshake length (24 bits), below */
 	put16(buf, &p, 0);
-	put16(buf, &p, 0x0303);			/* legacy_version */
-	for (i = 0; i < 32; i++) {		/* random: xorshift, seeded from the clock and PID */
+	put16(buf, &p, 0x0303);	   /* legacy_version */
+	for (i = 0; i < 32; i++) { /* random: xorshift, seeded from the clock and PID */
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
 		put8(buf, &p, x >> 24);
 	}
-	put8(buf, &p, 0);			/* legacy_session_id: empty */
+	put8(buf, &p, 0); /* legacy_session_id: empty */
 	put16(buf, &p, 2 * sizeof(suites) / sizeof(suites[0]));
 	for (i = 0; i < sizeof(suites) / sizeof(suites[0]); i++)
 		put16(buf, &p, suites[i]);
-	put8(buf, &p, 1);			/* compression methods: null */
+	put8(buf, &p, 1); /* compression methods: null */
 	put8(buf, &p, 0);
-	put16(buf, &p, 0);			/* extensions length, below */
+	put16(buf, &p, 0); /* extensions length, below */
 	ext = p;
-	put16(buf, &p, 0x0000);			/* server_name */
+	put16(buf, &p, 0x0000); /* server_name */
 	put16(buf, &p, n + 5);
-	put16(buf, &p, n + 3);			/* server_name_list */
-	put8(buf, &p, 0);			/* host_name */
+	put16(buf, &p, n + 3); /* server_name_list */
+	put8(buf, &p, 0);      /* host_name */
 	put16(buf, &p, n);
 	memcpy(buf + p, sni, n);
 	p += n;
-	put16(buf, &p, 0x002b);			/* supported_versions */
+	put16(buf, &p, 0x002b); /* supported_versions */
 	put16(buf, &p, 5);
 	put8(buf, &p, 4);
 	put16(buf, &p, 0x0304);
@@ -392,7 +395,8 @@ static int serve(int port)
 	blen = snprintf(body, sizeof(body), LISTENER_MARK " tcp guest:%d\n", port);
 	rlen = snprintf(reply, sizeof(reply),
 			"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
-			"Connection: close\r\n\r\n%s", blen, body);
+			"Connection: close\r\n\r\n%s",
+			blen, body);
 	for (;;) {
 		plen = sizeof(peer);
 		c = accept(fd, (struct sockaddr *)&peer, &plen);

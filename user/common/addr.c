@@ -107,8 +107,8 @@ invalid:
 
 const char *tf_fmt_mac(const __u8 mac[6], char *buf)
 {
-	snprintf(buf, TF_ADDRSTRLEN, "%02x:%02x:%02x:%02x:%02x:%02x",
-		 mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+	snprintf(buf, TF_ADDRSTRLEN, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
+		 mac[3], mac[4], mac[5]);
 	return buf;
 }
 
@@ -136,7 +136,7 @@ void tf_ip6_ll_from_mac(const __u8 mac[6], __u8 out[16])
 	memset(out, 0, 16);
 	out[0] = 0xfe;
 	out[1] = 0x80;
-	out[8] = mac[0] ^ 0x02;	/* universal/local bit, RFC 4291 appendix A */
+	out[8] = mac[0] ^ 0x02; /* universal/local bit, RFC 4291 appendix A */
 	out[9] = mac[1];
 	out[10] = mac[2];
 	out[11] = 0xff;

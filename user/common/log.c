@@ -23,10 +23,10 @@ void tf_log_set_level(enum tf_log_level level)
 	tf_log_level = level;
 }
 
-__attribute__((format(printf, 2, 0)))
-static void tf_vlog(enum tf_log_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void tf_vlog(enum tf_log_level level, const char *fmt,
+							  va_list ap)
 {
-	int saved_errno = errno;	/* callers log, then return -errno */
+	int saved_errno = errno; /* callers log, then return -errno */
 	char msg[1024];
 	size_t len;
 
@@ -36,8 +36,7 @@ static void tf_vlog(enum tf_log_level level, const char *fmt, va_list ap)
 	len = strlen(msg);
 	if (len && msg[len - 1] == '\n')
 		msg[len - 1] = '\0';
-	fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name,
-		tf_log_names[level], msg);
+	fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, tf_log_names[level], msg);
 	errno = saved_errno;
 }
 

@@ -8,8 +8,7 @@
 enum tf_log_level { TF_LOG_WARN, TF_LOG_INFO, TF_LOG_DEBUG };
 
 void tf_log_set_level(enum tf_log_level level);
-void tf_log(enum tf_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void tf_log(enum tf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Suitable for libbpf_set_print(). */
 int tf_log_libbpf(int level, const char *fmt, va_list ap);
 

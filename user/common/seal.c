@@ -30,8 +30,8 @@ static int sha256_parts(const void *a, size_t alen, const void *b, size_t blen, 
 	if (!ctx && !(ctx = EVP_MD_CTX_new()))
 		return -ENOMEM;
 	if (!EVP_DigestInit_ex2(ctx, md, NULL) || !EVP_DigestUpdate(ctx, a, alen) ||
-	    (blen && !EVP_DigestUpdate(ctx, b, blen)) || (clen && !EVP_DigestUpdate(ctx, c, clen)) ||
-	    !EVP_DigestFinal_ex(ctx, out, NULL))
+	    (blen && !EVP_DigestUpdate(ctx, b, blen)) ||
+	    (clen && !EVP_DigestUpdate(ctx, c, clen)) || !EVP_DigestFinal_ex(ctx, out, NULL))
 		return -EIO;
 	return 0;
 }
@@ -288,8 +288,11 @@ int tf_b64_encode(const __u8 *in, size_t n, char *out, size_t outlen)
 /* The 6-bit value of a base64 digit (one tf_b64_decode() accepted). */
 static unsigned int b64_value(char c)
 {
-	return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 :
-	       c >= '0' && c <= '9' ? c - '0' + 52 : c == '+' ? 62 : 63;
+	return c >= 'A' && c <= 'Z' ? c - 'A' :
+	       c >= 'a' && c <= 'z' ? c - 'a' + 26 :
+	       c >= '0' && c <= '9' ? c - '0' + 52 :
+	       c == '+'		    ? 62 :
+				      63;
 }
 
 int tf_b64_decode(const char *in, size_t n, __u8 *out, size_t outlen)
@@ -346,8 +349,8 @@ static int key_id(const char *name, enum tf_key_type type, const __u8 *pub, size
 		  __u8 id[TF_KEYID_LEN])
 {
 	__u8 h[TF_HASH_LEN], alg[2] = { '\n', TF_KEY_ED25519 };
-	int err = type == TF_KEY_ECDSA ? sha256_parts(pub, publen, NULL, 0, NULL, 0, h)
-				       : sha256_parts(name, strlen(name), alg, 2, pub, publen, h);
+	int err = type == TF_KEY_ECDSA ? sha256_parts(pub, publen, NULL, 0, NULL, 0, h) :
+					 sha256_parts(name, strlen(name), alg, 2, pub, publen, h);
 
 	if (!err)
 		memcpy(id, h, TF_KEYID_LEN);
@@ -403,7 +406,8 @@ static EVP_PKEY *key_read(const char *path, enum tf_key_type type, char *err, si
 		return NULL;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
-		snprintf(err, errlen, "log key `%s': not a regular file of mode 0600 or stricter", path);
+		snprintf(err, errlen, "log key `%s': not a regular file of mode 0600 or stricter",
+			 path);
 		close(fd);
 		return NULL;
 	}
@@ -416,7 +420,8 @@ static EVP_PKEY *key_read(const char *path, enum tf_key_type type, char *err, si
 	pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 	fclose(f);
 	if (!pkey || pkey_type(pkey) != type) {
-		snprintf(err, errlen, "log key `%s': not %s private key in PEM", path, key_kind(type));
+		snprintf(err, errlen, "log key `%s': not %s private key in PEM", path,
+			 key_kind(type));
 		EVP_PKEY_free(pkey);
 		return NULL;
 	}
@@ -425,8 +430,8 @@ static EVP_PKEY *key_read(const char *path, enum tf_key_type type, char *err, si
 
 static EVP_PKEY *key_create(const char *path, enum tf_key_type type, char *err, size_t errlen)
 {
-	EVP_PKEY *pkey = type == TF_KEY_ECDSA ? EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")
-					      : EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	EVP_PKEY *pkey = type == TF_KEY_ECDSA ? EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256") :
+						EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	int fd, ok;
 	FILE *f;
 
@@ -495,8 +500,8 @@ static int signer_open(const char *path, const char *name, enum tf_key_type type
 
 	memset(s, 0, sizeof(*s));
 	if (!name_ok(name)) {
-		snprintf(err, errlen, "log name `%s': expected printable characters, no space or '+'",
-			 name);
+		snprintf(err, errlen,
+			 "log name `%s': expected printable characters, no space or '+'", name);
 		return -EINVAL;
 	}
 	pkey = create ? key_create(path, type, err, errlen) : key_read(path, type, err, errlen);
@@ -510,14 +515,14 @@ static int signer_open(const char *path, const char *name, enum tf_key_type type
 	return ret;
 }
 
-int tf_signer_open(const char *path, const char *name, enum tf_key_type type,
-		   struct tf_signer *s, char *err, size_t errlen)
+int tf_signer_open(const char *path, const char *name, enum tf_key_type type, struct tf_signer *s,
+		   char *err, size_t errlen)
 {
 	return signer_open(path, name, type, access(path, F_OK) != 0, s, err, errlen);
 }
 
-int tf_signer_create(const char *path, const char *name, enum tf_key_type type,
-		     struct tf_signer *s, char *err, size_t errlen)
+int tf_signer_create(const char *path, const char *name, enum tf_key_type type, struct tf_signer *s,
+		     char *err, size_t errlen)
 {
 	return signer_open(path, name, type, 1, s, err, errlen);
 }
@@ -567,7 +572,8 @@ int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t
 	memset(v, 0, sizeof(*v));
 	nlen = p1 ? (size_t)(p1 - vkey) : 0;
 	if (!p2 || !nlen || nlen >= sizeof(v->name) || p2 - p1 - 1 != 2 * TF_KEYID_LEN) {
-		snprintf(err, errlen, "key `%.80s': expected NAME+KEYID+BASE64 (tapfence log key)", vkey);
+		snprintf(err, errlen, "key `%.80s': expected NAME+KEYID+BASE64 (tapfence log key)",
+			 vkey);
 		return -EINVAL;
 	}
 	memcpy(v->name, vkey, nlen);
@@ -579,7 +585,8 @@ int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t
 		v->type = TF_KEY_ECDSA;
 	EVP_PKEY_free(pkey);
 	if (!v->type) {
-		snprintf(err, errlen, "key `%.80s': not an Ed25519 or ECDSA P-256 verifier key", vkey);
+		snprintf(err, errlen, "key `%.80s': not an Ed25519 or ECDSA P-256 verifier key",
+			 vkey);
 		return -EINVAL;
 	}
 	v->publen = n - 1;
@@ -590,7 +597,8 @@ int tf_verifier_parse(const char *vkey, struct tf_verifier *v, char *err, size_t
 	}
 	tf_hex(id, TF_KEYID_LEN, hex);
 	if (strncmp(hex, p1 + 1, 2 * TF_KEYID_LEN)) {
-		snprintf(err, errlen, "key `%.80s': its key id does not match its name and key", vkey);
+		snprintf(err, errlen, "key `%.80s': its key id does not match its name and key",
+			 vkey);
 		return -EINVAL;
 	}
 	memcpy(v->keyid, id, TF_KEYID_LEN);
@@ -665,9 +673,10 @@ int tf_note_cosign(const struct tf_signer *s, char *buf, size_t len, size_t cap)
 int tf_verify_raw(const struct tf_verifier *v, const void *msg, size_t len, const __u8 *sig,
 		  size_t siglen)
 {
-	EVP_PKEY *pub = v->type == TF_KEY_ECDSA
-				? ecdsa_pub(v->pub, v->publen)
-				: EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, v->pub, v->publen);
+	EVP_PKEY *pub =
+		v->type == TF_KEY_ECDSA ?
+			ecdsa_pub(v->pub, v->publen) :
+			EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, v->pub, v->publen);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	int ok = pub && ctx && (v->type == TF_KEY_ECDSA || siglen == TF_SIG_LEN) &&
 		 EVP_DigestVerifyInit(ctx, NULL, v->type == TF_KEY_ECDSA ? EVP_sha256() : NULL,
@@ -740,7 +749,8 @@ static int checkpoint_parse(const char *text, size_t len, struct tf_checkpoint *
 	c->size = strtoull(num, &e, 10);
 	if (errno || *e)
 		return -EINVAL;
-	return tf_b64_decode(l2 + 1, l3 - l2 - 1, c->root, TF_HASH_LEN) == TF_HASH_LEN ? 0 : -EINVAL;
+	return tf_b64_decode(l2 + 1, l3 - l2 - 1, c->root, TF_HASH_LEN) == TF_HASH_LEN ? 0 :
+											 -EINVAL;
 }
 
 enum tf_note_result tf_note_verify_text(const struct tf_verifier *v, const char *note, size_t len,

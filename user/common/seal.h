@@ -13,16 +13,16 @@
 #include <linux/types.h>
 #include <jansson.h>
 
-#define TF_HASH_LEN      32
-#define TF_ED25519_LEN   32
-#define TF_SIG_LEN       64	/* Ed25519 */
-#define TF_PUB_MAX       96	/* Ed25519: 32 raw bytes; ECDSA P-256: a 91-byte DER SubjectPublicKeyInfo */
-#define TF_SIG_MAX       72	/* ECDSA P-256: an ASN.1 DER signature of up to 72 bytes */
-#define TF_KEYID_LEN     4
-#define TF_NOTE_MAX      1024	/* a signed checkpoint note, signature lines included */
-#define TF_VKEY_MAX      256
-#define TF_ORIGIN_MAX    160
-#define TF_CHAIN_HEX     16	/* hex digits of the previous leaf hash a line carries ("prev") */
+#define TF_HASH_LEN    32
+#define TF_ED25519_LEN 32
+#define TF_SIG_LEN     64 /* Ed25519 */
+#define TF_PUB_MAX     96 /* Ed25519: 32 raw bytes; ECDSA P-256: a 91-byte DER SubjectPublicKeyInfo */
+#define TF_SIG_MAX     72 /* ECDSA P-256: an ASN.1 DER signature of up to 72 bytes */
+#define TF_KEYID_LEN   4
+#define TF_NOTE_MAX    1024 /* a signed checkpoint note, signature lines included */
+#define TF_VKEY_MAX    256
+#define TF_ORIGIN_MAX  160
+#define TF_CHAIN_HEX   16 /* hex digits of the previous leaf hash a line carries ("prev") */
 
 /*
  * struct tf_merkle - the right edge of an append-only tree: @node[i] is the
@@ -50,9 +50,9 @@ int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN]);
 struct tf_tree {
 	__u64 base, size;
 	struct tf_merkle edge;
-	__u8 (*leaf)[TF_HASH_LEN];	/* leaf[i - base] */
+	__u8 (*leaf)[TF_HASH_LEN]; /* leaf[i - base] */
 	size_t cap;
-	__u8 (*memo[64])[TF_HASH_LEN];	/* memo[k][j]: the subtree of leaves [j << k, (j + 1) << k) */
+	__u8 (*memo[64])[TF_HASH_LEN]; /* memo[k][j]: the subtree of leaves [j << k, (j + 1) << k) */
 	__u8 *have[64];
 	size_t memo_n[64];
 };
@@ -62,7 +62,8 @@ struct tf_tree {
 /* An empty tree from edge (size 0 for an epoch read from its start). */
 void tf_tree_init(struct tf_tree *t, const struct tf_merkle *edge);
 void tf_tree_free(struct tf_tree *t);
-int tf_tree_push(struct tf_tree *t, const __u8 leaf[TF_HASH_LEN]) __attribute__((warn_unused_result));
+int tf_tree_push(struct tf_tree *t, const __u8 leaf[TF_HASH_LEN])
+	__attribute__((warn_unused_result));
 /* RFC 6962 2.1.1 PATH(m, D[0:n]); *len hashes, leaf side first. -ERANGE if m is before base. */
 int tf_tree_proof(struct tf_tree *t, __u64 m, __u64 n, __u8 proof[TF_PROOF_MAX][TF_HASH_LEN],
 		  size_t *len) __attribute__((warn_unused_result));
@@ -93,7 +94,7 @@ enum tf_key_type {
 
 /* A signer: the private key and its signed-note name, type, public key and key id. */
 struct tf_signer {
-	void *pkey;	/* EVP_PKEY; NULL: no key */
+	void *pkey; /* EVP_PKEY; NULL: no key */
 	enum tf_key_type type;
 	char name[TF_ORIGIN_MAX];
 	__u8 pub[TF_PUB_MAX];
@@ -115,11 +116,11 @@ struct tf_verifier {
  * never over an existing file) when there is none. 0 or -errno, err naming
  * path and why.
  */
-int tf_signer_open(const char *path, const char *name, enum tf_key_type type,
-		   struct tf_signer *s, char *err, size_t errlen) __attribute__((warn_unused_result));
+int tf_signer_open(const char *path, const char *name, enum tf_key_type type, struct tf_signer *s,
+		   char *err, size_t errlen) __attribute__((warn_unused_result));
 /* A new key of this type written to path (which must not exist), as tf_signer_open() would. */
-int tf_signer_create(const char *path, const char *name, enum tf_key_type type,
-		     struct tf_signer *s, char *err, size_t errlen) __attribute__((warn_unused_result));
+int tf_signer_create(const char *path, const char *name, enum tf_key_type type, struct tf_signer *s,
+		     char *err, size_t errlen) __attribute__((warn_unused_result));
 /* A signer of an Ed25519 or P-256 EVP_PKEY, which it then owns (tf_signer_close() frees it). */
 int tf_signer_init(void *pkey, const char *name, struct tf_signer *s)
 	__attribute__((warn_unused_result));
@@ -143,10 +144,10 @@ int tf_note_cosign(const struct tf_signer *s, char *buf, size_t len, size_t cap)
 	__attribute__((warn_unused_result));
 
 enum tf_note_result {
-	TF_NOTE_OK,		/* a signature by the key verifies */
-	TF_NOTE_MALFORMED,	/* not a signed note */
-	TF_NOTE_NO_KEY,		/* no signature line by this key (name and key id) */
-	TF_NOTE_BAD_SIG,	/* a signature line by this key that does not verify */
+	TF_NOTE_OK,	   /* a signature by the key verifies */
+	TF_NOTE_MALFORMED, /* not a signed note */
+	TF_NOTE_NO_KEY,	   /* no signature line by this key (name and key id) */
+	TF_NOTE_BAD_SIG,   /* a signature line by this key that does not verify */
 };
 
 /* Check note against v; on TF_NOTE_OK, *c is its checkpoint. */
@@ -186,10 +187,10 @@ int tf_sign_raw(const struct tf_signer *s, const void *msg, size_t len, __u8 sig
 int tf_verify_raw(const struct tf_verifier *v, const void *msg, size_t len, const __u8 *sig,
 		  size_t siglen);
 /* What tapfence attest signs: an in-toto statement of this predicate type, in a DSSE envelope. */
-#define TF_DSSE_PAYLOAD_TYPE    "application/vnd.in-toto+json"
-#define TF_ATTEST_PREDICATE     "https://tapfence.dev/attestation/node/v1"
+#define TF_DSSE_PAYLOAD_TYPE  "application/vnd.in-toto+json"
+#define TF_ATTEST_PREDICATE   "https://tapfence.dev/attestation/node/v1"
 /* ... and what a session del signs with log.session_evidence (docs/attest.md). */
-#define TF_EVIDENCE_PREDICATE   "https://tapfence.dev/evidence/session/v1"
+#define TF_EVIDENCE_PREDICATE "https://tapfence.dev/evidence/session/v1"
 /* DSSE v1 pre-authentication encoding of (type, payload) into out; its length, 0 if it does not fit. */
 size_t tf_dsse_pae(const char *type, const char *payload, size_t plen, char *out, size_t outlen);
 /* SHA-256 of o's canonical text (compact, keys sorted): specs and statements. */

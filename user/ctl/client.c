@@ -63,7 +63,7 @@ static int wait_fd(struct ctl_conn *c, short events, int64_t deadline)
 		if (n > 0)
 			return 1;
 		if (n == 0)
-			continue;	/* re-check the clock */
+			continue; /* re-check the clock */
 		if (errno != EINTR)
 			return ctl_syserr(errno);
 	}
@@ -174,7 +174,7 @@ static int send_all(struct ctl_conn *c, const char *p, size_t n)
 		}
 		r = w < 0 ? errno : EPIPE;
 		if (r == EPIPE || r == ECONNRESET)
-			return -EPIPE;	/* the caller looks for a parting message */
+			return -EPIPE; /* the caller looks for a parting message */
 		ctl_err("cannot send to %s: %s", c->path, strerror(r));
 		return ctl_syserr(r);
 	}
@@ -228,8 +228,8 @@ int ctl_roundtrip(struct ctl_conn *c, const json_t *req, json_t **resp)
 	sent = !err;
 	err = ctl_recv_line(c, c->timeout_ms, &line, &len);
 	if (err == -ECONNRESET && !c->len)
-		ctl_err("daemon closed the connection %s", sent ? "without a response" :
-			"while the request was being sent");
+		ctl_err("daemon closed the connection %s",
+			sent ? "without a response" : "while the request was being sent");
 	if (err)
 		return err;
 	return ctl_parse_response(line, len, resp);
@@ -277,7 +277,7 @@ int ctl_recv_line(struct ctl_conn *c, int timeout_ms, char **line, size_t *len)
 			c->off = 0;
 		}
 		if (c->cap - c->len < READ_CHUNK) {
-			ncap = c->len + READ_CHUNK + 1;	/* +1: room for the NUL */
+			ncap = c->len + READ_CHUNK + 1; /* +1: room for the NUL */
 			ncap = ncap < 2 * c->cap ? 2 * c->cap : ncap;
 			nbuf = realloc(c->buf, ncap);
 			if (!nbuf) {
@@ -390,7 +390,7 @@ json_t *ctl_req_set(json_t *req, const char *key, json_t *v)
 		json_decref(v);
 		return NULL;
 	}
-	if (json_object_set_new(req, key, v)) {	/* steals v, even on failure */
+	if (json_object_set_new(req, key, v)) { /* steals v, even on failure */
 		ctl_err("out of memory");
 		json_decref(req);
 		return NULL;
@@ -439,8 +439,8 @@ int ctl_parse_object(const char *buf, size_t len, const char *what, json_t **out
 	 */
 	j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!j) {
-		ctl_err("%s: invalid JSON at line %d, column %d: %s",
-			what, jerr.line, jerr.column, jerr.text);
+		ctl_err("%s: invalid JSON at line %d, column %d: %s", what, jerr.line, jerr.column,
+			jerr.text);
 		return -EBADMSG;
 	}
 	if (!json_is_object(j)) {

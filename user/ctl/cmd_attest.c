@@ -13,15 +13,14 @@
 #include "daemon/spec.h"
 #include "ctl.h"
 
-#define DEFAULT_KEY_PUB   "/var/lib/tapfence/log.key.pub"
+#define DEFAULT_KEY_PUB	  "/var/lib/tapfence/log.key.pub"
 #define DEFAULT_MAX_AGE_S 3600
-#define ATTEST_VERIFY_USAGE                                                                     \
-	"usage: " CTL_PROG " attest verify FILE [--key KEY]... [--spec SPEC] [--session ID] "    \
-	"[--max-age SEC] [--allow-no-battery] | --evidence FILE [--key KEY]... [--spec SPEC] "  \
+#define ATTEST_VERIFY_USAGE                                                                    \
+	"usage: " CTL_PROG " attest verify FILE [--key KEY]... [--spec SPEC] [--session ID] "  \
+	"[--max-age SEC] [--allow-no-battery] | --evidence FILE [--key KEY]... [--spec SPEC] " \
 	"[--session ID]"
 
-static int attest_make(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
-		       char *argv[])
+static int attest_make(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
 {
 	const char *session = NULL, *out = NULL, *val;
 	json_t *req, *resp = NULL;
@@ -59,8 +58,7 @@ static int attest_make(const struct ctl_opts *o, const struct ctl_cmd *self, int
 }
 
 /* The verdict of verify: 0 verified, 1 a check failed, 2 could not verify. */
-__attribute__((format(printf, 2, 3)))
-static int say(int rc, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int say(int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -145,10 +143,11 @@ static int envelope_open(json_t *env, const struct tf_keyring *keys, json_t **st
 	free(pae);
 	if (got != 1) {
 		free(payload);
-		return got < 0 ? say(1, "the %s signature does not verify (the statement was changed)",
-				     tf_key_type_name(keys->k[i - 1].type))
-			       : say(2, "not signed by the %s key %s", tf_key_type_name(keys->k[i - 1].type),
-				     keys->k[i - 1].name);
+		return got < 0 ? say(1,
+				     "the %s signature does not verify (the statement was changed)",
+				     tf_key_type_name(keys->k[i - 1].type)) :
+				 say(2, "not signed by the %s key %s",
+				     tf_key_type_name(keys->k[i - 1].type), keys->k[i - 1].name);
 	}
 	*stmt = json_loads(payload, 0, NULL);
 	free(payload);
@@ -166,10 +165,12 @@ static int subjects_ok(json_t *stmt)
 	if (json_array_size(subj) != 2)
 		return 0;
 	for (i = 0; i < 2; i++) {
-		h = json_string_value(json_object_get(json_object_get(json_array_get(subj, i), "digest"),
-						      "sha256"));
-		if (strcmp(json_string_value(json_object_get(json_array_get(subj, i), "name")) ?: "",
-			   names[i]) || !h || strlen(h) != 2 * TF_HASH_LEN ||
+		h = json_string_value(json_object_get(
+			json_object_get(json_array_get(subj, i), "digest"), "sha256"));
+		if (strcmp(json_string_value(json_object_get(json_array_get(subj, i), "name")) ?:
+												 "",
+			   names[i]) ||
+		    !h || strlen(h) != 2 * TF_HASH_LEN ||
 		    strspn(h, "0123456789abcdef") != 2 * TF_HASH_LEN)
 			return 0;
 	}
@@ -189,8 +190,8 @@ static int spec_digest(const char *path, char hex[2 * TF_HASH_LEN + 1], char *id
 
 	if (!f)
 		return -1;
-	if (getdelim(&buf, &len, '\0', f) > 0 && !tf_spec_parse(buf, strlen(buf), &lim, &spec, err,
-							   sizeof(err))) {
+	if (getdelim(&buf, &len, '\0', f) > 0 &&
+	    !tf_spec_parse(buf, strlen(buf), &lim, &spec, err, sizeof(err))) {
 		j = tf_spec_to_json(&spec);
 		if (j && !tf_json_digest(j, h)) {
 			tf_hex(h, TF_HASH_LEN, hex);
@@ -218,10 +219,12 @@ static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const ch
 	json_t *pred = json_object_get(stmt, "predicate"), *pols, *pl;
 	const char *sid = json_string_value(json_object_get(pred, "session")) ?: "";
 	const char *note = json_string_value(json_object_get(pred, "checkpoint"));
-	const char *subj = json_string_value(json_object_get(json_array_get(
-		json_object_get(stmt, "subject"), 0), "name")) ?: "";
-	const char *last_h = json_string_value(json_object_get(json_object_get(json_array_get(
-		json_object_get(stmt, "subject"), 0), "digest"), "sha256")) ?: "";
+	const char *subj =
+		json_string_value(json_object_get(json_array_get(json_object_get(stmt, "subject"), 0), "name")) ?:
+			"";
+	const char *last_h =
+		json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(stmt, "subject"), 0), "digest"), "sha256")) ?:
+			"";
 	json_int_t first = json_integer_value(json_object_get(pred, "first_index"));
 	json_int_t last = json_integer_value(json_object_get(pred, "last_index"));
 	char hex[2 * TF_HASH_LEN + 1], spec_id[128] = "";
@@ -232,8 +235,9 @@ static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const ch
 	pols = json_object_get(pred, "policies");
 	n = json_array_size(pols);
 	if (strcmp(json_string_value(json_object_get(stmt, "_type")) ?: "",
-		   "https://in-toto.io/Statement/v1") || strncmp(subj, "session/", 8) ||
-	    strcmp(subj + 8, sid) || !*sid || n < 2 || strlen(last_h) != 2 * TF_HASH_LEN ||
+		   "https://in-toto.io/Statement/v1") ||
+	    strncmp(subj, "session/", 8) || strcmp(subj + 8, sid) || !*sid || n < 2 ||
+	    strlen(last_h) != 2 * TF_HASH_LEN ||
 	    strspn(last_h, "0123456789abcdef") != 2 * TF_HASH_LEN)
 		return say(1, "not a session evidence statement (its type, subject or policies)");
 	if (session && strcmp(session, sid))
@@ -243,7 +247,8 @@ static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const ch
 	if (strcmp(cp.origin, json_string_value(json_object_get(pred, "origin")) ?: "") ||
 	    first < 0 || first > last || (__u64)last >= cp.size)
 		return say(1, "its checkpoint (epoch %s, size %llu) does not seal lines %lld-%lld",
-			   cp.origin, (unsigned long long)cp.size, (long long)first, (long long)last);
+			   cp.origin, (unsigned long long)cp.size, (long long)first,
+			   (long long)last);
 	json_array_foreach(pols, i, pl) {
 		json_int_t at = json_integer_value(json_object_get(pl, "index"));
 		const char *op = json_string_value(json_object_get(pl, "op")) ?: "";
@@ -252,23 +257,28 @@ static int evidence_verify(json_t *stmt, const struct tf_keyring *keys, const ch
 		if (at < first || at > last || (i == 0 && at != first) ||
 		    (i == n - 1 && (at != last || strcmp(op, "del") || strcmp(h, last_h))) ||
 		    (i > 0 && at <= json_integer_value(json_object_get(json_array_get(pols, i - 1),
-									      "index"))) ||
+								       "index"))) ||
 		    strlen(h) != 2 * TF_HASH_LEN)
-			return say(1, "policy %zu of the statement does not fit its lines %lld-%lld", i,
-				   (long long)first, (long long)last);
+			return say(1,
+				   "policy %zu of the statement does not fit its lines %lld-%lld",
+				   i, (long long)first, (long long)last);
 	}
 	if (spec) {
 		if (spec_digest(spec, hex, spec_id, sizeof(spec_id)))
 			return say(2, "spec `%s' cannot be read", spec);
 		json_array_foreach(pols, i, pl)
-			if (!strcmp(json_string_value(json_object_get(pl, "spec_sha256")) ?: "", hex))
-				in_force = json_integer_value(json_object_get(pl, "policy_version"));
+			if (!strcmp(json_string_value(json_object_get(pl, "spec_sha256")) ?: "",
+				    hex))
+				in_force =
+					json_integer_value(json_object_get(pl, "policy_version"));
 		if (strcmp(spec_id, sid) || in_force < 0)
 			return say(1, "session %s never enforced the spec's policy", sid);
 	}
-	return say(0, "session %s, lines %lld-%lld of epoch %s sealed by a checkpoint of size %llu, "
-		   "%zu policy change(s)%s", sid, (long long)first, (long long)last, cp.origin,
-		   (unsigned long long)cp.size, n, spec ? ", the spec's policy among them" : "");
+	return say(0,
+		   "session %s, lines %lld-%lld of epoch %s sealed by a checkpoint of size %llu, "
+		   "%zu policy change(s)%s",
+		   sid, (long long)first, (long long)last, cp.origin, (unsigned long long)cp.size,
+		   n, spec ? ", the spec's policy among them" : "");
 }
 
 static int attest_verify(int argc, char *argv[])
@@ -291,8 +301,10 @@ static int attest_verify(int argc, char *argv[])
 
 		if ((r = ctl_opt_value(argc, argv, &k, "--key", &val)) > 0) {
 			if (read_key(val, &key) || tf_keyring_add(&keys, &key))
-				return say(2, "key `%s': not a verifier key (tapfence log key prints it)",
-					   val);
+				return say(
+					2,
+					"key `%s': not a verifier key (tapfence log key prints it)",
+					val);
 		} else if (!r && (r = ctl_opt_value(argc, argv, &k, "--session", &val)) > 0)
 			session = val;
 		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--spec", &val)) > 0)
@@ -300,8 +312,7 @@ static int attest_verify(int argc, char *argv[])
 		else if (!r && (r = ctl_opt_value(argc, argv, &k, "--max-age", &val)) > 0) {
 			max_age = strtol(val, NULL, 10);
 			max_age_set = 1;
-		}
-		else if (!r && !strcmp(argv[k], "--allow-no-battery"))
+		} else if (!r && !strcmp(argv[k], "--allow-no-battery"))
 			allow_no_battery = 1;
 		else if (!r && !strcmp(argv[k], "--evidence"))
 			evidence = 1;
@@ -327,9 +338,9 @@ static int attest_verify(int argc, char *argv[])
 	/* Asked for explicitly: a record of a deleted session never passes for a live node's state. */
 	if (evidence || !strcmp(json_string_value(json_object_get(stmt, "predicateType")) ?: "",
 				TF_EVIDENCE_PREDICATE)) {
-		rc = evidence ? evidence_verify(stmt, &keys, spec, session)
-			      : say(1, "a session's evidence statement, not a node's attestation "
-				    "(verify it with --evidence)");
+		rc = evidence ? evidence_verify(stmt, &keys, spec, session) :
+				say(1, "a session's evidence statement, not a node's attestation "
+				       "(verify it with --evidence)");
 		goto out;
 	}
 	pred = json_object_get(stmt, "predicate");
@@ -339,7 +350,8 @@ static int attest_verify(int argc, char *argv[])
 	if (strcmp(json_string_value(json_object_get(stmt, "_type")) ?: "",
 		   "https://in-toto.io/Statement/v1") ||
 	    strcmp(json_string_value(json_object_get(stmt, "predicateType")) ?: "",
-		   TF_ATTEST_PREDICATE) || !subjects_ok(stmt) || !json_is_array(sessions) || !issued ||
+		   TF_ATTEST_PREDICATE) ||
+	    !subjects_ok(stmt) || !json_is_array(sessions) || !issued ||
 	    !(p = strptime(issued, "%Y-%m-%dT%H:%M:%SZ", &tm)) || *p ||
 	    (strcmp(scope, "node") && strcmp(scope, "session")) ||
 	    (!strcmp(scope, "session") && json_array_size(sessions) != 1)) {
@@ -348,20 +360,24 @@ static int attest_verify(int argc, char *argv[])
 	}
 	age = difftime(time(NULL), timegm(&tm));
 	if (age > max_age || age < -300) {
-		rc = say(1, "issued at %s, %.0f s ago: older than --max-age %ld", issued, age, max_age);
+		rc = say(1, "issued at %s, %.0f s ago: older than --max-age %ld", issued, age,
+			 max_age);
 		goto out;
 	}
 	json_array_foreach(sessions, i, s) {
 		if (!json_is_true(json_object_get(s, "tapfence_first"))) {
-			rc = say(1, "device %s (session %s): tapfence is not the first program on its hooks",
-				 json_string_value(json_object_get(s, "ifname")) ?: "?",
-				 json_string_value(json_object_get(s, "id")) ?: "?");
+			rc = say(
+				1,
+				"device %s (session %s): tapfence is not the first program on its hooks",
+				json_string_value(json_object_get(s, "ifname")) ?: "?",
+				json_string_value(json_object_get(s, "id")) ?: "?");
 			goto out;
 		}
 	}
 	if (session) {
 		json_array_foreach(sessions, i, s)
-			matched |= !strcmp(json_string_value(json_object_get(s, "id")) ?: "", session);
+			matched |=
+				!strcmp(json_string_value(json_object_get(s, "id")) ?: "", session);
 		if (!matched) {
 			rc = say(1, "session %s is not in the statement", session);
 			goto out;
@@ -375,11 +391,16 @@ static int attest_verify(int argc, char *argv[])
 		}
 		json_array_foreach(sessions, i, s)
 			if (!strcmp(json_string_value(json_object_get(s, "id")) ?: "", sid))
-				matched = strcmp(json_string_value(json_object_get(s, "spec_sha256")) ?: "",
-						 hex) ? -1 : 1;
+				matched =
+					strcmp(json_string_value(json_object_get(s, "spec_sha256")) ?:
+						       "",
+					       hex) ?
+						-1 :
+						1;
 		if (matched <= 0) {
-			rc = say(1, "session %s %s", sid, matched ? "enforces another policy than the spec"
-								 : "is not in the statement");
+			rc = say(1, "session %s %s", sid,
+				 matched ? "enforces another policy than the spec" :
+					   "is not in the statement");
 			goto out;
 		}
 	}
@@ -392,8 +413,8 @@ static int attest_verify(int argc, char *argv[])
 		goto out;
 	}
 	rc = say(0, "%zu session(s), tapfence first on every device, issued at %s (%.0f s ago)%s%s",
-		 json_array_size(sessions), issued, age, spec ? ", the spec's policy in force for " : "",
-		 spec ? sid : "");
+		 json_array_size(sessions), issued, age,
+		 spec ? ", the spec's policy in force for " : "", spec ? sid : "");
 out:
 	json_decref(stmt);
 	return rc;

@@ -133,7 +133,7 @@ static int handle_line(const struct ctl_opts *o, const char *line, size_t len)
 	ok = json_object_get(ev, "ok");
 	if (json_is_false(ok)) {
 		json_decref(ev);
-		return ctl_parse_response(line, len, &ok);	/* prints it, fails */
+		return ctl_parse_response(line, len, &ok); /* prints it, fails */
 	}
 	if (o->json) {
 		fwrite(line, 1, len, stdout);
@@ -157,7 +157,7 @@ static int stream(const struct ctl_opts *o, struct ctl_conn *c, const json_t *re
 	char *line;
 	int err;
 
-	err = ctl_roundtrip(c, req, &resp);	/* {"ok":true,"subscribed":true} */
+	err = ctl_roundtrip(c, req, &resp); /* {"ok":true,"subscribed":true} */
 	if (err)
 		return err;
 	json_decref(resp);

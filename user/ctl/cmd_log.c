@@ -16,7 +16,7 @@
 #define DEFAULT_KEY "/var/lib/tapfence/log.key"
 
 /* Verdicts of verify; exit status 0 verified, 1 tampering found, 2 could not verify. */
-#define V_OK       0
+#define V_OK	   0
 #define V_TAMPERED 1
 #define V_CANNOT   2
 
@@ -27,8 +27,8 @@ static int verify_status(int result)
 
 struct where {
 	const char *file;
-	unsigned long line;	/* 1-based line in file */
-	__u64 index;		/* leaf index in its epoch */
+	unsigned long line; /* 1-based line in file */
+	__u64 index;	    /* leaf index in its epoch */
 };
 
 /* Where a trusted key may sign: after the rotation that handed on to it, up to the one that retired it. */
@@ -39,9 +39,9 @@ struct key_window {
 };
 
 struct verify {
-	struct tf_keyring ring;	/* the keys given, and those they handed on to */
-	struct key_window win[TF_KEYRING_MAX];	/* where each may sign */
-	json_t *endorsements;	/* log export: the key lines' endorsements, in order */
+	struct tf_keyring ring;		       /* the keys given, and those they handed on to */
+	struct key_window win[TF_KEYRING_MAX]; /* where each may sign */
+	json_t *endorsements; /* log export: the key lines' endorsements, in order */
 	int json;
 	/* the epoch being read */
 	int in_epoch;
@@ -49,10 +49,10 @@ struct verify {
 	struct tf_merkle tree;
 	__u8 last[TF_HASH_LEN];
 	unsigned int checkpoint_s;
-	__u64 sealed;			/* size of its last verified checkpoint */
-	char last_note[TF_NOTE_MAX];	/* that checkpoint */
-	struct where first_unsealed;	/* the first leaf after it */
-	int broken;			/* a leaf after it does not follow the one before */
+	__u64 sealed;		     /* size of its last verified checkpoint */
+	char last_note[TF_NOTE_MAX]; /* that checkpoint */
+	struct where first_unsealed; /* the first leaf after it */
+	int broken;		     /* a leaf after it does not follow the one before */
 	struct where broken_at;
 	char broken_why[512];
 	double last_seal_time;
@@ -60,17 +60,17 @@ struct verify {
 	char midstart[TF_ORIGIN_MAX];
 	/* totals */
 	unsigned int epochs, checkpoints, gaps, resumed, rotations;
-	json_t *origins;		/* every epoch seen */
-	struct tf_checkpoint *cps;	/* the epoch's verified checkpoints */
+	json_t *origins;	   /* every epoch seen */
+	struct tf_checkpoint *cps; /* the epoch's verified checkpoints */
 	size_t ncps, cpcap;
 	__u64 sealed_lines, unsealed_lines;
-	json_t *unsealed;	/* [{origin, file, line, lines}] */
+	json_t *unsealed; /* [{origin, file, line, lines}] */
 	json_t *heartbeat_gaps;
 	/* --trusted-checkpoint */
 	int have_trusted, trusted_ok, trusted_unreachable;
 	struct tf_checkpoint trusted;
 	char trusted_note[TF_NOTE_MAX];
-	__u64 trusted_epoch_size;	/* leaves seen of the trusted checkpoint's epoch */
+	__u64 trusted_epoch_size; /* leaves seen of the trusted checkpoint's epoch */
 	int trusted_epoch_seen;
 	/* the verdict */
 	int result;
@@ -78,20 +78,20 @@ struct verify {
 	/* log export: the session's lines, each with its proof against the first checkpoint after it */
 	const char *session;
 	double since, until;
-	struct tf_tree xt;		/* the epoch's tree, for proofs */
-	json_t *pending;		/* [[index, line]] of this epoch not sealed yet */
-	json_t *notes;			/* the checkpoints the entries cite */
+	struct tf_tree xt; /* the epoch's tree, for proofs */
+	json_t *pending;   /* [[index, line]] of this epoch not sealed yet */
+	json_t *notes;	   /* the checkpoints the entries cite */
 	json_t *entries;
-	__u64 unexported;		/* matching lines no checkpoint sealed */
+	__u64 unexported; /* matching lines no checkpoint sealed */
 };
 
-__attribute__((format(printf, 3, 4)))
-static void found(struct verify *v, int result, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void found(struct verify *v, int result,
+							const char *fmt, ...)
 {
 	va_list ap;
 
 	if (v->result == V_TAMPERED || (v->result == V_CANNOT && result != V_TAMPERED))
-		return;	/* the first tampering found is the one reported */
+		return; /* the first tampering found is the one reported */
 	v->result = result;
 	va_start(ap, fmt);
 	vsnprintf(v->problem, sizeof(v->problem), fmt, ap);
@@ -126,8 +126,8 @@ static int read_vkey(const char *arg, struct tf_verifier *key)
 /* A rotation's endorsement: the note and what its text states. */
 struct endorsement {
 	char origin[TF_ORIGIN_MAX];
-	__u64 index;			/* the key line's, and the size of the tree it hands on from */
-	__u8 root[TF_HASH_LEN];		/* that tree's root */
+	__u64 index;		/* the key line's, and the size of the tree it hands on from */
+	__u8 root[TF_HASH_LEN]; /* that tree's root */
 	struct tf_verifier old, new;
 	char old_s[TF_VKEY_MAX], new_s[TF_VKEY_MAX];
 };
@@ -155,8 +155,8 @@ static const char *endorsement_parse(const char *note, struct endorsement *e)
 	}
 	errno = 0;
 	e->index = strtoull(f[2], &end, 10);
-	if (*p != '\n' || strcmp(f[0], "tapfence key rotation") || strlen(f[1]) >= sizeof(e->origin) ||
-	    errno || *end || f[2][0] < '0' || f[2][0] > '9' ||
+	if (*p != '\n' || strcmp(f[0], "tapfence key rotation") ||
+	    strlen(f[1]) >= sizeof(e->origin) || errno || *end || f[2][0] < '0' || f[2][0] > '9' ||
 	    tf_b64_decode(f[3], strlen(f[3]), e->root, TF_HASH_LEN) != TF_HASH_LEN)
 		return "its endorsement is not a key rotation";
 	if (tf_verifier_parse(f[4], &e->old, err, sizeof(err)) ||
@@ -200,7 +200,8 @@ static int in_window(const struct verify *v, size_t i, const char *origin, __u64
 
 	if (w->learnt && ((c = epoch_cmp(origin, w->from)) < 0 || (c == 0 && size <= w->from_size)))
 		return 0;
-	if (w->retired && ((c = epoch_cmp(origin, w->until)) > 0 || (c == 0 && size > w->until_size)))
+	if (w->retired &&
+	    ((c = epoch_cmp(origin, w->until)) > 0 || (c == 0 && size > w->until_size)))
 		return 0;
 	return 1;
 }
@@ -290,12 +291,12 @@ static void end_epoch(struct verify *v)
 	if (n) {
 		v->unsealed_lines += n;
 		json_array_append_new(v->unsealed,
-				      json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?}", "origin", v->origin,
-						"file", v->first_unsealed.file,
-						"line", (json_int_t)v->first_unsealed.line,
-						"index", (json_int_t)v->first_unsealed.index,
-						"lines", (json_int_t)n,
-						"broken", v->broken ? v->broken_why : NULL));
+				      json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?}", "origin",
+						v->origin, "file", v->first_unsealed.file, "line",
+						(json_int_t)v->first_unsealed.line, "index",
+						(json_int_t)v->first_unsealed.index, "lines",
+						(json_int_t)n, "broken",
+						v->broken ? v->broken_why : NULL));
 	}
 	v->in_epoch = 0;
 	if (v->session) {
@@ -332,8 +333,8 @@ static void export_seal(struct verify *v, const char *note, __u64 n)
 		__u64 idx = (__u64)json_integer_value(json_array_get(e, 0));
 
 		if (idx >= n || tf_tree_proof(&v->xt, idx, n, proof, &len)) {
-			found(v, V_CANNOT, "cannot prove line %llu of epoch %s", (unsigned long long)idx,
-			      v->origin);
+			found(v, V_CANNOT, "cannot prove line %llu of epoch %s",
+			      (unsigned long long)idx, v->origin);
 			continue;
 		}
 		p = json_array();
@@ -342,8 +343,8 @@ static void export_seal(struct verify *v, const char *note, __u64 n)
 			json_array_append_new(p, json_string(b64));
 		}
 		out = json_pack("{s:O, s:I, s:I, s:o}", "line", json_array_get(e, 1), "index",
-				(json_int_t)idx, "checkpoint", (json_int_t)json_array_size(v->notes) - 1,
-				"proof", p);
+				(json_int_t)idx, "checkpoint",
+				(json_int_t)json_array_size(v->notes) - 1, "proof", p);
 		json_array_append_new(v->entries, out);
 	}
 	json_array_clear(v->pending);
@@ -381,11 +382,13 @@ static void push_leaf(struct verify *v, const char *line, size_t len, const stru
 		if (v->tree.size == v->trusted.size) {
 			__u8 root[TF_HASH_LEN];
 
-			if (tf_merkle_root(&v->tree, root) || memcmp(root, v->trusted.root, TF_HASH_LEN))
+			if (tf_merkle_root(&v->tree, root) ||
+			    memcmp(root, v->trusted.root, TF_HASH_LEN))
 				found(v, V_TAMPERED,
 				      "%s:%lu: the %llu lines of epoch %s up to here are not the ones "
-				      "the trusted checkpoint sealed", w->file, w->line,
-				      (unsigned long long)v->trusted.size, v->origin);
+				      "the trusted checkpoint sealed",
+				      w->file, w->line, (unsigned long long)v->trusted.size,
+				      v->origin);
 			else
 				v->trusted_ok = 1;
 		}
@@ -416,13 +419,15 @@ static void chain_check(struct verify *v, json_t *o, const struct where *w)
 	else if (seq > w->index)
 		snprintf(v->broken_why, sizeof(v->broken_why),
 			 "%s:%lu (line %llu of the epoch): lines %llu-%llu are missing before it "
-			 "(dropped, or moved later)", w->file, w->line, (unsigned long long)w->index,
+			 "(dropped, or moved later)",
+			 w->file, w->line, (unsigned long long)w->index,
 			 (unsigned long long)w->index, (unsigned long long)seq - 1);
 	else if (seq < w->index)
-		snprintf(v->broken_why, sizeof(v->broken_why),
-			 "%s:%lu (line %llu of the epoch): it is line %llu, out of place (inserted, "
-			 "or moved from earlier)", w->file, w->line, (unsigned long long)w->index,
-			 (unsigned long long)seq);
+		snprintf(
+			v->broken_why, sizeof(v->broken_why),
+			"%s:%lu (line %llu of the epoch): it is line %llu, out of place (inserted, "
+			"or moved from earlier)",
+			w->file, w->line, (unsigned long long)w->index, (unsigned long long)seq);
 	else
 		snprintf(v->broken_why, sizeof(v->broken_why),
 			 "%s:%lu (line %llu of the epoch): the line before it was changed", w->file,
@@ -492,15 +497,20 @@ static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 	snprintf(before, sizeof(before), "%s", v->origin);
 	end_epoch(v);
 	if (!origin || strlen(origin) >= sizeof(v->origin)) {
-		found(v, V_TAMPERED, "%s:%lu: an epoch line without a valid origin", w->file, w->line);
+		found(v, V_TAMPERED, "%s:%lu: an epoch line without a valid origin", w->file,
+		      w->line);
 		return;
 	}
 	if (v->midstart[0] && !strcmp(v->midstart, origin))
-		found(v, V_TAMPERED, "%s:%lu: epoch %s starts here, after a later segment of it: "
-		      "segments are out of order", w->file, w->line, origin);
+		found(v, V_TAMPERED,
+		      "%s:%lu: epoch %s starts here, after a later segment of it: "
+		      "segments are out of order",
+		      w->file, w->line, origin);
 	if (seen_origin(v, origin)) {
-		found(v, V_TAMPERED, "%s:%lu: epoch %s appears twice (a file given twice, or an "
-		      "epoch replayed)", w->file, w->line, origin);
+		found(v, V_TAMPERED,
+		      "%s:%lu: epoch %s appears twice (a file given twice, or an "
+		      "epoch replayed)",
+		      w->file, w->line, origin);
 		return;
 	}
 	/*
@@ -510,14 +520,17 @@ static void on_epoch(struct verify *v, json_t *o, const char *line, size_t len,
 	 * writes), so any verified checkpoint of the epoch before will do.
 	 */
 	if (had && (!prev || ring_verify(v, prev, strlen(prev), &pc) != TF_NOTE_OK))
-		found(v, V_TAMPERED, "%s:%lu: epoch %s does not name a signed checkpoint of the "
+		found(v, V_TAMPERED,
+		      "%s:%lu: epoch %s does not name a signed checkpoint of the "
 		      "epoch before it, %s (an epoch removed, the files out of order, or the node's "
-		      "state lost)", w->file,
-		      w->line, origin, before);
+		      "state lost)",
+		      w->file, w->line, origin, before);
 	else if (had && (strcmp(pc.origin, before) || !was_checkpoint(v, &pc)))
-		found(v, V_TAMPERED, "%s:%lu: epoch %s names checkpoint %llu of %s, which the files "
+		found(v, V_TAMPERED,
+		      "%s:%lu: epoch %s names checkpoint %llu of %s, which the files "
 		      "do not hold before it (epochs removed or out of order, or the end of %s cut "
-		      "off)", w->file, w->line, origin, (unsigned long long)pc.size, pc.origin, before);
+		      "off)",
+		      w->file, w->line, origin, (unsigned long long)pc.size, pc.origin, before);
 	(void)before_sealed;
 	v->in_epoch = 1;
 	v->epochs++;
@@ -551,32 +564,41 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 		break;
 	case TF_NOTE_NO_KEY:
 		found(v, v->checkpoints ? V_TAMPERED : V_CANNOT,
-		      "%s:%lu: the checkpoint is not signed by a key given or handed on to%s", w->file, w->line,
-		      v->checkpoints ? "" : " (the wrong key?)");
+		      "%s:%lu: the checkpoint is not signed by a key given or handed on to%s",
+		      w->file, w->line, v->checkpoints ? "" : " (the wrong key?)");
 		return;
 	default:
-		found(v, V_TAMPERED, "%s:%lu: the checkpoint's signature does not verify (forged "
-		      "or edited)", w->file, w->line);
+		found(v, V_TAMPERED,
+		      "%s:%lu: the checkpoint's signature does not verify (forged "
+		      "or edited)",
+		      w->file, w->line);
 		return;
 	}
 	if (json_integer_value(json_object_get(o, "size")) != (json_int_t)cp.size ||
 	    strcmp(json_string_value(json_object_get(o, "origin")) ?: "", cp.origin)) {
-		found(v, V_TAMPERED, "%s:%lu: the checkpoint line's origin or size is not what its "
-		      "signed note says (edited)", w->file, w->line);
+		found(v, V_TAMPERED,
+		      "%s:%lu: the checkpoint line's origin or size is not what its "
+		      "signed note says (edited)",
+		      w->file, w->line);
 		return;
 	}
 	if (strcmp(cp.origin, v->origin)) {
-		found(v, V_TAMPERED, "%s:%lu: a checkpoint of epoch %s inside epoch %s (moved or "
-		      "replayed)", w->file, w->line, cp.origin, v->origin);
+		found(v, V_TAMPERED,
+		      "%s:%lu: a checkpoint of epoch %s inside epoch %s (moved or "
+		      "replayed)",
+		      w->file, w->line, cp.origin, v->origin);
 		return;
 	}
 	if (cp.size != v->tree.size) {
 		if (v->broken)
-			found(v, V_TAMPERED, "%s; the checkpoint at %s:%lu seals %llu lines, %llu "
-			      "precede it", v->broken_why, w->file, w->line,
-			      (unsigned long long)cp.size, (unsigned long long)v->tree.size);
+			found(v, V_TAMPERED,
+			      "%s; the checkpoint at %s:%lu seals %llu lines, %llu "
+			      "precede it",
+			      v->broken_why, w->file, w->line, (unsigned long long)cp.size,
+			      (unsigned long long)v->tree.size);
 		else
-			found(v, V_TAMPERED, "%s:%lu: the checkpoint seals %llu lines of the epoch, "
+			found(v, V_TAMPERED,
+			      "%s:%lu: the checkpoint seals %llu lines of the epoch, "
 			      "%llu precede it (lines dropped or inserted, or a checkpoint replayed)",
 			      w->file, w->line, (unsigned long long)cp.size,
 			      (unsigned long long)v->tree.size);
@@ -586,9 +608,10 @@ static void on_checkpoint(struct verify *v, json_t *o, const struct where *w)
 		if (v->broken)
 			found(v, V_TAMPERED, "%s", v->broken_why);
 		else
-			found(v, V_TAMPERED, "%s:%lu (line %llu of the epoch): changed (the "
-			      "checkpoint after it does not match)", w->file, w->line - 1,
-			      (unsigned long long)cp.size - 1);
+			found(v, V_TAMPERED,
+			      "%s:%lu (line %llu of the epoch): changed (the "
+			      "checkpoint after it does not match)",
+			      w->file, w->line - 1, (unsigned long long)cp.size - 1);
 		return;
 	}
 	v->sealed_lines += cp.size - v->sealed;
@@ -625,19 +648,22 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 		if (!(cp.size >> i & 1))
 			continue;
 		e = json_array_get(edge, k++);
-		if (!json_is_string(e) || tf_b64_decode(json_string_value(e), json_string_length(e),
-							v->tree.node[i], TF_HASH_LEN) != TF_HASH_LEN)
+		if (!json_is_string(e) ||
+		    tf_b64_decode(json_string_value(e), json_string_length(e), v->tree.node[i],
+				  TF_HASH_LEN) != TF_HASH_LEN)
 			return 0;
 	}
 	if (k != json_array_size(edge) || tf_merkle_root(&v->tree, root) ||
 	    memcmp(root, cp.root, TF_HASH_LEN)) {
-		found(v, V_TAMPERED, "%s:%lu: the tree edge this file goes on from is not the one "
-		      "its checkpoint seals", w->file, w->line);
+		found(v, V_TAMPERED,
+		      "%s:%lu: the tree edge this file goes on from is not the one "
+		      "its checkpoint seals",
+		      w->file, w->line);
 		return 0;
 	}
 	if (seen_origin(v, cp.origin)) {
-		found(v, V_TAMPERED, "%s:%lu: epoch %s goes on here a second time", w->file, w->line,
-		      cp.origin);
+		found(v, V_TAMPERED, "%s:%lu: epoch %s goes on here a second time", w->file,
+		      w->line, cp.origin);
 		return 0;
 	}
 	v->in_epoch = 1;
@@ -656,12 +682,17 @@ static int resume(struct verify *v, json_t *o, const struct where *w)
 		v->trusted_epoch_size = cp.size;
 		if (cp.size > v->trusted.size) {
 			v->trusted_unreachable = 1;
-			found(v, V_CANNOT, "%s:%lu: the trusted checkpoint (size %llu) lies before this "
-			      "file, which goes on from size %llu: give the earlier files too", w->file,
-			      w->line, (unsigned long long)v->trusted.size, (unsigned long long)cp.size);
-		} else if (cp.size == v->trusted.size && memcmp(cp.root, v->trusted.root, TF_HASH_LEN)) {
-			found(v, V_TAMPERED, "%s:%lu: this file goes on from a tree that is not the "
-			      "trusted checkpoint's", w->file, w->line);
+			found(v, V_CANNOT,
+			      "%s:%lu: the trusted checkpoint (size %llu) lies before this "
+			      "file, which goes on from size %llu: give the earlier files too",
+			      w->file, w->line, (unsigned long long)v->trusted.size,
+			      (unsigned long long)cp.size);
+		} else if (cp.size == v->trusted.size &&
+			   memcmp(cp.root, v->trusted.root, TF_HASH_LEN)) {
+			found(v, V_TAMPERED,
+			      "%s:%lu: this file goes on from a tree that is not the "
+			      "trusted checkpoint's",
+			      w->file, w->line);
 		} else if (cp.size == v->trusted.size) {
 			v->trusted_ok = 1;
 		}
@@ -685,7 +716,7 @@ static void on_key(struct verify *v, json_t *o, const struct where *w)
 	why = endorsement_parse(note, &e);
 	/* A rotation of a key the verifier was not given: nothing it relies on changes. */
 	if (!why && !tf_keyring_find(&v->ring, &e.old)) {
-		if (v->endorsements)	/* a bundle carries it: another verifier may hold that key */
+		if (v->endorsements) /* a bundle carries it: another verifier may hold that key */
 			json_array_append_new(v->endorsements, json_string(note));
 		return;
 	}
@@ -702,8 +733,10 @@ static void on_key(struct verify *v, json_t *o, const struct where *w)
 	if (!why && v->endorsements)
 		json_array_append_new(v->endorsements, json_string(note));
 	if (why) {
-		found(v, cannot ? V_CANNOT : V_TAMPERED, "%s:%lu: a key rotation that hands on no "
-		      "trust: %s", w->file, w->line, why);
+		found(v, cannot ? V_CANNOT : V_TAMPERED,
+		      "%s:%lu: a key rotation that hands on no "
+		      "trust: %s",
+		      w->file, w->line, why);
 		return;
 	}
 	v->rotations++;
@@ -730,8 +763,10 @@ static void on_line(struct verify *v, const char *line, size_t len, const struct
 			w.index = v->tree.size;
 			push_leaf(v, line, len, &w);
 		} else {
-			found(v, V_CANNOT, "%s:%lu: lines before any epoch start in these files (give "
-			      "the earlier files too)", w.file, w.line);
+			found(v, V_CANNOT,
+			      "%s:%lu: lines before any epoch start in these files (give "
+			      "the earlier files too)",
+			      w.file, w.line);
 			v->unsealed_lines++;
 		}
 	} else {
@@ -740,8 +775,10 @@ static void on_line(struct verify *v, const char *line, size_t len, const struct
 		if (kind && !strcmp(kind, "continue") &&
 		    (json_integer_value(json_object_get(o, "size")) != (json_int_t)v->tree.size ||
 		     strcmp(json_string_value(json_object_get(o, "origin")) ?: "", v->origin)))
-			found(v, V_TAMPERED, "%s:%lu: this file goes on from another point of the "
-			      "log (a segment missing or out of order)", w.file, w.line);
+			found(v, V_TAMPERED,
+			      "%s:%lu: this file goes on from another point of the "
+			      "log (a segment missing or out of order)",
+			      w.file, w.line);
 		if (kind && !strcmp(kind, "key"))
 			on_key(v, o, &w);
 		if (kind && !strcmp(kind, "seal")) {
@@ -750,9 +787,10 @@ static void on_line(struct verify *v, const char *line, size_t len, const struct
 			    t - v->last_seal_time > 2.0 * v->checkpoint_s + 5) {
 				v->gaps++;
 				json_array_append_new(v->heartbeat_gaps,
-						      json_pack("{s:s, s:s, s:I, s:f}", "origin", v->origin,
-								"file", w.file, "line", (json_int_t)w.line,
-								"seconds", t - v->last_seal_time));
+						      json_pack("{s:s, s:s, s:I, s:f}", "origin",
+								v->origin, "file", w.file, "line",
+								(json_int_t)w.line, "seconds",
+								t - v->last_seal_time));
 			}
 			v->last_seal_time = t;
 		}
@@ -790,8 +828,9 @@ static int verify_file(struct verify *v, const char *path)
 			off = 0;
 			if (len == cap) {
 				if (cap >= (64u << 20) || !(nb = realloc(buf, cap * 2))) {
-					found(v, V_TAMPERED, "%s:%lu: a line of more than %zu bytes",
-					      path, w.line + 1, cap);
+					found(v, V_TAMPERED,
+					      "%s:%lu: a line of more than %zu bytes", path,
+					      w.line + 1, cap);
 					break;
 				}
 				buf = nb;
@@ -818,8 +857,9 @@ static int verify_file(struct verify *v, const char *path)
 		}
 		w.line++;
 		if (memchr(buf + off, '\0', nl - (buf + off))) {
-			found(v, V_TAMPERED, "%s:%lu: a line with a NUL byte (no line of the log has one)",
-			      path, w.line);
+			found(v, V_TAMPERED,
+			      "%s:%lu: a line with a NUL byte (no line of the log has one)", path,
+			      w.line);
 			break;
 		}
 		on_line(v, buf + off, nl - (buf + off), &w);
@@ -837,32 +877,38 @@ static int verify_report(struct verify *v)
 	struct tf_checkpoint cp;
 	json_t *out;
 
-	if (v->have_trusted && ring_verify(v, v->trusted_note, strlen(v->trusted_note), &cp) !=
-				       TF_NOTE_OK) {
+	if (v->have_trusted &&
+	    ring_verify(v, v->trusted_note, strlen(v->trusted_note), &cp) != TF_NOTE_OK) {
 		/* Whatever the files were measured against, it was not a checkpoint of the key's. */
 		v->result = V_OK;
-		found(v, V_CANNOT, "the trusted checkpoint is not signed by a key given or handed on to");
+		found(v, V_CANNOT,
+		      "the trusted checkpoint is not signed by a key given or handed on to");
 	} else if (v->have_trusted && !v->trusted_ok && !v->trusted_unreachable) {
 		if (!v->trusted_epoch_seen)
-			found(v, V_TAMPERED, "the trusted checkpoint's epoch %s is not in these files "
-			      "(a segment deleted?)", v->trusted.origin);
+			found(v, V_TAMPERED,
+			      "the trusted checkpoint's epoch %s is not in these files "
+			      "(a segment deleted?)",
+			      v->trusted.origin);
 		else
-			found(v, V_TAMPERED, "truncated: the trusted checkpoint seals %llu lines of "
-			      "epoch %s, these files hold %llu", (unsigned long long)v->trusted.size,
-			      v->trusted.origin, (unsigned long long)v->trusted_epoch_size);
+			found(v, V_TAMPERED,
+			      "truncated: the trusted checkpoint seals %llu lines of "
+			      "epoch %s, these files hold %llu",
+			      (unsigned long long)v->trusted.size, v->trusted.origin,
+			      (unsigned long long)v->trusted_epoch_size);
 	}
 	if (v->result == V_OK && !v->checkpoints)
 		found(v, V_CANNOT, "no checkpoint in these files: nothing is sealed");
 	if (v->json) {
 		out = json_pack("{s:s, s:s?, s:i, s:i, s:i, s:I, s:I, s:O, s:O, s:b}", "result",
-				v->result == V_OK ? "verified" :
-				v->result == V_TAMPERED ? "tampered" : "cannot_verify",
-				"problem", v->result == V_OK ? NULL : v->problem, "epochs", v->epochs,
-				"checkpoints", v->checkpoints, "key_rotations", v->rotations, "sealed_lines",
-				(json_int_t)v->sealed_lines, "unsealed_lines",
-				(json_int_t)v->unsealed_lines, "unsealed", v->unsealed,
-				"heartbeat_gaps", v->heartbeat_gaps, "trusted_checkpoint",
-				v->have_trusted && v->trusted_ok);
+				v->result == V_OK	? "verified" :
+				v->result == V_TAMPERED ? "tampered" :
+							  "cannot_verify",
+				"problem", v->result == V_OK ? NULL : v->problem, "epochs",
+				v->epochs, "checkpoints", v->checkpoints, "key_rotations",
+				v->rotations, "sealed_lines", (json_int_t)v->sealed_lines,
+				"unsealed_lines", (json_int_t)v->unsealed_lines, "unsealed",
+				v->unsealed, "heartbeat_gaps", v->heartbeat_gaps,
+				"trusted_checkpoint", v->have_trusted && v->trusted_ok);
 		if (out)
 			json_dumpf(out, stdout, JSON_INDENT(2));
 		putchar('\n');
@@ -878,10 +924,12 @@ static int verify_report(struct verify *v)
 		       (unsigned long long)v->sealed_lines, v->epochs + v->resumed,
 		       v->resumed ? " (some from a rotated file on)" : "", v->checkpoints,
 		       v->have_trusted ? ", up to the trusted checkpoint at least" : "",
-		       v->rotations ? ", across key rotations each endorsed by the key before" : "");
+		       v->rotations ? ", across key rotations each endorsed by the key before" :
+				      "");
 	if (v->unsealed_lines)
 		printf("unsealed (not verified): %llu line(s) after the last checkpoint of their "
-		       "epoch\n", (unsigned long long)v->unsealed_lines);
+		       "epoch\n",
+		       (unsigned long long)v->unsealed_lines);
 	if (v->gaps)
 		printf("unproven: %u interval(s) without a heartbeat\n", v->gaps);
 	return v->result;
@@ -961,7 +1009,7 @@ static int log_args(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 		for (k = 0, r = 0; k < sizeof(opts) / sizeof(opts[0]) && !r; k++) {
 			r = ctl_opt_value(argc, argv, &i, opts[k].name, &val);
 			if (r > 0 && !strstr(self->synopsis, opts[k].name))
-				r = -1;	/* not an option of this command */
+				r = -1; /* not an option of this command */
 			if (r > 0)
 				*(const char **)((char *)a + opts[k].off) = val;
 		}
@@ -1015,7 +1063,8 @@ static void walk_free(struct verify *v)
 static int bundle_verify(struct verify *v, const char *path)
 {
 	__u8 proof[TF_PROOF_MAX][TF_HASH_LEN], leaf[TF_HASH_LEN];
-	json_t *b = json_load_file(path, JSON_REJECT_DUPLICATES, NULL), *notes, *entries, *e, *p, *lo;
+	json_t *b = json_load_file(path, JSON_REJECT_DUPLICATES, NULL), *notes, *entries, *e, *p,
+	       *lo;
 	const char *session = json_string_value(json_object_get(b, "session")), *line;
 	double since = rfc3339_seconds(json_string_value(json_object_get(b, "since")));
 	double until = rfc3339_seconds(json_string_value(json_object_get(b, "until")));
@@ -1042,7 +1091,8 @@ static int bundle_verify(struct verify *v, const char *path)
 	nrot = json_array_size(json_object_get(b, "endorsements"));
 	rot = calloc(nrot + 1, sizeof(*rot));
 	json_array_foreach(json_object_get(b, "endorsements"), i, e) {
-		const char *why = rot ? endorsement_parse(json_string_value(e), &rot[i]) : "no memory";
+		const char *why = rot ? endorsement_parse(json_string_value(e), &rot[i]) :
+					"no memory";
 		int cannot = 0;
 
 		if (!why)
@@ -1091,7 +1141,8 @@ static int bundle_verify(struct verify *v, const char *path)
 		t = rfc3339_seconds(json_string_value(json_object_get(lo, "time")));
 		json_decref(lo);
 		if ((since && t < since) || (until && t > until)) {
-			printf("tampered: entry %zu of the bundle lies outside its --since/--until\n", i);
+			printf("tampered: entry %zu of the bundle lies outside its --since/--until\n",
+			       i);
 			ret = V_TAMPERED;
 			goto out;
 		}
@@ -1099,34 +1150,42 @@ static int bundle_verify(struct verify *v, const char *path)
 		p = json_object_get(e, "proof");
 		lo = line ? json_loads(line, 0, NULL) : NULL;
 		n = json_array_size(p);
-		ret = !line || !json_is_array(p) || n > TF_PROOF_MAX || k >= json_array_size(notes) ||
-		      strcmp(json_string_value(json_object_get(lo, "session")) ?: "", session) ||
-		      json_integer_value(json_object_get(lo, "seq")) !=
-			      json_integer_value(json_object_get(e, "index")) ? V_TAMPERED : V_OK;
+		ret = !line || !json_is_array(p) || n > TF_PROOF_MAX ||
+				      k >= json_array_size(notes) ||
+				      strcmp(json_string_value(json_object_get(lo, "session")) ?:
+												 "",
+					     session) ||
+				      json_integer_value(json_object_get(lo, "seq")) !=
+					      json_integer_value(json_object_get(e, "index")) ?
+			      V_TAMPERED :
+			      V_OK;
 		json_decref(lo);
 		for (n = 0; ret == V_OK && n < json_array_size(p); n++)
 			if (tf_b64_decode(json_string_value(json_array_get(p, n)) ?: "",
 					  json_string_length(json_array_get(p, n)), proof[n],
 					  TF_HASH_LEN) != TF_HASH_LEN)
 				ret = V_TAMPERED;
-		if (ret == V_OK && (tf_leaf_hash(line, strlen(line), leaf) ||
-				    !tf_inclusion_verify(leaf, (__u64)json_integer_value(
-								   json_object_get(e, "index")),
-							 cps[k].size, (const __u8 (*)[TF_HASH_LEN])proof,
-							 n, cps[k].root)))
+		if (ret == V_OK &&
+		    (tf_leaf_hash(line, strlen(line), leaf) ||
+		     !tf_inclusion_verify(
+			     leaf, (__u64)json_integer_value(json_object_get(e, "index")),
+			     cps[k].size, (const __u8(*)[TF_HASH_LEN])proof, n, cps[k].root)))
 			ret = V_TAMPERED;
 		if (ret != V_OK) {
 			printf("tampered: entry %zu of the bundle is not proven in its checkpoint, or is "
-			       "not a line of session %s\n", i, session);
+			       "not a line of session %s\n",
+			       i, session);
 			goto out;
 		}
 		for (r = 0; r < nrot; r++) {
 			if (strcmp(cps[k].origin, rot[r].origin) ||
-			    (__u64)json_integer_value(json_object_get(e, "index")) >= rot[r].index ||
+			    (__u64)json_integer_value(json_object_get(e, "index")) >=
+				    rot[r].index ||
 			    cps[k].size <= rot[r].index)
 				continue;
 			printf("tampered: entry %zu of the bundle lies before a key rotation but is proven "
-			       "only in a checkpoint after it\n", i);
+			       "only in a checkpoint after it\n",
+			       i);
 			ret = V_TAMPERED;
 			goto out;
 		}
@@ -1207,9 +1266,9 @@ static int cmd_log_export(const struct ctl_opts *o, const struct ctl_cmd *self, 
 		goto out;
 	}
 	bundle = json_pack("{s:s, s:i, s:s, s:s?, s:s?, s:O, s:O, s:O, s:I}", "kind",
-			   "tapfence-log-bundle", "version", 1, "session", a.session, "since", a.since,
-			   "until", a.until, "endorsements", v.endorsements, "checkpoints", v.notes,
-			   "entries", v.entries, "unsealed", (json_int_t)v.unexported);
+			   "tapfence-log-bundle", "version", 1, "session", a.session, "since",
+			   a.since, "until", a.until, "endorsements", v.endorsements, "checkpoints",
+			   v.notes, "entries", v.entries, "unsealed", (json_int_t)v.unexported);
 	if (!bundle || json_dump_file(bundle, a.out ? a.out : "/dev/stdout", JSON_INDENT(1))) {
 		ctl_err("cannot write the bundle%s%s", a.out ? " to " : "", a.out ? a.out : "");
 		ret = -EIO;
@@ -1224,8 +1283,7 @@ out:
 	return ret;
 }
 
-static int cmd_log_key(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
-		       char *argv[])
+static int cmd_log_key(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
 {
 	char path[4096], line[TF_VKEY_MAX + 2], err[256];
 	struct tf_verifier key;

@@ -36,6 +36,7 @@ static int rule_del(const struct ctl_opts *o, const struct ctl_cmd *self, int ar
 const struct ctl_cmd ctl_rule_cmds[] = {
 	{ "add", rule_add, NULL, 2, 2, "rule add ID RULE",
 	  "add RULE, a JSON object: '{\"cidr\":\"203.0.113.0/24\",\"ports\":[443]}'" },
-	{ "del", rule_del, NULL, 2, 2, "rule del ID RULE", "remove a rule (same JSON as rule add)" },
+	{ "del", rule_del, NULL, 2, 2, "rule del ID RULE",
+	  "remove a rule (same JSON as rule add)" },
 	{ 0 }
 };

@@ -66,8 +66,7 @@ cleanup:
 	return err;
 }
 
-static int session_add(const struct ctl_opts *o, const struct ctl_cmd *self,
-		       int argc, char *argv[])
+static int session_add(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
 {
 	const char *path = argv[1];
 	json_t *spec;
@@ -105,8 +104,7 @@ static int print_del(const json_t *resp, const void *ctx)
 	return 0;
 }
 
-static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self,
-		       int argc, char *argv[])
+static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
 {
 	(void)self;
 	(void)argc;
@@ -116,8 +114,9 @@ static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self,
 static const struct {
 	const char *head, *key;
 } list_cols[] = {
-	{ "ID", "id" }, { "IFNAME", "ifname" }, { "IFINDEX", "ifindex" }, { "SLOT", "slot" },
-	{ "POLICY", "policy_version" }, { "RULES", "rules" }, { "ATTACH", "attach" },
+	{ "ID", "id" },		{ "IFNAME", "ifname" },		{ "IFINDEX", "ifindex" },
+	{ "SLOT", "slot" },	{ "POLICY", "policy_version" }, { "RULES", "rules" },
+	{ "ATTACH", "attach" },
 };
 #define NCOLS (sizeof(list_cols) / sizeof(list_cols[0]))
 
@@ -162,8 +161,8 @@ static int print_list(const json_t *resp, const void *ctx)
 	return 0;
 }
 
-static int session_list(const struct ctl_opts *o, const struct ctl_cmd *self,
-			int argc, char *argv[])
+static int session_list(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			char *argv[])
 {
 	(void)self;
 	(void)argc;
@@ -266,8 +265,8 @@ static int print_show(const json_t *resp, const void *ctx)
 	return 0;
 }
 
-static int session_show(const struct ctl_opts *o, const struct ctl_cmd *self,
-			int argc, char *argv[])
+static int session_show(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			char *argv[])
 {
 	(void)self;
 	(void)argc;

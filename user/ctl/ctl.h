@@ -16,22 +16,22 @@
 #include <stdio.h>
 #include <jansson.h>
 
-#define CTL_PROG            "tapfence"
-#define CTL_DEFAULT_SOCKET  "/run/tapfence/control.sock"
-#define CTL_SOCKET_ENV      "TAPFENCE_SOCKET"
+#define CTL_PROG	       "tapfence"
+#define CTL_DEFAULT_SOCKET     "/run/tapfence/control.sock"
+#define CTL_SOCKET_ENV	       "TAPFENCE_SOCKET"
 #define CTL_DEFAULT_TIMEOUT_MS 10000
-#define CTL_RESPONSE_MAX    (16u << 20)	/* response line excl. "\n" */
-#define CTL_EVENTS_IDLE_MS  500		/* `events' without --follow */
+#define CTL_RESPONSE_MAX       (16u << 20) /* response line excl. "\n" */
+#define CTL_EVENTS_IDLE_MS     500	   /* `events' without --follow */
 
-#define CTL_EUSAGE   EINVAL	/* exit 64 (EX_USAGE) */
-#define CTL_ENOCONN  ENOTCONN	/* exit 2 */
-#define CTL_EDAEMON  EREMOTEIO	/* {"ok":false}: exit 1 */
-#define CTL_ECANNOT  CTL_ENOCONN	/* exit 2: `log verify' could not verify */
+#define CTL_EUSAGE  EINVAL	/* exit 64 (EX_USAGE) */
+#define CTL_ENOCONN ENOTCONN	/* exit 2 */
+#define CTL_EDAEMON EREMOTEIO	/* {"ok":false}: exit 1 */
+#define CTL_ECANNOT CTL_ENOCONN /* exit 2: `log verify' could not verify */
 
 struct ctl_opts {
 	const char *socket_path;
-	int json;		/* --json */
-	int timeout_ms;		/* --timeout; -1 for none */
+	int json;	/* --json */
+	int timeout_ms; /* --timeout; -1 for none */
 };
 
 /**
@@ -43,8 +43,7 @@ struct ctl_opts {
  */
 struct ctl_cmd {
 	const char *name;
-	int (*run)(const struct ctl_opts *o, const struct ctl_cmd *self,
-		   int argc, char *argv[]);
+	int (*run)(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 	const struct ctl_cmd *sub;
 	int min_args, max_args;
 	const char *synopsis;
@@ -80,12 +79,12 @@ struct ctl_conn {
 	int fd;
 	const char *path;
 	int timeout_ms;
-	const sigset_t *waitmask;	/* if set, signals allowed while waiting (ppoll) */
+	const sigset_t *waitmask; /* if set, signals allowed while waiting (ppoll) */
 	char *buf;
-	size_t off, scan, len, cap;	/* unread data is buf[off..len) */
+	size_t off, scan, len, cap; /* unread data is buf[off..len) */
 };
 
-extern volatile sig_atomic_t ctl_stop;	/* set by SIGINT/SIGTERM handlers that want it */
+extern volatile sig_atomic_t ctl_stop; /* set by SIGINT/SIGTERM handlers that want it */
 
 int ctl_connect(const struct ctl_opts *o, struct ctl_conn *c) __attribute__((warn_unused_result));
 void ctl_close(struct ctl_conn *c);
@@ -133,9 +132,9 @@ int ctl_parse_object(const char *buf, size_t len, const char *what, json_t **out
 	__attribute__((warn_unused_result));
 
 /* Output (tapfence.c). */
-void ctl_print_str(FILE *f, const char *s);	/* control bytes escaped as \xNN */
+void ctl_print_str(FILE *f, const char *s); /* control bytes escaped as \xNN */
 size_t ctl_str_width(const char *s);
-void ctl_print_value(FILE *f, const json_t *v);	/* scalar as text, else compact JSON */
+void ctl_print_value(FILE *f, const json_t *v); /* scalar as text, else compact JSON */
 size_t ctl_value_width(const json_t *v);
 void ctl_pad(FILE *f, size_t have, size_t want);
 /* --json: the response without "ok", indented. */

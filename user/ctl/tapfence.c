@@ -5,7 +5,7 @@
  * global options, the table, and the output helpers the commands share.
  */
 #include <limits.h>
-#include <math.h>	/* isfinite */
+#include <math.h> /* isfinite */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,8 @@ static const struct ctl_cmd top_cmds[] = {
 	  "attest [--session ID] [--out FILE] | attest verify FILE [--key KEY] [--spec SPEC] [--max-age SEC] [--allow-no-battery]",
 	  "a signed statement (DSSE, in-toto) of what enforces which policy on this node" },
 	{ "stats", cmd_stats, NULL, 0, 0, "stats", "show daemon-wide counters" },
-	{ "version", cmd_version, NULL, 0, 0, "version", "show the CLI's and the daemon's versions" },
+	{ "version", cmd_version, NULL, 0, 0, "version",
+	  "show the CLI's and the daemon's versions" },
 	{ "help", NULL, NULL, 0, 0, "help", "show this help" },
 	{ 0 }
 };
@@ -64,12 +65,14 @@ static void show_usage(FILE *f)
 {
 	size_t w = synopsis_width(top_cmds, 0);
 
-	fprintf(f, "Usage: " CTL_PROG " [--socket PATH] [--json] [--timeout SEC] COMMAND [ARGS...]\n\n"
+	fprintf(f,
+		"Usage: " CTL_PROG " [--socket PATH] [--json] [--timeout SEC] COMMAND [ARGS...]\n\n"
 		"Commands:\n");
 	print_commands(f, top_cmds, w);
-	fprintf(f, "\nOptions:\n"
-		"  --socket PATH  control socket (default: $" CTL_SOCKET_ENV ", else "
-		CTL_DEFAULT_SOCKET ")\n"
+	fprintf(f,
+		"\nOptions:\n"
+		"  --socket PATH  control socket (default: $" CTL_SOCKET_ENV
+		", else " CTL_DEFAULT_SOCKET ")\n"
 		"  --json         print the daemon's responses as JSON\n"
 		"  --timeout SEC  bound every connect, read and write (default %d; 0: no bound)\n"
 		"  -h, --help     show this help\n\n"
@@ -101,8 +104,7 @@ static int is_help(const char *a)
 }
 
 /* argv[0] is a command word of group's table (the top-level one if group is NULL). */
-static int dispatch(const struct ctl_opts *o, const struct ctl_cmd *group,
-		    int argc, char *argv[])
+static int dispatch(const struct ctl_opts *o, const struct ctl_cmd *group, int argc, char *argv[])
 {
 	const struct ctl_cmd *table = group ? group->sub : top_cmds, *c;
 	int nargs = argc - 1;
@@ -118,7 +120,7 @@ static int dispatch(const struct ctl_opts *o, const struct ctl_cmd *group,
 			show_usage(stderr);
 		return -CTL_EUSAGE;
 	}
-	if (!c->run && !c->sub) {	/* help */
+	if (!c->run && !c->sub) { /* help */
 		show_usage(stdout);
 		return 0;
 	}
@@ -180,7 +182,7 @@ static int parse_timeout(const char *s, int *ms)
 		return 0;
 	}
 	*ms = (int)(sec * 1000);
-	if ((double)*ms < sec * 1000)	/* round up: 0.0001 s is not "none" */
+	if ((double)*ms < sec * 1000) /* round up: 0.0001 s is not "none" */
 		++*ms;
 	return 0;
 }
@@ -290,7 +292,7 @@ size_t ctl_str_width(const char *s)
 
 void ctl_print_value(FILE *f, const json_t *v)
 {
-	if (!v) {	/* absent */
+	if (!v) { /* absent */
 		fputc('-', f);
 		return;
 	}
@@ -314,7 +316,7 @@ void ctl_print_value(FILE *f, const json_t *v)
 	case JSON_ARRAY:
 		json_dumpf(v, f, JSON_COMPACT);
 		break;
-	default:	/* null */
+	default: /* null */
 		fputc('-', f);
 	}
 }

@@ -29,8 +29,8 @@
 
 #define ATTEST_POLL_S 1
 /* uapi values newer than Debian 12's headers (as in datapath_attach.c). */
-#define TCX_INGRESS 46
-#define TCX_EGRESS  47
+#define TCX_INGRESS   46
+#define TCX_EGRESS    47
 
 struct tf_attest {
 	__u8 exe[TF_HASH_LEN], obj[TF_HASH_LEN], config[TF_HASH_LEN];
@@ -182,15 +182,19 @@ static json_t *chain(__u32 ifindex, __u32 type, struct bpf_program *ours, int *f
  */
 static json_t *ingress(struct tf_daemon *d, __u32 ifindex, int xdp, int *first)
 {
-	__u32 id = 0, our = xdp && d->dp.xdp_skel ? prog_id(d->dp.xdp_skel->progs.xdp_from_guest) : 0;
-	json_t *in = chain(ifindex, TCX_INGRESS, xdp ? d->dp.skel->progs.tc_gso_guard
-						      : d->dp.skel->progs.tc_from_guest, first);
+	__u32 id = 0,
+	      our = xdp && d->dp.xdp_skel ? prog_id(d->dp.xdp_skel->progs.xdp_from_guest) : 0;
+	json_t *in = chain(ifindex, TCX_INGRESS,
+			   xdp ? d->dp.skel->progs.tc_gso_guard : d->dp.skel->progs.tc_from_guest,
+			   first);
 
 	bpf_xdp_query_id((int)ifindex, 0, &id);
 	if (xdp || id) {
 		*first = *first && xdp && id && id == our;
-		json_array_insert_new(in, 0, json_pack("{s:s, s:I, s:b}", "hook", "xdp", "id",
-						       (json_int_t)id, "tapfence", xdp && id && id == our));
+		json_array_insert_new(in, 0,
+				      json_pack("{s:s, s:I, s:b}", "hook", "xdp", "id",
+						(json_int_t)id, "tapfence",
+						xdp && id && id == our));
 	}
 	return in;
 }
@@ -241,13 +245,13 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 				json_decref(sj);
 				goto out;
 			}
-			json_array_append_new(sessions,
-					      json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:O, s:b}",
-							"id", s->spec.id, "ifname", s->spec.ifname,
-							"ifindex", (json_int_t)s->ifindex, "netns",
-							netns, "policy_generation", (json_int_t)s->ver,
-							"spec_sha256", hex, "programs", sj,
-							"tapfence_first", fin && fout));
+			json_array_append_new(
+				sessions,
+				json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:O, s:b}", "id",
+					  s->spec.id, "ifname", s->spec.ifname, "ifindex",
+					  (json_int_t)s->ifindex, "netns", netns,
+					  "policy_generation", (json_int_t)s->ver, "spec_sha256",
+					  hex, "programs", sj, "tapfence_first", fin && fout));
 		}
 		json_decref(sj);
 	}
@@ -305,7 +309,8 @@ static void mark_stale(struct tf_daemon *d, const char *why)
 	a->stale = 1;
 	snprintf(a->why, sizeof(a->why), "%s", why);
 	pr_info("attest: the attestation issued at %s is stale: %s changed\n", a->issued_at, why);
-	tf_audit_note(d, "attestation", "\"verdict\":\"stale\",\"issued_at\":\"%s\",\"reason\":\"%s changed\"",
+	tf_audit_note(d, "attestation",
+		      "\"verdict\":\"stale\",\"issued_at\":\"%s\",\"reason\":\"%s changed\"",
 		      a->issued_at, why);
 }
 
@@ -407,7 +412,8 @@ static json_t *battery(struct tf_daemon *d, const char **claim, char *why, size_
 		const char *verdict = json_string_value(json_object_get(p, "verdict")) ?: "";
 
 		crit += !strcmp(verdict, "escaped") &&
-			!strcmp(json_string_value(json_object_get(p, "severity")) ?: "", "critical");
+			!strcmp(json_string_value(json_object_get(p, "severity")) ?: "",
+				"critical");
 		broken += strcmp(verdict, "escaped") && strcmp(verdict, "blocked");
 		nprobes++;
 	}
@@ -415,7 +421,8 @@ static json_t *battery(struct tf_daemon *d, const char **claim, char *why, size_
 	if (strcmp(build, exe))
 		snprintf(why, whylen, "the battery ran against another build");
 	else if (crit || broken || !nprobes)
-		snprintf(why, whylen, "the battery found %lld critical escape(s) and %lld broken probe(s)",
+		snprintf(why, whylen,
+			 "the battery found %lld critical escape(s) and %lld broken probe(s)",
 			 (long long)crit, (long long)broken);
 	else if (!json_is_true(json_object_get(r, "allowed_reached")))
 		snprintf(why, whylen, "the battery's allowed probe did not get through");
@@ -423,7 +430,8 @@ static json_t *battery(struct tf_daemon *d, const char **claim, char *why, size_
 		*claim = "verified";
 	out = json_pack("{s:s, s:O?, s:O?, s:I, s:I, s:b}", "sha256", hex, "time",
 			json_object_get(r, "time"), "result", json_object_get(r, "result"),
-			"critical_escapes", crit, "broken_probes", broken, "same_build", !strcmp(build, exe));
+			"critical_escapes", crit, "broken_probes", broken, "same_build",
+			!strcmp(build, exe));
 	json_decref(r);
 	return out;
 }
@@ -458,7 +466,8 @@ json_t *tf_attest_sign(struct tf_daemon *d, const json_t *stmt)
 	if (!pae || !b64p)
 		goto out;
 	palen = tf_dsse_pae(TF_DSSE_PAYLOAD_TYPE, payload, plen, pae, palen);
-	if (!palen || tf_b64_encode((const __u8 *)payload, plen, b64p, 4 * ((plen + 2) / 3) + 1) < 0)
+	if (!palen ||
+	    tf_b64_encode((const __u8 *)payload, plen, b64p, 4 * ((plen + 2) / 3) + 1) < 0)
 		goto out;
 	/* One DSSE signature per node key: Ed25519, and ECDSA P-256 when configured. */
 	for (i = 0; i < 2; i++) {
@@ -467,7 +476,8 @@ json_t *tf_attest_sign(struct tf_daemon *d, const json_t *stmt)
 		if ((slen = tf_sign_raw(s, pae, palen, sig)) < 0 ||
 		    tf_b64_encode(sig, slen, sig64, sizeof(sig64)) < 0 ||
 		    tf_signer_vkey(s, vkey, sizeof(vkey)) < 0 ||
-		    json_array_append_new(sigs, json_pack("{s:s, s:s}", "keyid", vkey, "sig", sig64)))
+		    json_array_append_new(sigs,
+					  json_pack("{s:s, s:s}", "keyid", vkey, "sig", sig64)))
 			goto out;
 	}
 	env = json_pack("{s:s, s:s, s:O}", "payloadType", TF_DSSE_PAYLOAD_TYPE, "payload", b64p,
@@ -525,9 +535,9 @@ json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t 
 	json_object_set_new(pred, "inputs_sha256", json_string(in_hex));
 	json_object_set_new(pred, "scope", json_string(only ? "session" : "node"));
 	stmt = json_pack("{s:s, s:[{s:s, s:{s:s}}, {s:s, s:{s:s}}], s:s, s:O}", "_type",
-			 "https://in-toto.io/Statement/v1", "subject", "name", "tapfenced", "digest",
-			 "sha256", hex[0], "name", "tapfence.bpf.o", "digest", "sha256", hex[1],
-			 "predicateType", TF_ATTEST_PREDICATE, "predicate", pred);
+			 "https://in-toto.io/Statement/v1", "subject", "name", "tapfenced",
+			 "digest", "sha256", hex[0], "name", "tapfence.bpf.o", "digest", "sha256",
+			 hex[1], "predicateType", TF_ATTEST_PREDICATE, "predicate", pred);
 	env = stmt ? tf_attest_sign(d, stmt) : NULL;
 	if (!env) {
 		snprintf(err, errlen, "attest: cannot sign");
@@ -539,7 +549,8 @@ json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t 
 	a->why[0] = 0;
 	clock_gettime(CLOCK_MONOTONIC, &a->polled);
 	save_issued(d);
-	tf_audit_note(d, "attestation", "\"verdict\":\"issued\",\"issued_at\":\"%s\",\"inputs_sha256\":\"%s\"",
+	tf_audit_note(d, "attestation",
+		      "\"verdict\":\"issued\",\"issued_at\":\"%s\",\"inputs_sha256\":\"%s\"",
 		      a->issued_at, in_hex);
 out:
 	json_decref(pred);

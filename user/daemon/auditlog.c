@@ -37,40 +37,40 @@
 #include "common/seal.h"
 #include "daemon.h"
 
-#define BATCH_MAX (1u << 20)
+#define BATCH_MAX     (1u << 20)
 #define TF_AUDIT_KEYS 2
 
 struct tf_audit {
 	int fd;
-	off_t committed;		/* file size after the last whole batch */
-	struct tf_merkle tree;		/* leaves written */
-	__u8 last[TF_HASH_LEN];		/* hash of the last leaf (the chain) */
-	struct tf_merkle tree0;		/* the same, when the batch began */
+	off_t committed;	/* file size after the last whole batch */
+	struct tf_merkle tree;	/* leaves written */
+	__u8 last[TF_HASH_LEN]; /* hash of the last leaf (the chain) */
+	struct tf_merkle tree0; /* the same, when the batch began */
 	__u8 last0[TF_HASH_LEN];
 	unsigned int batch_lines;
 	size_t len;
 	char buf[BATCH_MAX];
-	struct tf_signer key[TF_AUDIT_KEYS];	/* Ed25519; ECDSA P-256 (pkey NULL: none) */
+	struct tf_signer key[TF_AUDIT_KEYS]; /* Ed25519; ECDSA P-256 (pkey NULL: none) */
 	char origin[TF_ORIGIN_MAX];
 	char vkey[TF_AUDIT_KEYS][TF_VKEY_MAX];
-	__u64 unwritten;		/* lines this epoch could not write */
-	__u64 suppressed;		/* events the datapath reported as suppressed */
+	__u64 unwritten;  /* lines this epoch could not write */
+	__u64 suppressed; /* events the datapath reported as suppressed */
 	__u64 checkpoints;
-	__u64 sealed_size;		/* tree size of the last checkpoint */
-	__u64 lines_since;		/* leaves since the last checkpoint */
-	struct timespec last_cp;	/* CLOCK_MONOTONIC */
-	int failing;			/* the last batch failed (warned once) */
-	char note[TF_NOTE_MAX];		/* the last checkpoint, signed (a continue line carries it) */
-	time_t opened;			/* CLOCK_MONOTONIC seconds the current file was opened */
+	__u64 sealed_size;	 /* tree size of the last checkpoint */
+	__u64 lines_since;	 /* leaves since the last checkpoint */
+	struct timespec last_cp; /* CLOCK_MONOTONIC */
+	int failing;		 /* the last batch failed (warned once) */
+	char note[TF_NOTE_MAX];	 /* the last checkpoint, signed (a continue line carries it) */
+	time_t opened;		 /* CLOCK_MONOTONIC seconds the current file was opened */
 	/* A closed segment being compressed, a chunk per tick (zip_in < 0: none). */
-	int zip_in, zip_fd;		/* zip_fd: a dup of zip_out's fd, to fsync it */
+	int zip_in, zip_fd; /* zip_fd: a dup of zip_out's fd, to fsync it */
 	gzFile zip_out;
 	char zip_src[PATH_MAX];
-	time_t rotate_retry;		/* CLOCK_MONOTONIC seconds: no rotation before */
+	time_t rotate_retry; /* CLOCK_MONOTONIC seconds: no rotation before */
 };
 
-#define ZIP_CHUNK (1u << 20)
-#define ROTATE_RETRY_S 60	/* after a rotation failed */
+#define ZIP_CHUNK      (1u << 20)
+#define ROTATE_RETRY_S 60 /* after a rotation failed */
 
 static void now_rfc3339(char *buf, size_t len)
 {
@@ -157,8 +157,8 @@ int tf_audit_flush(struct tf_daemon *d)
 		a->failing = 0;
 	} else {
 		if (ftruncate(a->fd, a->committed))
-			pr_warn("event log `%s': cannot cut a torn batch off: %s\n", d->cfg.event_log,
-				strerror(errno));
+			pr_warn("event log `%s': cannot cut a torn batch off: %s\n",
+				d->cfg.event_log, strerror(errno));
 		if (!a->failing)
 			pr_warn("event log `%s': cannot write: %s (lines are counted as unwritten)\n",
 				d->cfg.event_log, strerror(-err));
@@ -302,13 +302,15 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 		return -ENOSPC;
 	n = snprintf(line, sizeof(line),
 		     "{\"time\":\"%s\",\"kind\":\"checkpoint\",\"origin\":\"%s\",\"size\":%llu,"
-		     "\"note\":%s}\n", tbuf, a->origin, (unsigned long long)cp.size, q);
+		     "\"note\":%s}\n",
+		     tbuf, a->origin, (unsigned long long)cp.size, q);
 	if (n >= sizeof(line))
 		return -ENOSPC;
 	err = write_all(a->fd, line, n);
 	if (err) {
 		if (ftruncate(a->fd, a->committed))
-			pr_warn("event log: cannot cut a torn checkpoint off: %s\n", strerror(errno));
+			pr_warn("event log: cannot cut a torn checkpoint off: %s\n",
+				strerror(errno));
 		return err;
 	}
 	a->committed += n;
@@ -336,12 +338,15 @@ void tf_audit_tick(struct tf_daemon *d)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	zip_step(d);
 	if (now.tv_sec >= a->rotate_retry &&
-	    ((d->cfg.log_segment_bytes && (unsigned long long)a->committed >= d->cfg.log_segment_bytes) ||
-	     (d->cfg.log_segment_age_s && now.tv_sec - a->opened >= (time_t)d->cfg.log_segment_age_s)) &&
+	    ((d->cfg.log_segment_bytes &&
+	      (unsigned long long)a->committed >= d->cfg.log_segment_bytes) ||
+	     (d->cfg.log_segment_age_s &&
+	      now.tv_sec - a->opened >= (time_t)d->cfg.log_segment_age_s)) &&
 	    rotate(d))
-		a->rotate_retry = now.tv_sec + ROTATE_RETRY_S;	/* and go on sealing this file */
+		a->rotate_retry = now.tv_sec + ROTATE_RETRY_S; /* and go on sealing this file */
 	if (a->lines_since >= d->cfg.log_checkpoint_lines ||
-	    (now.tv_sec - a->last_cp.tv_sec) * 1000 + (now.tv_nsec - a->last_cp.tv_nsec) / 1000000 >=
+	    (now.tv_sec - a->last_cp.tv_sec) * 1000 +
+			    (now.tv_nsec - a->last_cp.tv_nsec) / 1000000 >=
 		    (long long)d->cfg.log_checkpoint_s * 1000)
 		tf_audit_seal(d, a->lines_since ? "checkpoint" : "heartbeat");
 }
@@ -354,7 +359,8 @@ static int log_open(struct tf_daemon *d, int *torn)
 	char c;
 
 	*torn = 0;
-	a->fd = open(d->cfg.event_log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+	a->fd = open(d->cfg.event_log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		     0640);
 	if (a->fd < 0)
 		return -errno;
 	if (fstat(a->fd, &st))
@@ -397,7 +403,8 @@ static void prev_checkpoint(struct tf_daemon *d, char *q, size_t qlen, char *why
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(q, qlen, "null");
-		snprintf(why, whylen, "%s", errno == ENOENT ? "no earlier checkpoint" : strerror(errno));
+		snprintf(why, whylen, "%s",
+			 errno == ENOENT ? "no earlier checkpoint" : strerror(errno));
 		return;
 	}
 	n = read(fd, note, sizeof(note) - 1);
@@ -435,9 +442,11 @@ static size_t continue_line(const struct tf_audit *a, unsigned int checkpoint_s,
 	size_t n;
 	int i;
 
-	n = snprintf(line, cap, "{\"time\":\"%s\",\"kind\":\"continue\",\"origin\":\"%s\","
-		     "\"size\":%llu,\"checkpoint_s\":%u,\"torn_tail\":%s", tbuf, a->origin,
-		     (unsigned long long)a->tree.size, checkpoint_s, torn ? "true" : "false");
+	n = snprintf(line, cap,
+		     "{\"time\":\"%s\",\"kind\":\"continue\",\"origin\":\"%s\","
+		     "\"size\":%llu,\"checkpoint_s\":%u,\"torn_tail\":%s",
+		     tbuf, a->origin, (unsigned long long)a->tree.size, checkpoint_s,
+		     torn ? "true" : "false");
 	if (n >= cap || a->sealed_size != a->tree.size || !json_quote(a->note, q, sizeof(q)))
 		return n < cap ? n + snprintf(line + n, cap - n, "}") : cap;
 	n += snprintf(line + n, cap - n, ",\"checkpoint\":%s,\"frontier\":[", q);
@@ -461,12 +470,13 @@ static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 		prev_checkpoint(d, prev, sizeof(prev), why, sizeof(why));
 		if (a->key[1].pkey)
 			snprintf(ecdsa, sizeof(ecdsa), "\"ecdsa_key\":\"%s\",", a->vkey[1]);
-		n = snprintf(line, sizeof(line),
-			     "{\"time\":\"%s\",\"kind\":\"epoch\",\"origin\":\"%s\",\"key\":\"%s\",%s"
-			     "\"checkpoint_lines\":%u,\"checkpoint_s\":%u,\"torn_tail\":%s,"
-			     "\"prev\":%s,\"prev_why\":\"%s\"}",
-			     tbuf, a->origin, a->vkey[0], ecdsa, d->cfg.log_checkpoint_lines,
-			     d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
+		n = snprintf(
+			line, sizeof(line),
+			"{\"time\":\"%s\",\"kind\":\"epoch\",\"origin\":\"%s\",\"key\":\"%s\",%s"
+			"\"checkpoint_lines\":%u,\"checkpoint_s\":%u,\"torn_tail\":%s,"
+			"\"prev\":%s,\"prev_why\":\"%s\"}",
+			tbuf, a->origin, a->vkey[0], ecdsa, d->cfg.log_checkpoint_lines,
+			d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
 	} else {
 		n = continue_line(a, d->cfg.log_checkpoint_s, tbuf, torn, line, sizeof(line));
 	}
@@ -564,8 +574,8 @@ static void finish_rotation(struct tf_daemon *d, const char *path, const char *n
 	tf_signer_close(&s);
 	if (named && !rename(tmp, path)) {
 		sync_dir(path);
-		pr_warn("log key `%s': a rotation cut short is completed (the log names `%s')\n", path,
-			tmp);
+		pr_warn("log key `%s': a rotation cut short is completed (the log names `%s')\n",
+			path, tmp);
 	} else if (!named && !unlink(tmp)) {
 		pr_warn("log key `%s': removed `%s', left by a rotation cut short before its key line\n",
 			path, tmp);
@@ -705,8 +715,9 @@ void tf_audit_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
 
 const struct tf_signer *tf_audit_signer(const struct tf_daemon *d, int i)
 {
-	return d->audit && i >= 0 && i < TF_AUDIT_KEYS && d->audit->key[i].pkey ? &d->audit->key[i]
-										: NULL;
+	return d->audit && i >= 0 && i < TF_AUDIT_KEYS && d->audit->key[i].pkey ?
+		       &d->audit->key[i] :
+		       NULL;
 }
 
 const char *tf_audit_origin(const struct tf_daemon *d)
@@ -752,11 +763,13 @@ static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 	 * the new key cannot sign another history of what the old one sealed.
 	 */
 	if (tf_audit_seal(d, "key") || a->sealed_size != a->tree.size ||
-	    tf_merkle_root(&a->tree, root) || tf_b64_encode(root, TF_HASH_LEN, root64, sizeof(root64)) < 0) {
-		snprintf(err, errlen, "event log: cannot seal before the rotation (the old key stays)");
+	    tf_merkle_root(&a->tree, root) ||
+	    tf_b64_encode(root, TF_HASH_LEN, root64, sizeof(root64)) < 0) {
+		snprintf(err, errlen,
+			 "event log: cannot seal before the rotation (the old key stays)");
 		return -EIO;
 	}
-	unlink(tmp);	/* what a rotation cut short left: never used */
+	unlink(tmp); /* what a rotation cut short left: never used */
 	ret = tf_signer_create(tmp, a->key[i].name, key_type(i), &ns, err, errlen);
 	if (ret)
 		return ret;
@@ -775,8 +788,8 @@ static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 	now_rfc3339(tbuf, sizeof(tbuf));
 	n = snprintf(line, sizeof(line),
 		     "{\"time\":\"%s\",\"kind\":\"key\",\"origin\":\"%s\",\"type\":\"%s\","
-		     "\"old\":\"%s\",\"new\":\"%s\",\"endorsement\":%s}", tbuf, a->origin,
-		     tf_key_type_name(key_type(i)), a->vkey[i], vkey, q);
+		     "\"old\":\"%s\",\"new\":\"%s\",\"endorsement\":%s}",
+		     tbuf, a->origin, tf_key_type_name(key_type(i)), a->vkey[i], vkey, q);
 	if (n >= sizeof(line) - 64 || !(n = audit_leaf(d, line, n, sizeof(line), 1)) ||
 	    tf_audit_flush(d)) {
 		snprintf(err, errlen, "event log: cannot write the key line (the old key stays)");
@@ -829,8 +842,10 @@ int tf_audit_rotate_key(struct tf_daemon *d, char *err, size_t errlen)
 		char why[256];
 
 		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errlen, "the Ed25519 key was rotated (a sealed key line), not the ECDSA "
-			 "key: %s", why);
+		snprintf(err, errlen,
+			 "the Ed25519 key was rotated (a sealed key line), not the ECDSA "
+			 "key: %s",
+			 why);
 	}
 	/* The rotation is sealed at once, by the new keys. */
 	if (done && tf_audit_seal(d, "key") && !ret) {
@@ -925,8 +940,8 @@ static void retention(struct tf_daemon *d)
 		pr_info("event log: removed segment `%s' (%lld bytes, retention)\n", path,
 			(long long)seg[i].size);
 		json_quote_as(seg[i].name, qname, sizeof(qname), 1);
-		tf_audit_note(d, "retention", "\"removed\":%s,\"bytes\":%lld,\"why\":\"%s\"",
-			      qname, (long long)seg[i].size, old ? "retain_days" : "retain_bytes");
+		tf_audit_note(d, "retention", "\"removed\":%s,\"bytes\":%lld,\"why\":\"%s\"", qname,
+			      (long long)seg[i].size, old ? "retain_days" : "retain_bytes");
 	}
 	free(seg);
 }
@@ -977,7 +992,7 @@ static void zip_start(struct tf_daemon *d, const char *src)
 	char tmp[PATH_MAX + 8];
 	int out;
 
-	while (a->zip_in >= 0)	/* one at a time: finish the one before */
+	while (a->zip_in >= 0) /* one at a time: finish the one before */
 		zip_step(d);
 	snprintf(a->zip_src, sizeof(a->zip_src), "%s", src);
 	snprintf(tmp, sizeof(tmp), "%s.gz.tmp", src);

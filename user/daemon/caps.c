@@ -39,8 +39,9 @@ static int give(const char *path, uid_t uid, gid_t gid)
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), err = 0;
 
 	if (fd < 0)
-		return errno == ENOENT ? 0 : (pr_warn("cannot open `%s': %s\n", path, strerror(errno)),
-					      -errno);
+		return errno == ENOENT ?
+			       0 :
+			       (pr_warn("cannot open `%s': %s\n", path, strerror(errno)), -errno);
 	if (fchown(fd, uid, gid)) {
 		err = -errno;
 		pr_warn("cannot hand `%s' to uid %u: %s\n", path, uid, strerror(-err));

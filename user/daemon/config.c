@@ -154,12 +154,14 @@ static int parse_floor(const json_t *o, struct tf_config *c, char *err, size_t e
 	}
 	json_object_foreach((json_t *)o, key, v) {
 		if (!strcmp(key, "extra_deny"))
-			ret = set_cidrs(v, "floor.extra_deny", c->floor_extra, &c->nfloor_extra, err, errlen);
+			ret = set_cidrs(v, "floor.extra_deny", c->floor_extra, &c->nfloor_extra,
+					err, errlen);
 		else if (!strcmp(key, "exceptions"))
 			ret = set_cidrs(v, "floor.exceptions", c->floor_exceptions,
 					&c->nfloor_exceptions, err, errlen);
 		else if (!strcmp(key, "host"))
-			ret = set_cidrs(v, "floor.host", c->floor_host, &c->nfloor_host, err, errlen);
+			ret = set_cidrs(v, "floor.host", c->floor_host, &c->nfloor_host, err,
+					errlen);
 		else if (!strcmp(key, "nat64"))
 			ret = set_bool(v, "floor.nat64", &c->nat64_floor, err, errlen);
 		else {
@@ -172,12 +174,13 @@ static int parse_floor(const json_t *o, struct tf_config *c, char *err, size_t e
 	return 0;
 }
 
-static int set_u64(const json_t *v, const char *field, unsigned long long lo,
-		   unsigned long long hi, unsigned long long *dst, char *err, size_t errlen)
+static int set_u64(const json_t *v, const char *field, unsigned long long lo, unsigned long long hi,
+		   unsigned long long *dst, char *err, size_t errlen)
 {
 	json_int_t n = json_integer_value(v);
 
-	if (!json_is_integer(v) || n < 0 || (unsigned long long)n < lo || (unsigned long long)n > hi) {
+	if (!json_is_integer(v) || n < 0 || (unsigned long long)n < lo ||
+	    (unsigned long long)n > hi) {
 		snprintf(err, errlen, "%s: expected an integer in %llu-%llu", field, lo, hi);
 		return -EINVAL;
 	}
@@ -200,44 +203,52 @@ static int parse_log(const json_t *o, struct tf_config *c, char *err, size_t err
 		if (!strcmp(key, "key")) {
 			ret = set_path(v, "log.key", c->log_key, sizeof(c->log_key), err, errlen);
 		} else if (!strcmp(key, "ecdsa_key")) {
-			ret = set_path(v, "log.ecdsa_key", c->log_ecdsa_key, sizeof(c->log_ecdsa_key),
-				       err, errlen);
+			ret = set_path(v, "log.ecdsa_key", c->log_ecdsa_key,
+				       sizeof(c->log_ecdsa_key), err, errlen);
 		} else if (!strcmp(key, "session_evidence")) {
-			ret = set_bool(v, "log.session_evidence", &c->log_session_evidence, err, errlen);
+			ret = set_bool(v, "log.session_evidence", &c->log_session_evidence, err,
+				       errlen);
 		} else if (!strcmp(key, "name")) {
 			s = json_string_value(v);
 			ret = !s || !*s || strlen(s) >= sizeof(c->log_name) ? -EINVAL : 0;
 			for (p = s; !ret && *p; p++)
-				if ((unsigned char)*p <= ' ' || *p == '+' || (unsigned char)*p >= 0x7f)
+				if ((unsigned char)*p <= ' ' || *p == '+' ||
+				    (unsigned char)*p >= 0x7f)
 					ret = -EINVAL;
 			if (ret)
-				snprintf(err, errlen, "log.name: `%.64s' is not a name of 1-63 printable "
-					 "characters without space or '+'", s ? s : "?");
+				snprintf(err, errlen,
+					 "log.name: `%.64s' is not a name of 1-63 printable "
+					 "characters without space or '+'",
+					 s ? s : "?");
 			else
 				snprintf(c->log_name, sizeof(c->log_name), "%s", s);
 		} else if (!strcmp(key, "checkpoint_lines")) {
-			ret = set_uint(v, "log.checkpoint_lines", 1, 1u << 30, &c->log_checkpoint_lines,
-				       err, errlen);
+			ret = set_uint(v, "log.checkpoint_lines", 1, 1u << 30,
+				       &c->log_checkpoint_lines, err, errlen);
 		} else if (!strcmp(key, "checkpoint_s")) {
-			ret = set_uint(v, "log.checkpoint_s", 1, 3600, &c->log_checkpoint_s, err, errlen);
+			ret = set_uint(v, "log.checkpoint_s", 1, 3600, &c->log_checkpoint_s, err,
+				       errlen);
 		} else if (!strcmp(key, "segment_bytes")) {
-			ret = set_u64(v, "log.segment_bytes", 0, 1ULL << 40, &c->log_segment_bytes, err,
-				      errlen);
+			ret = set_u64(v, "log.segment_bytes", 0, 1ULL << 40, &c->log_segment_bytes,
+				      err, errlen);
 			if (!ret && c->log_segment_bytes && c->log_segment_bytes < 4096) {
-				snprintf(err, errlen, "log.segment_bytes: `%llu' is below 4096 (0: no "
-					 "rotation by size)", c->log_segment_bytes);
+				snprintf(err, errlen,
+					 "log.segment_bytes: `%llu' is below 4096 (0: no "
+					 "rotation by size)",
+					 c->log_segment_bytes);
 				ret = -EINVAL;
 			}
 		} else if (!strcmp(key, "segment_age_s")) {
-			ret = set_uint(v, "log.segment_age_s", 0, 366 * 86400, &c->log_segment_age_s, err,
-				       errlen);
+			ret = set_uint(v, "log.segment_age_s", 0, 366 * 86400,
+				       &c->log_segment_age_s, err, errlen);
 		} else if (!strcmp(key, "compress")) {
 			ret = set_bool(v, "log.compress", &c->log_compress, err, errlen);
 		} else if (!strcmp(key, "retain_bytes")) {
-			ret = set_u64(v, "log.retain_bytes", 0, 1ULL << 50, &c->log_retain_bytes, err,
-				      errlen);
+			ret = set_u64(v, "log.retain_bytes", 0, 1ULL << 50, &c->log_retain_bytes,
+				      err, errlen);
 		} else if (!strcmp(key, "retain_days")) {
-			ret = set_uint(v, "log.retain_days", 0, 36500, &c->log_retain_days, err, errlen);
+			ret = set_uint(v, "log.retain_days", 0, 36500, &c->log_retain_days, err,
+				       errlen);
 		} else {
 			snprintf(err, errlen, "log: unknown field `%s'", key);
 			ret = -EINVAL;
@@ -254,7 +265,10 @@ struct limit_field {
 	unsigned int lo, hi;
 };
 
-#define LIMIT(f, lo, hi) { #f, offsetof(struct tf_config, f), lo, hi }
+#define LIMIT(f, lo, hi)                                  \
+	{                                                 \
+#f, offsetof(struct tf_config, f), lo, hi \
+	}
 static const struct limit_field limit_fields[] = {
 	LIMIT(max_sessions, 1, TF_MAX_SESSIONS - 1),
 	LIMIT(max_rules, 1, 200000),
@@ -280,7 +294,10 @@ static const struct limit_field limit_fields[] = {
 };
 
 #define TIMEOUT_MAX (30 * 86400)
-#define TIMEOUT(name, f) { name, offsetof(struct tf_config, f), 1, TIMEOUT_MAX }
+#define TIMEOUT(name, f)                                            \
+	{                                                           \
+		name, offsetof(struct tf_config, f), 1, TIMEOUT_MAX \
+	}
 static const struct limit_field timeout_fields[] = {
 	TIMEOUT("tcp_syn_sent_s", to_tcp_syn_sent_s),
 	TIMEOUT("tcp_established_s", to_tcp_established_s),
@@ -362,7 +379,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 	}
 	json_object_foreach(root, key, v) {
 		if (!strcmp(key, "control_socket"))
-			ret = set_path(v, key, c->control_socket, sizeof(c->control_socket), err, errlen);
+			ret = set_path(v, key, c->control_socket, sizeof(c->control_socket), err,
+				       errlen);
 		else if (!strcmp(key, "pin_dir"))
 			ret = set_path(v, key, c->pin_dir, sizeof(c->pin_dir), err, errlen);
 		else if (!strcmp(key, "state_dir"))
@@ -396,7 +414,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			} else if (s && !strcmp(s, "xdp")) {
 				c->attach_mode = TF_ATTACH_XDP;
 			} else {
-				snprintf(err, errlen, "attach_mode: `%s' is not tc or xdp", s ? s : "?");
+				snprintf(err, errlen, "attach_mode: `%s' is not tc or xdp",
+					 s ? s : "?");
 				ret = -EINVAL;
 			}
 		} else if (!strcmp(key, "tls_ech")) {
@@ -406,7 +425,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			} else if (s && !strcmp(s, "outer")) {
 				c->tls_ech_outer = 1;
 			} else {
-				snprintf(err, errlen, "tls_ech: `%s' is not deny or outer", s ? s : "?");
+				snprintf(err, errlen, "tls_ech: `%s' is not deny or outer",
+					 s ? s : "?");
 				ret = -EINVAL;
 			}
 		} else if (!strcmp(key, "floor")) {
@@ -417,8 +437,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			ret = parse_limits(v, c, err, errlen);
 		} else if (!strcmp(key, "timeouts")) {
 			ret = parse_fields(v, "timeouts", timeout_fields,
-					   sizeof(timeout_fields) / sizeof(timeout_fields[0]), c, err,
-					   errlen);
+					   sizeof(timeout_fields) / sizeof(timeout_fields[0]), c,
+					   err, errlen);
 		} else {
 			snprintf(err, errlen, "unknown field `%s'", key);
 			ret = -EINVAL;

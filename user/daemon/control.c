@@ -338,7 +338,7 @@ static int peer_allowed(const struct tf_daemon *d, int fd, const struct ucred *c
 	if (gid_allowed(d, cr->gid))
 		return 1;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
-		return 0;	/* more groups than we read, or no answer: refuse */
+		return 0; /* more groups than we read, or no answer: refuse */
 	for (i = 0; i < len / sizeof(groups[0]); i++)
 		if (gid_allowed(d, groups[i]))
 			return 1;
@@ -350,9 +350,10 @@ static void peer_refuse(struct tf_daemon *d, int fd, const struct ucred *cr)
 	char msg[160];
 	int n;
 
-	n = snprintf(msg, sizeof(msg),
-		     "{\"ok\":false,\"error\":\"permission denied: uid %u gid %u may not use this socket\"}\n",
-		     cr->uid, cr->gid);
+	n = snprintf(
+		msg, sizeof(msg),
+		"{\"ok\":false,\"error\":\"permission denied: uid %u gid %u may not use this socket\"}\n",
+		cr->uid, cr->gid);
 	if (send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		pr_debug("refused peer: %s\n", strerror(errno));
 	pr_warn("control socket: refused pid %d uid %u gid %u\n", cr->pid, cr->uid, cr->gid);
@@ -367,7 +368,8 @@ static void peer_refuse(struct tf_daemon *d, int fd, const struct ucred *cr)
  */
 static int refuse_no_fd(struct tf_daemon *d)
 {
-	static const char msg[] = "{\"ok\":false,\"error\":\"the daemon is out of file descriptors\"}\n";
+	static const char msg[] =
+		"{\"ok\":false,\"error\":\"the daemon is out of file descriptors\"}\n";
 	int fd;
 
 	close(d->spare_fd);
@@ -397,13 +399,15 @@ static void client_accept(struct tf_daemon *d)
 			continue;
 		if (fd < 0)
 			return;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) || !peer_allowed(d, fd, &cr)) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) ||
+		    !peer_allowed(d, fd, &cr)) {
 			peer_refuse(d, fd, &cr);
 			close(fd);
 			continue;
 		}
 		if (d->nclients >= d->cfg.max_clients) {
-			static const char busy[] = "{\"ok\":false,\"error\":\"too many clients\"}\n";
+			static const char busy[] =
+				"{\"ok\":false,\"error\":\"too many clients\"}\n";
 
 			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 				pr_debug("refused client: %s\n", strerror(errno));

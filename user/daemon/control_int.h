@@ -24,11 +24,11 @@ struct tf_client {
 	size_t out_len;
 	size_t out_off;
 	int subscriber;
-	__u32 sub_sid;		/* 0: all sessions */
-	uid_t uid;		/* the peer's, at connect (SO_PEERCRED) */
-	int closing;		/* close once out is flushed */
-	int dead;		/* closed; freed by tf_ctl_reap() */
-	__u64 deadline_ms;	/* a partial request must complete by then */
+	__u32 sub_sid;	   /* 0: all sessions */
+	uid_t uid;	   /* the peer's, at connect (SO_PEERCRED) */
+	int closing;	   /* close once out is flushed */
+	int dead;	   /* closed; freed by tf_ctl_reap() */
+	__u64 deadline_ms; /* a partial request must complete by then */
 	struct tf_client *next;
 };
 

@@ -32,10 +32,10 @@ static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost, __u64 
 
 static json_t *sess_summary(const struct tf_sess *s)
 {
-	return json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id,
-			 "ifname", s->spec.ifname, "ifindex", (json_int_t)s->ifindex,
-			 "slot", (json_int_t)s->sid, "policy_version", (json_int_t)s->ver,
-			 "rules", (json_int_t)s->spec.nrules, "attach", s->at.xdp ? "xdp" : "tcx");
+	return json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id, "ifname",
+			 s->spec.ifname, "ifindex", (json_int_t)s->ifindex, "slot",
+			 (json_int_t)s->sid, "policy_version", (json_int_t)s->ver, "rules",
+			 (json_int_t)s->spec.nrules, "attach", s->at.xdp ? "xdp" : "tcx");
 }
 
 static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -45,7 +45,8 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct t
 
 	(void)c;
 	if (!tf_host_floor_ok(d)) {
-		snprintf(err, errlen, "the hard floor lacks host addresses (see the daemon's log): "
+		snprintf(err, errlen,
+			 "the hard floor lacks host addresses (see the daemon's log): "
 			 "no new session until it is complete");
 		return NULL;
 	}
@@ -53,9 +54,9 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct t
 		return NULL;
 	d->policy_changes++;
 	s = tf_sess_find(d, r->spec.id);
-	return json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id,
-			 "ifindex", (json_int_t)s->ifindex, "slot", (json_int_t)s->sid,
-			 "policy_version", (json_int_t)s->ver);
+	return json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id, "ifindex",
+			 (json_int_t)s->ifindex, "slot", (json_int_t)s->sid, "policy_version",
+			 (json_int_t)s->ver);
 }
 
 static json_t *op_session_del(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -72,10 +73,11 @@ static json_t *op_session_del(struct tf_daemon *d, struct tf_client *c, struct t
 	if (tf_sess_del(d, r->id, err, errlen))
 		return NULL;
 	d->policy_changes++;
-	return json_pack("{s:b, s:s, s:s?, s:s?}", "ok", 1, "id", r->id, "evidence",
-			 evidence[0] ? evidence : NULL, "evidence_error",
-			 ev_err ? "the evidence statement could not be written (see the daemon's log)"
-				: NULL);
+	return json_pack(
+		"{s:b, s:s, s:s?, s:s?}", "ok", 1, "id", r->id, "evidence",
+		evidence[0] ? evidence : NULL, "evidence_error",
+		ev_err ? "the evidence statement could not be written (see the daemon's log)" :
+			 NULL);
 }
 
 static json_t *op_session_list(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -118,11 +120,14 @@ static int learned_one(const struct tf_learn_key *k, const struct tf_learned *v,
 	via[0] = 0;
 	if (v->name_idx < p->nnames) {
 		strcpy(via, v->sub ? "*." : "");
-		name_forward(p->names[v->name_idx].name, p->names[v->name_idx].len, via + strlen(via));
+		name_forward(p->names[v->name_idx].name, p->names[v->name_idx].len,
+			     via + strlen(via));
 	}
-	json_array_append_new(lc->arr, json_pack("{s:s, s:s, s:s, s:I}",
-		"addr", tf_fmt_ip(k->family, k->addr, addr), "name", name, "rule", via,
-		"ttl_s", (json_int_t)((v->expires_ns - lc->now) / 1000000000ULL)));
+	json_array_append_new(lc->arr,
+			      json_pack("{s:s, s:s, s:s, s:I}", "addr",
+					tf_fmt_ip(k->family, k->addr, addr), "name", name, "rule",
+					via, "ttl_s",
+					(json_int_t)((v->expires_ns - lc->now) / 1000000000ULL)));
 	return 0;
 }
 
@@ -159,8 +164,8 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
 }
 
-static json_t *op_rule(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
-		       char *err, size_t errlen)
+static json_t *op_rule(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
+		       size_t errlen)
 {
 	(void)c;
 	if (tf_sess_rule(d, r->id, &r->rule, r->op == TF_OP_RULE_ADD, err, errlen))
@@ -170,8 +175,8 @@ static json_t *op_rule(struct tf_daemon *d, struct tf_client *c, struct tf_reque
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
 
-static json_t *op_stats(struct tf_daemon *d, struct tf_client *c, struct tf_request *req,
-			 char *err, size_t errlen)
+static json_t *op_stats(struct tf_daemon *d, struct tf_client *c, struct tf_request *req, char *err,
+			size_t errlen)
 {
 	__u64 st[TF_STAT_MAX] = {}, cnt[TF_CNT_SLOTS], tot[TF_REASON_MAX] = {};
 	__u64 log_size, log_cps, log_unwritten;
@@ -197,19 +202,17 @@ static json_t *op_stats(struct tf_daemon *d, struct tf_client *c, struct tf_requ
 	tf_audit_stats(d, &log_size, &log_cps, &log_unwritten);
 	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:{s:i, s:i, s:I, s:b}, "
 			 "s:{s:I, s:I, s:I}, s:o, s:o}}",
-			 "ok", 1, "stats",
-			 "sessions", (json_int_t)d->nsessions,
-			 "uptime_s", (json_int_t)(time(NULL) - d->started),
-			 "events", "emitted", (json_int_t)st[TF_STAT_EVENTS],
-			 "lost", (json_int_t)st[TF_STAT_EVENTS_LOST],
-			 "written", (json_int_t)d->events_written,
-			 "floor", "host_entries", (json_int_t)d->dp.floor_host,
-			 "host_missing", (json_int_t)(d->dp.floor_failed + d->host.over),
-			 "host_errors", (json_int_t)d->dp.floor_errors,
-			 "complete", tf_host_floor_ok(d),
-			 "log", "size", (json_int_t)log_size, "checkpoints", (json_int_t)log_cps,
-			 "unwritten", (json_int_t)log_unwritten,
-			 "counters", counters, "attestation", tf_attest_stats(d));
+			 "ok", 1, "stats", "sessions", (json_int_t)d->nsessions, "uptime_s",
+			 (json_int_t)(time(NULL) - d->started), "events", "emitted",
+			 (json_int_t)st[TF_STAT_EVENTS], "lost",
+			 (json_int_t)st[TF_STAT_EVENTS_LOST], "written",
+			 (json_int_t)d->events_written, "floor", "host_entries",
+			 (json_int_t)d->dp.floor_host, "host_missing",
+			 (json_int_t)(d->dp.floor_failed + d->host.over), "host_errors",
+			 (json_int_t)d->dp.floor_errors, "complete", tf_host_floor_ok(d), "log",
+			 "size", (json_int_t)log_size, "checkpoints", (json_int_t)log_cps,
+			 "unwritten", (json_int_t)log_unwritten, "counters", counters,
+			 "attestation", tf_attest_stats(d));
 }
 
 static json_t *op_version(struct tf_daemon *d, struct tf_client *c, struct tf_request *req,
@@ -245,8 +248,8 @@ static json_t *op_subscribe(struct tf_daemon *d, struct tf_client *c, struct tf_
 	return json_pack("{s:b, s:b}", "ok", 1, "subscribed", 1);
 }
 
-static json_t *op_attest(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
-			 char *err, size_t errlen)
+static json_t *op_attest(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
+			 size_t errlen)
 {
 	json_t *env = tf_attest_make(d, r->session, err, errlen);
 

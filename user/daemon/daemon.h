@@ -18,10 +18,10 @@ struct tf_sess {
 	struct tf_spec spec;
 	__u32 ifindex;
 	__u32 sid;
-	__u32 ver;			/* policy generation in force */
-	struct tf_policy policy;	/* what generation ver wrote */
+	__u32 ver;		 /* policy generation in force */
+	struct tf_policy policy; /* what generation ver wrote */
 	struct tf_attach at;
-	struct tf_evidence *ev;		/* its policy history (evidence.c) */
+	struct tf_evidence *ev; /* its policy history (evidence.c) */
 	struct tf_sess *next;
 };
 
@@ -31,31 +31,31 @@ struct ring_buffer;
 struct tf_daemon {
 	struct tf_config cfg;
 	struct tf_dp dp;
-	struct tf_hostaddr host;	/* the host's own addresses, floored (hostaddr.c) */
+	struct tf_hostaddr host; /* the host's own addresses, floored (hostaddr.c) */
 	struct tf_sess *sessions;
 	unsigned int nsessions;
 	struct tf_sess *by_sid[TF_MAX_SESSIONS];
-	__u8 stale_sid[TF_MAX_SESSIONS];	/* pinned, enforcing, not restored: never reused */
+	__u8 stale_sid[TF_MAX_SESSIONS]; /* pinned, enforcing, not restored: never reused */
 	time_t started;
 	int foreground;
 	/* control socket */
 	int listen_fd;
-	int spare_fd;			/* held for refusing a client when out of fds */
-	unsigned int socket_gid;	/* socket_group's gid, 0 if none */
+	int spare_fd;		 /* held for refusing a client when out of fds */
+	unsigned int socket_gid; /* socket_group's gid, 0 if none */
 	int epoll_fd;
 	struct tf_client *clients;
 	unsigned int nclients;
 	unsigned int nsubscribers;
 	/* event feed */
 	struct ring_buffer *rb;
-	struct tf_audit *audit;		/* the sealed event log (auditlog.c) */
-	struct tf_attest *attest;	/* measurements and the last attestation (attest.c) */
-	__u64 policy_changes;		/* session adds, deletes and rule changes (attest.c) */
-	__u64 lost_reported;		/* tf_stats lost count already accounted */
-	__u64 lost_pending;		/* lost since the last line, for the next line */
+	struct tf_audit *audit;	  /* the sealed event log (auditlog.c) */
+	struct tf_attest *attest; /* measurements and the last attestation (attest.c) */
+	__u64 policy_changes;	  /* session adds, deletes and rule changes (attest.c) */
+	__u64 lost_reported;	  /* tf_stats lost count already accounted */
+	__u64 lost_pending;	  /* lost since the last line, for the next line */
 	__u64 events_written;
-	__s64 mono_off;			/* CLOCK_REALTIME - CLOCK_MONOTONIC, per drain */
-	time_t time_sec;		/* the second time_prefix formats */
+	__s64 mono_off;	 /* CLOCK_REALTIME - CLOCK_MONOTONIC, per drain */
+	time_t time_sec; /* the second time_prefix formats */
 	char time_prefix[32];
 };
 
@@ -64,8 +64,8 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		size_t errlen) __attribute__((warn_unused_result));
 int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
-int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add,
-		 char *err, size_t errlen) __attribute__((warn_unused_result));
+int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add, char *err,
+		 size_t errlen) __attribute__((warn_unused_result));
 struct tf_sess *tf_sess_find(struct tf_daemon *d, const char *id);
 /* Re-adopt the sessions saved in state_dir (daemon start). */
 int tf_sess_restore(struct tf_daemon *d);
@@ -110,7 +110,7 @@ void tf_lock_release(struct tf_lock *l);
  * locks, log, listener, and what one request opens for a moment).
  */
 #define TF_FDS_PER_SESSION (TF_SLOT_MAPS + 2)
-#define TF_FDS_BASE 128
+#define TF_FDS_BASE	   128
 unsigned long tf_fd_need(const struct tf_config *cfg);
 /* Raise RLIMIT_NOFILE to tf_fd_need(), or say what to set; 0 or -EMFILE. */
 int tf_fd_budget(const struct tf_config *cfg) __attribute__((warn_unused_result));

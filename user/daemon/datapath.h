@@ -22,16 +22,15 @@ enum tf_slot_map {
 	TF_SLOT_FLOWS,
 	TF_SLOT_DNSQ,
 	TF_SLOT_LEARNED,
-	TF_SLOT_TLSBUF,		/* ClientHellos being reassembled */
-	TF_SLOT_TLSBIND,	/* (learnt address, asked name) pairs */
+	TF_SLOT_TLSBUF,	 /* ClientHellos being reassembled */
+	TF_SLOT_TLSBIND, /* (learnt address, asked name) pairs */
 	TF_SLOT_MAPS
 };
-
 
 struct tf_dp {
 	struct tapfence_bpf *skel;
 	const struct tf_config *cfg;
-	int pinned;		/* maps live in cfg->pin_dir */
+	int pinned; /* maps live in cfg->pin_dir */
 	/* XDP mode: a second instance of the object, sharing every map, for libxdp */
 	struct tapfence_bpf *xdp_skel;
 	struct xdp_program *xdp;
@@ -43,17 +42,17 @@ struct tf_dp {
 	/* The host's own addresses (hostaddr.c), floored as floor_host beside cfg->floor_host. */
 	struct tf_cidr *host;
 	unsigned int nhost;
-	int host_short;			/* host is not all of the host's addresses */
-	unsigned int floor_host;	/* host entries in tf_floor */
-	unsigned int floor_failed;	/* host entries the last write could not store: 0 = complete */
-	unsigned long long floor_errors;	/* host entries that could not be written, since start */
+	int host_short;		   /* host is not all of the host's addresses */
+	unsigned int floor_host;   /* host entries in tf_floor */
+	unsigned int floor_failed; /* host entries the last write could not store: 0 = complete */
+	unsigned long long floor_errors; /* host entries that could not be written, since start */
 };
 
 /* One attachment of a session; fds are -1 when not attached. */
 struct tf_attach {
-	int link_in;		/* guest -> host: tcx ingress link (tc_gso_guard in XDP mode) */
-	int link_out;		/* host -> guest: tcx egress link */
-	int xdp;		/* 1 if guest -> host is judged by XDP (libxdp), link_in guarding GSO */
+	int link_in;  /* guest -> host: tcx ingress link (tc_gso_guard in XDP mode) */
+	int link_out; /* host -> guest: tcx egress link */
+	int xdp;      /* 1 if guest -> host is judged by XDP (libxdp), link_in guarding GSO */
 };
 
 /*

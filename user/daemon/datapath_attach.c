@@ -20,7 +20,7 @@
 /* uapi values newer than Debian 12's headers (include/uapi/linux/bpf.h, 6.6). */
 #define TF_BPF_TCX_INGRESS 46
 #define TF_BPF_TCX_EGRESS  47
-#define TF_BPF_F_BEFORE    (1U << 3)
+#define TF_BPF_F_BEFORE	   (1U << 3)
 
 /*
  * tcx link at the head of the device's chain (BPF_F_BEFORE, no anchor), so
@@ -85,7 +85,7 @@ static int link_attach(struct tf_dp *dp, const char *name, const char *dir, int 
 		}
 		if (fd >= 0) {
 			close(fd);
-			unlink(path);	/* a link of a device that is gone */
+			unlink(path); /* a link of a device that is gone */
 		}
 	}
 	fd = tcx_link_create(prog_fd, ifindex, attach_type);
@@ -198,7 +198,7 @@ static int xdp_keep_or_replace(struct tf_dp *dp, __u32 ifindex)
 	}
 	new_fd = bpf_program__fd(dp->xdp_skel->progs.xdp_from_guest);
 	if (new_fd < 0) {
-		ret = -EBADF;	/* never "replace" with no program: that would detach */
+		ret = -EBADF; /* never "replace" with no program: that would detach */
 		goto out;
 	}
 	old_fd = bpf_prog_get_fd_by_id(xdp_program__id(p));
@@ -309,7 +309,8 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_at
 		at->xdp = 1;
 	}
 	err = link_attach(dp, name, "in",
-			  bpf_program__fd(xdp ? dp->skel->progs.tc_gso_guard : dp->skel->progs.tc_from_guest),
+			  bpf_program__fd(xdp ? dp->skel->progs.tc_gso_guard :
+						dp->skel->progs.tc_from_guest),
 			  ifindex, TF_BPF_TCX_INGRESS, &in_adopted);
 	if (err < 0) {
 		pr_warn("cannot attach tcx ingress to ifindex %u: %s\n", ifindex, strerror(-err));

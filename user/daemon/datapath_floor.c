@@ -27,19 +27,19 @@ static const struct floor_range floor_builtin[] = {
 	{ "169.254.0.0/16", TF_REASON_FLOOR_LINK_LOCAL },
 	{ "169.254.169.254/32", TF_REASON_FLOOR_METADATA },
 	{ "172.16.0.0/12", TF_REASON_FLOOR_PRIVATE },
-	{ "192.0.0.0/24", TF_REASON_FLOOR_RESERVED },		/* IETF protocol assignments */
+	{ "192.0.0.0/24", TF_REASON_FLOOR_RESERVED }, /* IETF protocol assignments */
 	{ "192.168.0.0/16", TF_REASON_FLOOR_PRIVATE },
 	{ "224.0.0.0/4", TF_REASON_FLOOR_MULTICAST },
 	{ "240.0.0.0/4", TF_REASON_FLOOR_RESERVED },
 	{ "255.255.255.255/32", TF_REASON_FLOOR_RESERVED },
 	{ "::/128", TF_REASON_FLOOR_THIS_NET },
 	{ "::1/128", TF_REASON_FLOOR_LOOPBACK },
-	{ "::/96", TF_REASON_FLOOR_V4MAPPED },			/* IPv4-compatible (deprecated) */
+	{ "::/96", TF_REASON_FLOOR_V4MAPPED }, /* IPv4-compatible (deprecated) */
 	{ "::ffff:0:0/96", TF_REASON_FLOOR_V4MAPPED },
-	{ "2002::/16", TF_REASON_FLOOR_RESERVED },		/* 6to4: embeds any IPv4 address */
-	{ "fec0::/10", TF_REASON_FLOOR_RESERVED },		/* site-local (deprecated) */
+	{ "2002::/16", TF_REASON_FLOOR_RESERVED }, /* 6to4: embeds any IPv4 address */
+	{ "fec0::/10", TF_REASON_FLOOR_RESERVED }, /* site-local (deprecated) */
 	{ "fc00::/7", TF_REASON_FLOOR_ULA },
-	{ "fd00:ec2::254/128", TF_REASON_FLOOR_METADATA },	/* AWS IMDS over IPv6 */
+	{ "fd00:ec2::254/128", TF_REASON_FLOOR_METADATA }, /* AWS IMDS over IPv6 */
 	{ "fe80::/10", TF_REASON_FLOOR_LINK_LOCAL },
 	{ "ff00::/8", TF_REASON_FLOOR_MULTICAST },
 };
@@ -121,8 +121,9 @@ static int floor_write(struct tf_dp *dp, unsigned int *swept)
 	int err = 0, more, ret;
 
 	*swept = 0;
-	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) + sizeof(floor_nat64) / sizeof(floor_nat64[0]) +
-	    cfg->nfloor_extra + cfg->nfloor_exceptions + cfg->nfloor_host + dp->nhost;
+	n = sizeof(floor_builtin) / sizeof(floor_builtin[0]) +
+	    sizeof(floor_nat64) / sizeof(floor_nat64[0]) + cfg->nfloor_extra +
+	    cfg->nfloor_exceptions + cfg->nfloor_host + dp->nhost;
 	keep = calloc(n, sizeof(*keep));
 	if (!keep)
 		return -ENOMEM;
@@ -174,7 +175,8 @@ static int floor_write(struct tf_dp *dp, unsigned int *swept)
 	}
 	if (failed)
 		pr_warn("cannot floor %u host addresses (the first: %s): %s; tf_floor holds %u entries "
-			"(limits.floor_entries)\n", failed, buf, strerror(-err), cap);
+			"(limits.floor_entries)\n",
+			failed, buf, strerror(-err), cap);
 	/*
 	 * Sweep what an earlier run, config or address left, unless the host
 	 * list is cut short: an address still there but not in it would lose

@@ -69,7 +69,8 @@ static void warn_resized(const struct bpf_map *map, int fd, const char *path)
 	__u32 len = sizeof(info);
 
 	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.max_entries == bpf_map__max_entries(map))
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    info.max_entries == bpf_map__max_entries(map))
 		return;
 	pr_warn("pinned map `%s' keeps %u entries, not the configured %u "
 		"(tapfenced --cleanup, then start again, to resize)\n",
@@ -90,7 +91,7 @@ static int maps_check_abi(const struct tf_dp *dp)
 	fd = bpf_obj_get(map_pin_path(dp, "tf_abi", path, sizeof(path)));
 	if (fd < 0) {
 		if (access(map_pin_path(dp, "tf_sessions", probe, sizeof(probe)), F_OK))
-			return 0;	/* nothing pinned yet */
+			return 0; /* nothing pinned yet */
 	} else if (bpf_map_lookup_elem(fd, &zero, &abi)) {
 		err = -errno;
 	}
@@ -125,7 +126,8 @@ static int maps_reuse(struct tf_dp *dp)
 			close(fd);
 			if (err) {
 				pr_warn("pinned map `%s' cannot be reused (%s); "
-					"run tapfenced --cleanup to start over\n", path, strerror(-err));
+					"run tapfenced --cleanup to start over\n",
+					path, strerror(-err));
 				return err;
 			}
 		}
@@ -144,7 +146,7 @@ static int maps_pin(struct tf_dp *dp)
 			continue;
 		map_pin_path(dp, bpf_map__name(map), path, sizeof(path));
 		if (access(path, F_OK) == 0)
-			continue;	/* reused */
+			continue; /* reused */
 		err = bpf_map__pin(map, path);
 		if (err) {
 			pr_warn("cannot pin map at `%s': %s\n", path, strerror(-err));
@@ -190,7 +192,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 	for (i = 0; i < TF_SLOT_MAPS; i++)
 		inner[i] = -1;
 	memset(dp, 0, sizeof(*dp));
-	memset(dp->slot_fd, 0xff, sizeof(dp->slot_fd));	/* all -1 */
+	memset(dp->slot_fd, 0xff, sizeof(dp->slot_fd)); /* all -1 */
 	dp->cfg = cfg;
 	dp->pinned = pin;
 	skel = tapfence_bpf__open();

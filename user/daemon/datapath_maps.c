@@ -268,7 +268,7 @@ int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct
 	if (!err)
 		err = tf_dp_policy_switch(dp, sid, ifindex, from, to);
 	if (err)
-		tf_dp_policy_erase(dp, sid, to->ver, to->policy);	/* from is still in force */
+		tf_dp_policy_erase(dp, sid, to->ver, to->policy); /* from is still in force */
 	return err;
 }
 
@@ -343,7 +343,7 @@ void tf_dp_session_remove(struct tf_dp *dp, const struct tf_spec *spec, const st
 	tf_dp_session_unset(dp, ifindex);
 	tf_dp_addrs_unset(dp, spec);
 	tf_dp_policy_erase(dp, sid, ver, p);
-	tf_dp_slot_release(dp, sid);	/* its flows, queries and learnt addresses go with it */
+	tf_dp_slot_release(dp, sid); /* its flows, queries and learnt addresses go with it */
 }
 
 static void addr_key(const struct tf_ip *ip, struct tf_addr_key *k)
@@ -471,8 +471,8 @@ static int percpu_sums(int fd, __u32 first, __u32 n, __u64 *out)
 
 int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS])
 {
-	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS, TF_CNT_SLOTS,
-			   out);
+	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS,
+			   TF_CNT_SLOTS, out);
 }
 
 int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX])

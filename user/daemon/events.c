@@ -284,7 +284,7 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	struct tf_daemon *d = ctx;
 	const struct tf_event *e = data;
-	char line[4096];	/* the longest line: a 256-byte name, every byte escaped (6x) */
+	char line[4096]; /* the longest line: a 256-byte name, every byte escaped (6x) */
 	size_t n;
 
 	if (len < sizeof(*e))
@@ -338,8 +338,8 @@ void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigne
 	clock_gettime(CLOCK_REALTIME, &ts);
 	fmt_time((__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec, tbuf, sizeof(tbuf));
 	o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I}", "time", tbuf, "kind", "control",
-		      "verdict", "deny", "reason", reason, "pid", (json_int_t)pid,
-		      "uid", (json_int_t)uid, "gid", (json_int_t)gid);
+		      "verdict", "deny", "reason", reason, "pid", (json_int_t)pid, "uid",
+		      (json_int_t)uid, "gid", (json_int_t)gid);
 	if (o)
 		emit_line(d, 0, o);
 	json_decref(o);

@@ -27,10 +27,10 @@
 #define EVIDENCE_POLICIES_MAX 4096
 
 struct tf_evidence {
-	char origin[TF_ORIGIN_MAX];	/* the epoch of its first line */
-	__u64 first;			/* the index of its first line there */
-	json_t *policies;		/* [{op, policy_version, spec_sha256, index, time}] */
-	__u64 omitted;			/* policy changes past EVIDENCE_POLICIES_MAX (their lines are in the log) */
+	char origin[TF_ORIGIN_MAX]; /* the epoch of its first line */
+	__u64 first;		    /* the index of its first line there */
+	json_t *policies;	    /* [{op, policy_version, spec_sha256, index, time}] */
+	__u64 omitted; /* policy changes past EVIDENCE_POLICIES_MAX (their lines are in the log) */
 };
 
 int tf_spec_sha256(const struct tf_spec *spec, char hex[2 * TF_HASH_LEN + 1])
@@ -64,9 +64,10 @@ void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op)
 		return;
 	}
 	tf_audit_stats(d, &index, &checkpoints, &unwritten);
-	tf_audit_note(d, "policy", "\"session\":\"%s\",\"op\":\"%s\",\"policy_version\":%u,"
-		      "\"spec_sha256\":\"%s\",\"rules\":%u", s->spec.id, op, s->ver, hex,
-		      s->spec.nrules);
+	tf_audit_note(d, "policy",
+		      "\"session\":\"%s\",\"op\":\"%s\",\"policy_version\":%u,"
+		      "\"spec_sha256\":\"%s\",\"rules\":%u",
+		      s->spec.id, op, s->ver, hex, s->spec.nrules);
 	/* The history is kept for the statement only: without one, the log line is all. */
 	if (!d->cfg.log_session_evidence)
 		return;
@@ -119,8 +120,8 @@ static int evidence_write(struct tf_daemon *d, const char *id, const json_t *env
 	if (!txt)
 		return -ENOMEM;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (fd < 0 || write(fd, txt, strlen(txt)) != (ssize_t)strlen(txt) || write(fd, "\n", 1) != 1 ||
-	    fsync(fd))
+	if (fd < 0 || write(fd, txt, strlen(txt)) != (ssize_t)strlen(txt) ||
+	    write(fd, "\n", 1) != 1 || fsync(fd))
 		err = -errno ? -errno : -EIO;
 	if (fd >= 0)
 		close(fd);
@@ -155,19 +156,20 @@ int tf_evidence_end(struct tf_daemon *d, struct tf_sess *s, char *path, size_t l
 	if (counters && !tf_dp_counters(&d->dp, s->sid, cnt))
 		for (r = 0; r < TF_REASON_MAX; r++)
 			if (cnt[r])
-				json_object_set_new(counters, tf_reason_name(r), json_integer(cnt[r]));
+				json_object_set_new(counters, tf_reason_name(r),
+						    json_integer(cnt[r]));
 	now_rfc3339(tbuf, sizeof(tbuf));
 	snprintf(subject, sizeof(subject), "session/%s", s->spec.id);
 	stmt = json_pack("{s:s, s:[{s:s, s:{s:s}}], s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:s, "
 			 "s:o, s:I, s:I, s:O, s:I}}",
 			 "_type", "https://in-toto.io/Statement/v1", "subject", "name", subject,
 			 "digest", "sha256", hex, "predicateType", TF_EVIDENCE_PREDICATE,
-			 "predicate", "session", s->spec.id, "node", d->cfg.log_name, "ended_at", tbuf,
-			 "origin", s->ev->origin, "first_index", (json_int_t)s->ev->first,
-			 "last_index", (json_int_t)(last - 1), "checkpoint", note, "counters", counters,
-			 "events_lost", (json_int_t)cnt[TF_CNT_EVENTS_LOST], "events_suppressed",
-			 (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "policies", s->ev->policies,
-			 "policies_omitted", (json_int_t)s->ev->omitted);
+			 "predicate", "session", s->spec.id, "node", d->cfg.log_name, "ended_at",
+			 tbuf, "origin", s->ev->origin, "first_index", (json_int_t)s->ev->first,
+			 "last_index", (json_int_t)(last - 1), "checkpoint", note, "counters",
+			 counters, "events_lost", (json_int_t)cnt[TF_CNT_EVENTS_LOST],
+			 "events_suppressed", (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "policies",
+			 s->ev->policies, "policies_omitted", (json_int_t)s->ev->omitted);
 	env = stmt ? tf_attest_sign(d, stmt) : NULL;
 	if (env)
 		err = evidence_write(d, s->spec.id, env, path, len);
@@ -176,8 +178,10 @@ int tf_evidence_end(struct tf_daemon *d, struct tf_sess *s, char *path, size_t l
 			strerror(-err));
 		path[0] = 0;
 	} else {
-		tf_audit_note(d, "evidence", "\"session\":\"%s\",\"first_index\":%llu,"
-			      "\"last_index\":%llu", s->spec.id, (unsigned long long)s->ev->first,
+		tf_audit_note(d, "evidence",
+			      "\"session\":\"%s\",\"first_index\":%llu,"
+			      "\"last_index\":%llu",
+			      s->spec.id, (unsigned long long)s->ev->first,
 			      (unsigned long long)(last - 1));
 	}
 	json_decref(stmt);

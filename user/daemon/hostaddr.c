@@ -32,8 +32,8 @@
 #define NETLINK_GET_STRICT_CHK 12
 #endif
 
-#define NL_BUF 32768
-#define DUMP_TRIES 4		/* dumps interrupted by a change (NLM_F_DUMP_INTR) are redone */
+#define NL_BUF	   32768
+#define DUMP_TRIES 4 /* dumps interrupted by a change (NLM_F_DUMP_INTR) are redone */
 
 static __u32 route_table(const struct rtmsg *rt, size_t len)
 {
@@ -51,7 +51,7 @@ static void cidr_mask(struct tf_cidr *c)
 {
 	unsigned int i, bits = c->prefixlen;
 
-	for (i = 0; i < 16; i++, bits = bits > 8 ? bits - 8 : 0)
+	for (i = 0; i<16; i++, bits = bits> 8 ? bits - 8 : 0)
 		c->ip.addr[i] &= bits >= 8 ? 0xff : (__u8)(0xff << (8 - bits));
 }
 
@@ -66,7 +66,8 @@ static int route_prefix(const struct nlmsghdr *nh, struct tf_cidr *c)
 		return -EINVAL;
 	if (route_table(rt, len) != RT_TABLE_LOCAL)
 		return -ENOENT;
-	if (rt->rtm_type != RTN_LOCAL && rt->rtm_type != RTN_BROADCAST && rt->rtm_type != RTN_ANYCAST)
+	if (rt->rtm_type != RTN_LOCAL && rt->rtm_type != RTN_BROADCAST &&
+	    rt->rtm_type != RTN_ANYCAST)
 		return -ENOENT;
 	memset(c, 0, sizeof(*c));
 	if (rt->rtm_family == AF_INET && rt->rtm_dst_len <= 32)
@@ -208,7 +209,8 @@ static int host_refresh(struct tf_daemon *d)
 	if (err) {
 		if (!h->stale)
 			pr_warn("cannot read the host's addresses from netlink: %s; new sessions are "
-				"refused until a dump succeeds (retried every turn)\n", strerror(-err));
+				"refused until a dump succeeds (retried every turn)\n",
+				strerror(-err));
 		h->stale = 1;
 		return err;
 	}
@@ -224,7 +226,8 @@ static int host_refresh(struct tf_daemon *d)
 	}
 	if (err)
 		pr_warn("the hard floor misses %u host addresses: new sessions are refused until "
-			"they are written\n", d->dp.floor_failed + h->over);
+			"they are written\n",
+			d->dp.floor_failed + h->over);
 	else if (d->dp.floor_host != before || h->dumps == 1)
 		pr_info("hard floor: %u host address entries\n", d->dp.floor_host);
 	return err;
@@ -242,7 +245,8 @@ int tf_host_start(struct tf_daemon *d)
 
 	h->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (h->fd < 0) {
-		pr_warn("cannot open a netlink socket for the host's addresses: %s\n", strerror(errno));
+		pr_warn("cannot open a netlink socket for the host's addresses: %s\n",
+			strerror(errno));
 		return -errno;
 	}
 	/* A burst of changes (a device with many addresses going away) should fit; if not, ENOBUFS. */
@@ -270,7 +274,8 @@ static int host_changed(const char *buf, size_t len)
 		case RTM_DELROUTE:
 			rt = NLMSG_DATA(nh);
 			if (nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*rt)) &&
-			    route_table(rt, nh->nlmsg_len - NLMSG_LENGTH(sizeof(*rt))) == RT_TABLE_LOCAL)
+			    route_table(rt, nh->nlmsg_len - NLMSG_LENGTH(sizeof(*rt))) ==
+				    RT_TABLE_LOCAL)
 				return 1;
 			break;
 		default:

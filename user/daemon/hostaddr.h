@@ -13,12 +13,12 @@
 struct tf_daemon;
 
 struct tf_hostaddr {
-	int fd;				/* subscribed to route and address changes; -1 if closed */
-	struct tf_cidr *addrs;		/* the last dump */
+	int fd;		       /* subscribed to route and address changes; -1 if closed */
+	struct tf_cidr *addrs; /* the last dump */
 	unsigned int n;
-	unsigned int over;		/* local routes past the n the floor can hold, not kept */
-	unsigned long long dumps;	/* dumps done since start */
-	int stale;			/* the last dump failed: retried at every turn of the loop */
+	unsigned int over;	  /* local routes past the n the floor can hold, not kept */
+	unsigned long long dumps; /* dumps done since start */
+	int stale;		  /* the last dump failed: retried at every turn of the loop */
 };
 
 /*

@@ -40,7 +40,8 @@ static int lock_holder(int fd)
 	if (!f)
 		return 0;
 	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%lu", kind, &pid, &maj, &min, &ino) == 5 &&
+		if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%lu", kind, &pid, &maj, &min, &ino) ==
+			    5 &&
 		    !strcmp(kind, "FLOCK") && maj == major(st.st_dev) && min == minor(st.st_dev) &&
 		    ino == st.st_ino)
 			found = pid;
@@ -75,10 +76,12 @@ static int lock_one(const char *what, const char *path, int flags, int cleanup)
 	if (cleanup)
 		pr_warn("%s is in use by a running tapfenced (pid %d, lock `%s'): stop it first; "
 			"--cleanup --force removes its enforcement anyway, for a daemon that is "
-			"wedged\n", what, pid, path);
+			"wedged\n",
+			what, pid, path);
 	else
 		pr_warn("%s is in use by another tapfenced (pid %d, lock `%s'): one daemon per "
-			"state dir, pin dir and control socket\n", what, pid, path);
+			"state dir, pin dir and control socket\n",
+			what, pid, path);
 	return -EBUSY;
 }
 
@@ -96,7 +99,7 @@ int tf_lock_take(const struct tf_config *cfg, struct tf_lock *l, int cleanup)
 	snprintf(path, sizeof(path), "%s/" TF_LOCK_FILE, cfg->state_dir);
 	snprintf(what, sizeof(what), "state_dir `%s'", cfg->state_dir);
 	if (cleanup && stat(cfg->state_dir, &st))
-		fd = -ENOENT;	/* nothing to clean there, nobody to ask */
+		fd = -ENOENT; /* nothing to clean there, nobody to ask */
 	else
 		fd = lock_one(what, path, O_RDWR | O_CREAT, cleanup);
 	if (fd < 0 && fd != -ENOENT)
@@ -175,22 +178,22 @@ int tf_fd_budget(const struct tf_config *cfg)
 	/* Raising the hard limit needs CAP_SYS_RESOURCE, still held here (caps drop later). */
 	if (!setrlimit(RLIMIT_NOFILE, &want)) {
 		pr_info("file descriptor limit raised from %lu (hard %lu) to %lu (hard %lu) for "
-			"limits.max_sessions %u\n", (unsigned long)rl.rlim_cur,
-			(unsigned long)rl.rlim_max, need, (unsigned long)want.rlim_max,
-			cfg->max_sessions);
+			"limits.max_sessions %u\n",
+			(unsigned long)rl.rlim_cur, (unsigned long)rl.rlim_max, need,
+			(unsigned long)want.rlim_max, cfg->max_sessions);
 		return 0;
 	}
 	err = errno;
-	fit = rl.rlim_max > TF_FDS_BASE + cfg->max_clients
-		      ? (rl.rlim_max - TF_FDS_BASE - cfg->max_clients) / TF_FDS_PER_SESSION
-		      : 0;
+	fit = rl.rlim_max > TF_FDS_BASE + cfg->max_clients ?
+		      (rl.rlim_max - TF_FDS_BASE - cfg->max_clients) / TF_FDS_PER_SESSION :
+		      0;
 	if (fit)
 		snprintf(lower, sizeof(lower), ", or lower limits.max_sessions to %lu", fit);
 	pr_warn("limits.max_sessions %u needs %lu file descriptors (%u per session, %u for "
 		"limits.max_clients %u, %u for the daemon) but the limit is %lu (hard %lu) and "
 		"cannot be raised (%s): set LimitNOFILE=%lu in the unit or ulimit -n %lu%s\n",
 		cfg->max_sessions, need, TF_FDS_PER_SESSION, cfg->max_clients, cfg->max_clients,
-		TF_FDS_BASE, (unsigned long)rl.rlim_cur, (unsigned long)rl.rlim_max,
-		strerror(err), need, need, lower);
+		TF_FDS_BASE, (unsigned long)rl.rlim_cur, (unsigned long)rl.rlim_max, strerror(err),
+		need, need, lower);
 	return -EMFILE;
 }

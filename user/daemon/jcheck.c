@@ -31,7 +31,7 @@ const char *tf_jquote_str(const char *s, char *q)
 	size_t i, n = strlen(s), max = TF_JQUOTE_MAX - 4;
 	int cut = n > max;
 
-	if (cut)	/* back up to a UTF-8 character boundary */
+	if (cut) /* back up to a UTF-8 character boundary */
 		for (n = max; n && ((unsigned char)s[n] & 0xc0) == 0x80; n--)
 			;
 	for (i = 0; i < n; i++)
@@ -72,8 +72,8 @@ static const char *type_name(json_type t)
 	}
 }
 
-int tf_jcheck_keys(const json_t *obj, const char *where, const char *const *keys,
-		   char *err, size_t errlen)
+int tf_jcheck_keys(const json_t *obj, const char *where, const char *const *keys, char *err,
+		   size_t errlen)
 {
 	const char *const *k;
 	const char *key;
@@ -90,8 +90,8 @@ int tf_jcheck_keys(const json_t *obj, const char *where, const char *const *keys
 	return 0;
 }
 
-int tf_jget(const json_t *obj, const char *where, const char *key, json_type t,
-	       int required, json_t **out, char *err, size_t errlen)
+int tf_jget(const json_t *obj, const char *where, const char *key, json_type t, int required,
+	    json_t **out, char *err, size_t errlen)
 {
 	json_t *v = json_object_get(obj, key);
 	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
@@ -114,7 +114,7 @@ int tf_jget(const json_t *obj, const char *where, const char *key, json_type t,
 }
 
 int tf_jget_str(const json_t *obj, const char *where, const char *key, int required,
-		   const char **out, char *err, size_t errlen)
+		const char **out, char *err, size_t errlen)
 {
 	json_t *v;
 	int ret = tf_jget(obj, where, key, JSON_STRING, required, &v, err, errlen);

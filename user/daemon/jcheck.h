@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <jansson.h>
 
-#define TF_JQUOTE_MAX 72	/* a quoted value: 68 bytes, "..." if cut, NUL */
-#define TF_JPATH_MAX  128	/* a field path: "allow[12].ports[3]" */
+#define TF_JQUOTE_MAX 72  /* a quoted value: 68 bytes, "..." if cut, NUL */
+#define TF_JPATH_MAX  128 /* a field path: "allow[12].ports[3]" */
 
 /* The message fmt in err; -EINVAL. */
 int tf_jfail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -26,8 +26,8 @@ const char *tf_jquote(const json_t *v, char *q);
 /* The path of where's member key ("allow[2]" + "ports"), in path (TF_JPATH_MAX bytes). */
 const char *tf_jpath(char *path, const char *where, const char *key);
 /* Unknown fields are errors: a misspelt "proto" must not silently mean "any". */
-int tf_jcheck_keys(const json_t *obj, const char *where, const char *const *keys,
-		   char *err, size_t errlen) __attribute__((warn_unused_result));
+int tf_jcheck_keys(const json_t *obj, const char *where, const char *const *keys, char *err,
+		   size_t errlen) __attribute__((warn_unused_result));
 /*
  * obj[key] checked to be of type t; *out is NULL if the field is absent or
  * null, which is an error only if required. Strings must not hold a NUL.

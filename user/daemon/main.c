@@ -215,7 +215,8 @@ static void rm_dir_entries(const char *dir, int detach_links)
 static void xdp_detach_saved(const char *path)
 {
 	json_t *o = json_load_file(path, 0, NULL);
-	const char *ifname = json_string_value(json_object_get(json_object_get(o, "spec"), "ifname"));
+	const char *ifname =
+		json_string_value(json_object_get(json_object_get(o, "spec"), "ifname"));
 	unsigned int ifindex = ifname ? if_nametoindex(ifname) : 0;
 
 	if (ifindex)
@@ -253,9 +254,9 @@ static int cleanup_all(const struct tf_config *cfg)
 /* getpwnam()/getgrnam() leave errno 0 or one of these for a name that is not there (POSIX). */
 static const char *lookup_error(const char *missing)
 {
-	return (!errno || errno == ENOENT || errno == ESRCH || errno == EBADF || errno == EPERM)
-		       ? missing
-		       : strerror(errno);
+	return (!errno || errno == ENOENT || errno == ESRCH || errno == EBADF || errno == EPERM) ?
+		       missing :
+		       strerror(errno);
 }
 
 /*
@@ -368,15 +369,13 @@ static int run(struct tf_daemon *d)
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "cleanup", no_argument, NULL, 'C' },
-		{ "force", no_argument, NULL, 'F' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option longopts[] = { { "config", required_argument, NULL, 'c' },
+						  { "foreground", no_argument, NULL, 'f' },
+						  { "verbose", no_argument, NULL, 'v' },
+						  { "cleanup", no_argument, NULL, 'C' },
+						  { "force", no_argument, NULL, 'F' },
+						  { "help", no_argument, NULL, 'h' },
+						  {} };
 	static struct tf_daemon d;
 	const char *config = NULL;
 	char path[PATH_MAX + 16];

@@ -24,11 +24,11 @@
 #include <tapfence/perm.h>
 #include "policy.h"
 
-#define MAX_CLASSES 65535	/* tf_rule_val.cls is a __u16; 0 means none */
-#define STACK_MAX   129		/* strictly nested prefixes: lengths 0..128 */
+#define MAX_CLASSES 65535 /* tf_rule_val.cls is a __u16; 0 means none */
+#define STACK_MAX   129	  /* strictly nested prefixes: lengths 0..128 */
 
-#define NSETS 3	/* TCP ports, UDP ports, TLS ports (TCP ports with an SNI check) */
-#define TLS_PORT 443	/* a host rule's TLS port unless it says "tls" */
+#define NSETS	 3   /* TCP ports, UDP ports, TLS ports (TCP ports with an SNI check) */
+#define TLS_PORT 443 /* a host rule's TLS port unless it says "tls" */
 
 static const __u8 tf_pbit[NSETS] = { TF_PB_TCP, TF_PB_UDP, TF_PB_TLS };
 static const __u8 tf_ipproto[NSETS] = { IPPROTO_TCP, IPPROTO_UDP, TF_PORTS_TLS };
@@ -36,11 +36,11 @@ static const struct tf_port_range tls_default = { TLS_PORT, TLS_PORT };
 
 struct pset {
 	unsigned int n;
-	struct tf_port_range *r;	/* sorted, merged */
+	struct tf_port_range *r; /* sorted, merged */
 };
 
 struct pclass {
-	struct pset set[NSETS];		/* [0] TCP, [1] UDP, [2] TLS */
+	struct pset set[NSETS]; /* [0] TCP, [1] UDP, [2] TLS */
 	__u32 hash;
 };
 
@@ -52,12 +52,12 @@ struct perm {
 
 struct compiler {
 	const struct tf_rule *rules;
-	unsigned int *order;		/* rule indices sorted by prefix */
-	struct pclass *classes;		/* [0]: the empty class */
+	unsigned int *order;	/* rule indices sorted by prefix */
+	struct pclass *classes; /* [0]: the empty class */
 	unsigned int nclasses, cap_classes;
-	unsigned int *slots;		/* open-addressing table of class ids, 0 = free */
+	unsigned int *slots; /* open-addressing table of class ids, 0 = free */
 	unsigned int nslots;
-	struct tf_port_range *scratch[NSETS];	/* the permission being built */
+	struct tf_port_range *scratch[NSETS]; /* the permission being built */
 	unsigned int nscratch[NSETS], cap_scratch[NSETS];
 	unsigned int cap_chunks;
 };
@@ -132,8 +132,8 @@ static int scratch_equal(const struct compiler *cc, const struct pclass *c)
 
 	for (k = 0; k < NSETS; k++)
 		if (c->set[k].n != cc->nscratch[k] ||
-		    (c->set[k].n && memcmp(c->set[k].r, cc->scratch[k],
-					   c->set[k].n * sizeof(*c->set[k].r))))
+		    (c->set[k].n &&
+		     memcmp(c->set[k].r, cc->scratch[k], c->set[k].n * sizeof(*c->set[k].r))))
 			return 0;
 	return 1;
 }
@@ -250,7 +250,7 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 	for (k = 0; k < NSETS; k++) {
 		cc->nscratch[k] = 0;
 		if (out->all_ports & tf_pbit[k])
-			continue;	/* every port: no set, no chunks */
+			continue; /* every port: no set, no chunks */
 		ret = append(cc, k, pc->set[k].r, pc->set[k].n);
 		for (i = from, added = 0; !ret && i < to; i++) {
 			r = &cc->rules[cc->order[i]];
@@ -311,8 +311,7 @@ static struct tf_policy_chunk *new_chunk(struct compiler *cc, struct tf_policy *
 }
 
 /* The non-empty 256-port chunks of one set, in port order. */
-static int emit_chunks(struct compiler *cc, struct tf_policy *p, unsigned int cls,
-		       unsigned int k)
+static int emit_chunks(struct compiler *cc, struct tf_policy *p, unsigned int cls, unsigned int k)
 {
 	const struct pset *s = &cc->classes[cls].set[k];
 	struct tf_policy_chunk *c = NULL;
@@ -399,14 +398,16 @@ static int compile_names(struct compiler *cc, unsigned int nrules, struct tf_pol
 	qsort(refs, nrefs, sizeof(*refs), name_ref_cmp);
 	for (i = 0; i < nrefs; i++)
 		order[i] = refs[i].rule;
-	cc->order = order;	/* group_perm() reads rule indices from here */
+	cc->order = order; /* group_perm() reads rule indices from here */
 
 	for (i = 0; i < nrefs; i = j) {
 		for (w = i; w < nrefs && refs[w].len == refs[i].len &&
-			    !memcmp(refs[w].rev, refs[i].rev, refs[i].len) && !refs[w].wildcard; w++)
+			    !memcmp(refs[w].rev, refs[i].rev, refs[i].len) && !refs[w].wildcard;
+		     w++)
 			;
 		for (j = w; j < nrefs && refs[j].len == refs[i].len &&
-			    !memcmp(refs[j].rev, refs[i].rev, refs[i].len); j++)
+			    !memcmp(refs[j].rev, refs[i].rev, refs[i].len);
+		     j++)
 			;
 		while (depth && !(refs[stack[depth - 1].ref].len < refs[i].len &&
 				  !memcmp(refs[stack[depth - 1].ref].rev, refs[i].rev,
@@ -533,8 +534,8 @@ void tf_policy_free(struct tf_policy *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16],
-		     __u8 proto, __u16 port)
+int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16], __u8 proto,
+		     __u16 port)
 {
 	const struct tf_policy_entry *best = NULL, *e;
 	struct tf_ip ip = { .family = family };

@@ -18,17 +18,17 @@
 #include "spec.h"
 
 struct tf_policy_entry {
-	__u8 family;		/* TF_FAM_* */
-	__u8 prefixlen;		/* address bits, 0..32 / 0..128 */
+	__u8 family;	/* TF_FAM_* */
+	__u8 prefixlen; /* address bits, 0..32 / 0..128 */
 	__u8 addr[16];
 	struct tf_rule_val val;
 };
 
 struct tf_policy_chunk {
-	__u16 cls;		/* 1..nclasses */
-	__u8 proto;		/* IPPROTO_TCP / IPPROTO_UDP */
-	__u8 hi;		/* port >> 8 */
-	struct tf_port_bits bits;	/* bit (port & 0xff) set = allowed */
+	__u16 cls;		  /* 1..nclasses */
+	__u8 proto;		  /* IPPROTO_TCP / IPPROTO_UDP */
+	__u8 hi;		  /* port >> 8 */
+	struct tf_port_bits bits; /* bit (port & 0xff) set = allowed */
 };
 
 /*
@@ -37,7 +37,7 @@ struct tf_policy_chunk {
  * gets, @sub what names strictly below it get (wildcards, inherited).
  */
 struct tf_policy_name {
-	__u8 name[TF_DNS_NAME_MAX];	/* reversed form, zero padded */
+	__u8 name[TF_DNS_NAME_MAX]; /* reversed form, zero padded */
 	__u16 len;
 	struct tf_rule_val exact;
 	struct tf_rule_val sub;
@@ -45,10 +45,10 @@ struct tf_policy_name {
 
 struct tf_policy {
 	unsigned int nentries;
-	struct tf_policy_entry *entries;	/* CIDR rules */
+	struct tf_policy_entry *entries; /* CIDR rules */
 	unsigned int nnames;
-	struct tf_policy_name *names;		/* host rules, sorted by name */
-	unsigned int nchunks;		/* only non-empty chunks are listed */
+	struct tf_policy_name *names; /* host rules, sorted by name */
+	unsigned int nchunks;	      /* only non-empty chunks are listed */
 	struct tf_policy_chunk *chunks;
 	unsigned int nclasses;
 };
@@ -56,15 +56,15 @@ struct tf_policy {
 /* 0, -ENOMEM, or -E2BIG if more than 65535 port classes would be needed. */
 int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
 	__attribute__((warn_unused_result));
-void tf_policy_free(struct tf_policy *p);	/* NULL-safe */
+void tf_policy_free(struct tf_policy *p); /* NULL-safe */
 
 /*
  * Reference check used by tests: does the compiled policy allow (family,
  * addr, proto, port)? Walks entries for the longest match exactly as the
  * datapath does with its maps. proto is IPPROTO_TCP/UDP/ICMP/ICMPV6/other.
  */
-int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16],
-		     __u8 proto, __u16 port);
+int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16], __u8 proto,
+		     __u16 port);
 
 /*
  * Does permission v (an entry's, a name's) of p allow (family, proto,

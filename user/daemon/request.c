@@ -25,8 +25,8 @@ static const char *get_id(json_t *req, const char *field, char *err, size_t errl
 	const char *id = json_string_value(json_object_get(req, field));
 
 	if (!tf_id_valid(id)) {
-		snprintf(err, errlen, "%s: expected a session id (1-%d of A-Z a-z 0-9 _ . -)", field,
-			 TF_ID_MAX);
+		snprintf(err, errlen, "%s: expected a session id (1-%d of A-Z a-z 0-9 _ . -)",
+			 field, TF_ID_MAX);
 		return NULL;
 	}
 	return id;
@@ -35,8 +35,9 @@ static const char *get_id(json_t *req, const char *field, char *err, size_t errl
 static int parse_spec(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
 		      size_t errlen)
 {
-	return tf_spec_from_json(json_object_get(r->root, "spec"), lim, &r->spec, err, errlen)
-		       ? -EINVAL : 0;
+	return tf_spec_from_json(json_object_get(r->root, "spec"), lim, &r->spec, err, errlen) ?
+		       -EINVAL :
+		       0;
 }
 
 static int parse_id(struct tf_request *r, const struct tf_spec_limits *lim, char *err,

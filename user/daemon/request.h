@@ -46,6 +46,6 @@ struct tf_request {
 int tf_request_parse(const char *line, size_t len, const struct tf_spec_limits *lim,
 		     struct tf_request *out, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
-void tf_request_free(struct tf_request *r);	/* NULL-safe */
+void tf_request_free(struct tf_request *r); /* NULL-safe */
 
 #endif

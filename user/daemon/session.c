@@ -180,8 +180,8 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	ret = addr_conflict(d, spec, err, errlen);
 	if (ret)
 		goto cleanup;
-	s->sid = (want_sid && want_sid < TF_MAX_SESSIONS && !d->by_sid[want_sid]) ? want_sid
-										: free_sid(d);
+	s->sid = (want_sid && want_sid < TF_MAX_SESSIONS && !d->by_sid[want_sid]) ? want_sid :
+										    free_sid(d);
 	if (!s->sid) {
 		snprintf(err, errlen, "no free session slot");
 		ret = -ENOSPC;
@@ -203,7 +203,8 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	pin_name(spec->id, pin);
 	ret = tf_dp_attach(&d->dp, pin, s->ifindex, &s->at);
 	if (ret) {
-		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname, strerror(-ret));
+		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname,
+			 strerror(-ret));
 		goto cleanup;
 	}
 	ret = tf_dp_session_install(&d->dp, spec, &s->policy, s->sid, s->ver, s->ifindex, readopt);
@@ -234,8 +235,8 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	d->sessions = s;
 	d->by_sid[s->sid] = s;
 	d->nsessions++;
-	pr_info("session %s: %s (ifindex %u) slot %u policy %u, %u rules\n", spec->id,
-		spec->ifname, s->ifindex, s->sid, s->ver, spec->nrules);
+	pr_info("session %s: %s (ifindex %u) slot %u policy %u, %u rules\n", spec->id, spec->ifname,
+		s->ifindex, s->sid, s->ver, spec->nrules);
 	tf_evidence_policy(d, s, want_sid ? "restore" : "add");
 	return 0;
 

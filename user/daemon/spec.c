@@ -15,7 +15,6 @@
 #include "jcheck.h"
 #include "spec.h"
 
-
 #define TF_PB_ALL (TF_PB_TCP | TF_PB_UDP | TF_PB_ICMP | TF_PB_OTHER)
 
 static const struct {
@@ -79,8 +78,8 @@ static const char *not_host_addr(const struct tf_ip *ip)
 }
 
 /* An optional address of one family; ip->family stays 0 if absent. */
-static int parse_addr(const json_t *obj, const char *where, const char *key, __u8 family,
-		      int host, struct tf_ip *ip, char *err, size_t errlen)
+static int parse_addr(const json_t *obj, const char *where, const char *key, __u8 family, int host,
+		      struct tf_ip *ip, char *err, size_t errlen)
 {
 	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
 	const char *s, *why;
@@ -214,8 +213,8 @@ static int parse_resolver(const json_t *j, struct tf_spec *s, char *err, size_t 
 		return tf_jfail(err, errlen, "resolver: needs exactly one of ipv4 and ipv6");
 	v4 = a4 != NULL;
 	path = v4 ? "resolver.ipv4" : "resolver.ipv6";
-	ret = parse_addr(r, "resolver", v4 ? "ipv4" : "ipv6", v4 ? TF_FAM_IPV4 : TF_FAM_IPV6,
-			 0, &s->resolver, err, errlen);
+	ret = parse_addr(r, "resolver", v4 ? "ipv4" : "ipv6", v4 ? TF_FAM_IPV4 : TF_FAM_IPV6, 0,
+			 &s->resolver, err, errlen);
 	if (ret)
 		return ret;
 	if (!(v4 ? s->has_ip4 : s->has_ip6))
@@ -223,15 +222,17 @@ static int parse_resolver(const json_t *j, struct tf_spec *s, char *err, size_t 
 				tf_jquote_str(v4 ? a4 : a6, q), v4 ? 4 : 6);
 	tf_ip6_ll_from_mac(s->gw_mac, ll.addr);
 	if (v4 && !ip_equal(&s->resolver, &s->gw_ip4))
-		return tf_jfail(err, errlen,
-				"%s: `%s' is not the gateway's address %s (the resolver lives at the gateway)",
-				path, tf_jquote_str(a4, q), tf_fmt_ip(TF_FAM_IPV4, s->gw_ip4.addr, buf));
+		return tf_jfail(
+			err, errlen,
+			"%s: `%s' is not the gateway's address %s (the resolver lives at the gateway)",
+			path, tf_jquote_str(a4, q), tf_fmt_ip(TF_FAM_IPV4, s->gw_ip4.addr, buf));
 	if (!v4 && !ip_equal(&s->resolver, &s->gw_ip6) && !ip_equal(&s->resolver, &ll))
-		return tf_jfail(err, errlen,
-				"%s: `%s' is not the gateway's address %s or %s (the resolver lives at the gateway)",
-				path, tf_jquote_str(a6, q),
-				s->gw_ip6.family ? tf_fmt_ip(TF_FAM_IPV6, s->gw_ip6.addr, buf) : "(none)",
-				tf_fmt_ip(TF_FAM_IPV6, ll.addr, llbuf));
+		return tf_jfail(
+			err, errlen,
+			"%s: `%s' is not the gateway's address %s or %s (the resolver lives at the gateway)",
+			path, tf_jquote_str(a6, q),
+			s->gw_ip6.family ? tf_fmt_ip(TF_FAM_IPV6, s->gw_ip6.addr, buf) : "(none)",
+			tf_fmt_ip(TF_FAM_IPV6, ll.addr, llbuf));
 	ret = tf_jget(r, "resolver", "port", JSON_INTEGER, 0, &port, err, errlen);
 	if (ret || !port)
 		return ret;
@@ -280,8 +281,8 @@ static int parse_range(const char *s, long long *lo, long long *hi)
 	return *end ? -EINVAL : 0;
 }
 
-static int parse_ports(const json_t *ports, const char *where, struct tf_rule *r,
-		       char *err, size_t errlen)
+static int parse_ports(const json_t *ports, const char *where, struct tf_rule *r, char *err,
+		       size_t errlen)
 {
 	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
 	size_t i, n = json_array_size(ports);
@@ -303,17 +304,20 @@ static int parse_ports(const json_t *ports, const char *where, struct tf_rule *r
 						path, tf_jquote(v, q));
 		} else if (json_is_string(v)) {
 			if (parse_range(json_string_value(v), &lo, &hi))
-				return tf_jfail(err, errlen, "%s: invalid port range `%s' (want \"lo-hi\")",
+				return tf_jfail(err, errlen,
+						"%s: invalid port range `%s' (want \"lo-hi\")",
 						path, tf_jquote(v, q));
 			if (lo < 1 || lo > 65535 || hi < 1 || hi > 65535)
-				return tf_jfail(err, errlen, "%s: port range `%s' out of range 1-65535",
-						path, tf_jquote(v, q));
+				return tf_jfail(err, errlen,
+						"%s: port range `%s' out of range 1-65535", path,
+						tf_jquote(v, q));
 			if (lo > hi)
 				return tf_jfail(err, errlen, "%s: port range `%s' is reversed",
 						path, tf_jquote(v, q));
 		} else {
-			return tf_jfail(err, errlen, "%s: invalid port `%s' (want a number or \"lo-hi\")",
-					path, tf_jquote(v, q));
+			return tf_jfail(err, errlen,
+					"%s: invalid port `%s' (want a number or \"lo-hi\")", path,
+					tf_jquote(v, q));
 		}
 		r->ranges[i].lo = (__u16)lo;
 		r->ranges[i].hi = (__u16)hi;
@@ -329,8 +333,8 @@ static int host_label_ok(const char *l, size_t n)
 	if (n < 1 || n > 63 || l[0] == '-' || l[n - 1] == '-')
 		return 0;
 	for (i = 0; i < n; i++)
-		if (!islower((unsigned char)l[i]) && !isdigit((unsigned char)l[i]) &&
-		    l[i] != '-' && l[i] != '_')
+		if (!islower((unsigned char)l[i]) && !isdigit((unsigned char)l[i]) && l[i] != '-' &&
+		    l[i] != '_')
 			return 0;
 	return 1;
 }
@@ -366,9 +370,9 @@ int tf_host_parse(const char *s, char host[TF_HOST_MAX + 1], int *wildcard)
 	for (i = last; i < n; i++)
 		digits_only &= !!isdigit((unsigned char)buf[i]);
 	if (digits_only)
-		return -EINVAL;	/* an IP literal (or a numeric TLD): use a cidr rule */
+		return -EINVAL; /* an IP literal (or a numeric TLD): use a cidr rule */
 	if (*wildcard && labels < 2)
-		return -EINVAL;	/* "*.com" would open a whole top-level domain */
+		return -EINVAL; /* "*.com" would open a whole top-level domain */
 	memcpy(host, buf, n + 1);
 	return 0;
 }
@@ -394,15 +398,18 @@ static int host_from_json(const json_t *j, const char *where, struct tf_rule *ou
 	if (ret)
 		return ret;
 	if (tf_host_parse(host, out->host, &out->wildcard))
-		return tf_jfail(err, errlen, "%s: invalid host name `%s' (labels of a-z 0-9 - _, "
-				"at most %d characters, \"*.\" only in front of two or more labels, "
-				"no IP literals)", tf_jpath(path, where, "host"), tf_jquote_str(host, q), TF_HOST_MAX);
+		return tf_jfail(
+			err, errlen,
+			"%s: invalid host name `%s' (labels of a-z 0-9 - _, "
+			"at most %d characters, \"*.\" only in front of two or more labels, "
+			"no IP literals)",
+			tf_jpath(path, where, "host"), tf_jquote_str(host, q), TF_HOST_MAX);
 	out->kind = TF_RULE_HOST;
 	return 0;
 }
 
-int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
-		      char *err, size_t errlen)
+int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out, char *err,
+		      size_t errlen)
 {
 	static const char *const cidr_keys[] = { "cidr", "proto", "ports", "tls", NULL };
 	static const char *const host_keys[] = { "host", "proto", "ports", "tls", NULL };
@@ -417,7 +424,8 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 	if (!j)
 		return tf_jfail(err, errlen, "%s: missing", where);
 	if (!json_is_object(j))
-		return tf_jfail(err, errlen, "%s: expected an object, not `%s'", where, tf_jquote(j, q));
+		return tf_jfail(err, errlen, "%s: expected an object, not `%s'", where,
+				tf_jquote(j, q));
 	if (json_object_get(j, "host") && json_object_get(j, "cidr"))
 		return tf_jfail(err, errlen, "%s: a rule has either \"cidr\" or \"host\", not both",
 				where);
@@ -444,7 +452,8 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		if (!strcmp(proto, tf_protos[i].name))
 			break;
 	if (proto && i == sizeof(tf_protos) / sizeof(tf_protos[0])) {
-		ret = tf_jfail(err, errlen, "%s: unknown protocol `%s' (want tcp, udp, icmp or any)",
+		ret = tf_jfail(err, errlen,
+			       "%s: unknown protocol `%s' (want tcp, udp, icmp or any)",
 			       tf_jpath(path, where, "proto"), tf_jquote_str(proto, q));
 		goto cleanup;
 	}
@@ -458,7 +467,7 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
 		ret = parse_ports(ports, where, out, err, errlen);
 		if (ret)
 			goto cleanup;
-		out->protos &= TF_PB_TCP | TF_PB_UDP;	/* "any" with ports: TCP and UDP */
+		out->protos &= TF_PB_TCP | TF_PB_UDP; /* "any" with ports: TCP and UDP */
 	}
 	if (!out->kind)
 		out->kind = TF_RULE_CIDR;
@@ -571,8 +580,8 @@ static int parse_allow(const json_t *j, const struct tf_spec_limits *lim, struct
 	if (ret || !n)
 		return ret;
 	if (n > lim->max_rules)
-		return tf_jfail(err, errlen, "allow: %zu rules, more than the limit of %u",
-				n, lim->max_rules);
+		return tf_jfail(err, errlen, "allow: %zu rules, more than the limit of %u", n,
+				lim->max_rules);
 	s->rules = calloc(n, sizeof(*s->rules));
 	if (!s->rules)
 		return tf_jnomem(err, errlen);
@@ -586,12 +595,11 @@ static int parse_allow(const json_t *j, const struct tf_spec_limits *lim, struct
 	return check_duplicates(s, err, errlen);
 }
 
-int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
-		      struct tf_spec *out, char *err, size_t errlen)
+int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim, struct tf_spec *out,
+		      char *err, size_t errlen)
 {
-	static const char *const keys[] = {
-		"id", "ifname", "guest", "gateway", "resolver", "allow", NULL
-	};
+	static const char *const keys[] = { "id",	"ifname", "guest", "gateway",
+					    "resolver", "allow",  NULL };
 	struct tf_spec s = {};
 	const char *id, *ifname;
 	char q[TF_JQUOTE_MAX];
@@ -601,7 +609,8 @@ int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
 	if (!j)
 		return tf_jfail(err, errlen, "session spec: missing");
 	if (!json_is_object(j))
-		return tf_jfail(err, errlen, "session spec: expected an object, not `%s'", tf_jquote(j, q));
+		return tf_jfail(err, errlen, "session spec: expected an object, not `%s'",
+				tf_jquote(j, q));
 	ret = tf_jcheck_keys(j, "", keys, err, errlen);
 	if (!ret)
 		ret = tf_jget_str(j, "", "id", 1, &id, err, errlen);
@@ -610,12 +619,14 @@ int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
 	if (ret)
 		goto cleanup;
 	if (!tf_id_valid(id)) {
-		ret = tf_jfail(err, errlen, "id: invalid session id `%s' (want 1-%d of A-Z a-z 0-9 _ . -)",
+		ret = tf_jfail(err, errlen,
+			       "id: invalid session id `%s' (want 1-%d of A-Z a-z 0-9 _ . -)",
 			       tf_jquote_str(id, q), TF_ID_MAX);
 		goto cleanup;
 	}
 	if (!valid_ifname(ifname)) {
-		ret = tf_jfail(err, errlen, "ifname: invalid interface name `%s'", tf_jquote_str(ifname, q));
+		ret = tf_jfail(err, errlen, "ifname: invalid interface name `%s'",
+			       tf_jquote_str(ifname, q));
 		goto cleanup;
 	}
 	strcpy(s.id, id);
@@ -643,8 +654,8 @@ int tf_spec_parse(const char *buf, size_t len, const struct tf_spec_limits *lim,
 	memset(out, 0, sizeof(*out));
 	j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!j)
-		return tf_jfail(err, errlen, "invalid JSON at line %d column %d: %s",
-				jerr.line, jerr.column, jerr.text);
+		return tf_jfail(err, errlen, "invalid JSON at line %d column %d: %s", jerr.line,
+				jerr.column, jerr.text);
 	ret = tf_spec_from_json(j, lim, out, err, errlen);
 	json_decref(j);
 	return ret;
@@ -704,20 +715,20 @@ json_t *tf_rule_to_json(const struct tf_rule *r)
 		tls = json_boolean(r->tls == TF_TLS_ON);
 	if (r->kind == TF_RULE_HOST) {
 		snprintf(host, sizeof(host), "%s%s", r->wildcard ? "*." : "", r->host);
-		return json_pack("{s:s, s:s, s:o*, s:o*}", "host", host, "proto", proto,
-				 "ports", ports, "tls", tls);
+		return json_pack("{s:s, s:s, s:o*, s:o*}", "host", host, "proto", proto, "ports",
+				 ports, "tls", tls);
 	}
-	return json_pack("{s:s, s:s, s:o*, s:o*}", "cidr", tf_fmt_cidr(&r->cidr, buf),
-			 "proto", proto, "ports", ports, "tls", tls);
+	return json_pack("{s:s, s:s, s:o*, s:o*}", "cidr", tf_fmt_cidr(&r->cidr, buf), "proto",
+			 proto, "ports", ports, "tls", tls);
 }
 
 static json_t *end_to_json(const __u8 mac[6], const struct tf_ip *ip4, const struct tf_ip *ip6)
 {
 	char m[TF_ADDRSTRLEN], a4[TF_ADDRSTRLEN], a6[TF_ADDRSTRLEN];
 
-	return json_pack("{s:s, s:s?, s:s?}", "mac", tf_fmt_mac(mac, m),
-			 "ipv4", ip4->family ? tf_fmt_ip(ip4->family, ip4->addr, a4) : NULL,
-			 "ipv6", ip6->family ? tf_fmt_ip(ip6->family, ip6->addr, a6) : NULL);
+	return json_pack("{s:s, s:s?, s:s?}", "mac", tf_fmt_mac(mac, m), "ipv4",
+			 ip4->family ? tf_fmt_ip(ip4->family, ip4->addr, a4) : NULL, "ipv6",
+			 ip6->family ? tf_fmt_ip(ip6->family, ip6->addr, a6) : NULL);
 }
 
 json_t *tf_spec_to_json(const struct tf_spec *s)
@@ -738,8 +749,8 @@ json_t *tf_spec_to_json(const struct tf_spec *s)
 	if (s->resolver.family) {
 		resolver = json_pack("{s:s, s:i}",
 				     s->resolver.family == TF_FAM_IPV4 ? "ipv4" : "ipv6",
-				     tf_fmt_ip(s->resolver.family, s->resolver.addr, buf),
-				     "port", s->resolver_port);
+				     tf_fmt_ip(s->resolver.family, s->resolver.addr, buf), "port",
+				     s->resolver_port);
 		if (!resolver) {
 			json_decref(guest);
 			json_decref(gw);
@@ -776,8 +787,7 @@ int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
 
 	for (i = 0; i < s->nrules; i++) {
 		if (tf_rule_equal(&s->rules[i], r)) {
-			memmove(&s->rules[i], &s->rules[i + 1],
-				(s->nrules - i - 1) * sizeof(*r));
+			memmove(&s->rules[i], &s->rules[i + 1], (s->nrules - i - 1) * sizeof(*r));
 			s->nrules--;
 			return 0;
 		}

@@ -13,9 +13,9 @@
 #include <tapfence/abi.h>
 #include "../common/addr.h"
 
-#define TF_ID_MAX          63	/* [A-Za-z0-9_.-], 1..63 chars */
-#define TF_RULE_MAX_RANGES 64	/* port entries per rule */
-#define TF_ERR_MAX         256
+#define TF_ID_MAX	   63 /* [A-Za-z0-9_.-], 1..63 chars */
+#define TF_RULE_MAX_RANGES 64 /* port entries per rule */
+#define TF_ERR_MAX	   256
 
 struct tf_port_range {
 	__u16 lo;
@@ -26,12 +26,12 @@ enum tf_rule_kind { TF_RULE_CIDR = 1, TF_RULE_HOST = 2 };
 
 /* struct tf_rule.tls: the "tls" field (docs/tls.md). */
 enum tf_rule_tls {
-	TF_TLS_DEFAULT,		/* absent: host rules check SNI on port 443, CIDR rules nowhere */
-	TF_TLS_ON,		/* true: every TCP port of the rule */
-	TF_TLS_OFF,		/* false: none */
+	TF_TLS_DEFAULT, /* absent: host rules check SNI on port 443, CIDR rules nowhere */
+	TF_TLS_ON,	/* true: every TCP port of the rule */
+	TF_TLS_OFF,	/* false: none */
 };
 
-#define TF_HOST_MAX 247	/* reversed form (host + '.') fits TF_DNS_NAME_MAX */
+#define TF_HOST_MAX 247 /* reversed form (host + '.') fits TF_DNS_NAME_MAX */
 
 /**
  * struct tf_rule - one allowlist entry.
@@ -42,9 +42,9 @@ enum tf_rule_tls {
  */
 struct tf_rule {
 	enum tf_rule_kind kind;
-	struct tf_cidr cidr;		/* TF_RULE_CIDR */
-	char host[TF_HOST_MAX + 1];	/* TF_RULE_HOST: lower case, no trailing dot */
-	int wildcard;			/* host was "*.<host>": names strictly below it */
+	struct tf_cidr cidr;	    /* TF_RULE_CIDR */
+	char host[TF_HOST_MAX + 1]; /* TF_RULE_HOST: lower case, no trailing dot */
+	int wildcard;		    /* host was "*.<host>": names strictly below it */
 	__u8 protos;
 	__u8 tls;
 	unsigned int nranges;
@@ -56,11 +56,11 @@ struct tf_spec {
 	char ifname[IF_NAMESIZE];
 	__u8 guest_mac[6];
 	__u8 gw_mac[6];
-	int has_ip4, has_ip6;	/* guest addresses present */
+	int has_ip4, has_ip6; /* guest addresses present */
 	struct tf_ip guest_ip4, guest_ip6;
-	struct tf_ip gw_ip4, gw_ip6;	/* family 0 if absent */
-	struct tf_ip resolver;		/* family 0 if absent */
-	__u16 resolver_port;		/* host order, default 53 */
+	struct tf_ip gw_ip4, gw_ip6; /* family 0 if absent */
+	struct tf_ip resolver;	     /* family 0 if absent */
+	__u16 resolver_port;	     /* host order, default 53 */
 	unsigned int nrules;
 	struct tf_rule *rules;
 };
@@ -73,7 +73,7 @@ int tf_id_valid(const char *s);
 
 /* Limits that the operator config sets; passed in so parsing stays pure. */
 struct tf_spec_limits {
-	unsigned int max_rules;	/* per session */
+	unsigned int max_rules; /* per session */
 };
 
 /*
@@ -81,16 +81,15 @@ struct tf_spec_limits {
  * message naming the field and quoting the value, e.g.
  * "allow[2].cidr: invalid CIDR `10.0.0.0/33'". Unknown fields are errors.
  */
-int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim,
-		      struct tf_spec *out, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim, struct tf_spec *out,
+		      char *err, size_t errlen) __attribute__((warn_unused_result));
 /* Same, from a buffer holding JSON text (wraps json_loadb). */
 int tf_spec_parse(const char *buf, size_t len, const struct tf_spec_limits *lim,
 		  struct tf_spec *out, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 /* One rule object; where is the field prefix for messages ("allow[3]"). */
-int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out,
-		      char *err, size_t errlen) __attribute__((warn_unused_result));
+int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out, char *err,
+		      size_t errlen) __attribute__((warn_unused_result));
 
 /*
  * Validate and canonicalise a host rule's name: lower case, one trailing dot
@@ -120,6 +119,6 @@ int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
 /* Deep copy; 0 or -ENOMEM. */
 int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
 	__attribute__((warn_unused_result));
-void tf_spec_free(struct tf_spec *s);	/* frees rules, NULL-safe */
+void tf_spec_free(struct tf_spec *s); /* frees rules, NULL-safe */
 
 #endif
