@@ -5,17 +5,15 @@
 # there). A fresh attestation lists both as tapfence's and verifies; a program attached ahead of
 # the guard on tcx ingress makes it stale, and a new one fails verification naming the device.
 #
-#   ns ga (guest a) ─ veth | ─ ns host (tapfenced, attach_mode xdp)
+#   ns ga (guest a) ─ veth | ─ ns host (tapfenced, attach_mode xdp) ─ veth | ─ ns inet (one_guest)
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
 
-host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX
-ns_add "$host" "$ga"
-guest_link "$ga" ea 02:00:00:00:2a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:2a:01 10.10.1.1/24 fd00:a:1::1/64
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX inet=tf-inet-$TF_SFX
+one_guest "$host" "$ga" "$inet"
 bpffs_mount "$T/bpffs"
-session_spec "$T/a.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
-	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+one_guest_spec "$T/a.json"
 tfd_config "$T/tf.json" '"attach_mode":"xdp","log":{"name":"attest-xdp","checkpoint_s":1}'
 KEY=$T/state/log.key.pub
 averify() { check_says "$1" "$2" "$3" "$TF_BUILD/tapfence" attest verify --key "$KEY" --allow-no-battery "${@:4}"; }

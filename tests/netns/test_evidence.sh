@@ -9,17 +9,15 @@
 # log.session_evidence a session del writes a signed statement of its lines, counters and policy
 # history that `tapfence attest verify' checks, and an edited one is refused.
 #
-#   ns ga (guest a) ─ veth | ─ ns host (tapfenced)
+#   ns ga (guest a) ─ veth | ─ ns host (tapfenced) ─ veth | ─ ns inet (lib.sh's one_guest)
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
 
-host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX
-ns_add "$host" "$ga"
-guest_link "$ga" ea 02:00:00:00:2a:02 10.10.1.2/24 fd00:a:1::2/64 "$host" ha 02:00:00:00:2a:01 10.10.1.1/24 fd00:a:1::1/64
+host=tf-host-$TF_SFX ga=tf-ga-$TF_SFX inet=tf-inet-$TF_SFX
+one_guest "$host" "$ga" "$inet"
 bpffs_mount "$T/bpffs"
-session_spec "$T/a.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
-	'[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
+one_guest_spec "$T/a.json"
 "$PY" "$TF_NETNS_DIR/spec_widen.py" "$T/a.json" "$T/a2.json"
 user=tfe$TF_SFX
 useradd -M -N -r -s /usr/sbin/nologin "$user" || die "cannot create user $user"
@@ -130,7 +128,7 @@ averify "without --evidence it never passes for a node's attestation" 1 "verify 
 	--spec "$T/a2.json" --allow-no-battery "$evidence"
 averify "--evidence with --max-age is a usage error" 2 "usage" --evidence --max-age 60 --key "$ED" "$evidence"
 averify "--evidence --session of another session fails" 1 "not b" --evidence --session b --key "$ED" "$evidence"
-session_spec "$T/never.json" a ha 02:00:00:00:2a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:2a:01 10.10.1.1 fd00:a:1::1 \
+session_spec "$T/never.json" a ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 \
 	'[{"cidr":"0.0.0.0/0","proto":"tcp","ports":[22]}]'
 averify "... but not with a spec it never enforced" 1 "never enforced the spec's policy" --evidence --key "$ED" \
 	--spec "$T/never.json" "$evidence"
