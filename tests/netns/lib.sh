@@ -352,10 +352,10 @@ tapvmm() {
 one_guest() {
 	local hns=$1 ins=$3
 	TF_GUEST_NS=$2
-	ns_add "$hns" "$TF_GUEST_NS" "$ins" || return
-	ns_router "$hns" || return
-	guest_link "$TF_GUEST_NS" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 \
-		"$hns" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64 || return
+	setup ns_add "$hns" "$TF_GUEST_NS" "$ins"
+	setup ns_router "$hns"
+	setup guest_link "$TF_GUEST_NS" ga 02:00:00:00:1a:02 10.10.1.2/24 fd00:a:1::2/64 \
+		"$hns" ha 02:00:00:00:1a:01 10.10.1.1/24 fd00:a:1::1/64
 	inet_link "$hns" "$ins" 99 10.10.0.0/16 fd00:a::/32 198.51.100.0/24 203.0.113.0/24 -- \
 		198.51.100.10 203.0.113.10 || die "cannot build the fake internet"
 	L_INET=$T/inet.log
@@ -577,6 +577,7 @@ probe_tcp() {
 }
 
 grep_since() {
+	watched "$1" "grep_since \`$2'" || return 1	# a FAIL counted even under check_not
 	since "$1" | grep -qF -- "$2"
 }
 

@@ -1408,6 +1408,58 @@ static void test_datapath(void)
 	env_close(&e);
 }
 
+static const char spec_r1[] = SPEC_A_HEAD "'allow':["
+					  "{'host':'a.test','proto':'tcp','ports':[443]},"
+					  "{'host':'b.test','proto':'tcp'},"
+					  "{'host':'c.test','proto':'tcp','ports':[443]}]}";
+static const char spec_r2[] = SPEC_A_HEAD "'allow':["
+					  "{'host':'b.test','proto':'tcp'},"
+					  "{'host':'c.test','proto':'tcp','ports':[443]}]}";
+
+/*
+ * A rule change while an answer lands: policy 2 drops a.test's rule, so
+ * c.test's name entry moves from index 2 to 1 (old index 1 is b.test,
+ * all TCP ports). The query is rebased to generation 2 first; its answer
+ * then writes a learnt address of generation 2 with the new index; the
+ * rebase reaching that address (run again here, as the learnt table's
+ * pass would) must leave it alone, not rederive it from the old policy,
+ * which would give it b.test's permission.
+ */
+static void test_rebase_race(void)
+{
+	static struct env e;
+	struct tf_session v;
+	struct sess a, n = {};
+	struct msg m;
+
+	if (env_open(&e, "{}")) {
+		env_close(&e);
+		return;
+	}
+	CHECK_EQ("rebase race: session A, policy 1",
+		 session_add(&e, &a, spec_r1, SID_A, IFINDEX_LO), 0);
+	e.sid = SID_A;
+	query(&e, "rebase race: query c.test", 41000, 0x3000, "c.test", DNS_T_A, 1, NULL, NULL);
+	CHECK_EQ("rebase race: policy 2 parses", spec_parse(spec_r2, &e.cfg, &n.spec), 0);
+	CHECK_EQ("rebase race: policy 2 compiles",
+		 tf_policy_compile(n.spec.rules, n.spec.nrules, &n.pol), 0);
+	CHECK_EQ("rebase race: policy 2 written", tf_dp_policy_write(&e.dp, SID_A, 2, &n.pol), 0);
+	tf_dp_names_rebase(&e.dp, SID_A, 2, &a.pol, &n.pol);
+	m_answer(&m, 0x3000, 0, "c.test", DNS_T_A, 1);
+	m_a(&m, "@12", 60, "192.0.2.77");
+	answer(&e, "rebase race: the answer lands mid-rebase", 41000, &m, 1, NULL, NULL);
+	tf_dp_names_rebase(&e.dp, SID_A, 2, &a.pol, &n.pol);
+	tf_dp_session_value(&n.spec, SID_A, 2, &v);
+	CHECK_EQ("rebase race: switched to policy 2", tf_dp_session_set(&e.dp, IFINDEX_LO, &v), 0);
+	syn(&e, "rebase race: c.test's address keeps c.test's ports (22 denied)", "192.0.2.77", 22,
+	    0, NULL);
+	syn(&e, "rebase race: ... and 443 allowed", "192.0.2.77", 443, 1, NULL);
+	tf_spec_free(&n.spec);
+	tf_policy_free(&n.pol);
+	session_del(&e, &a);
+	env_close(&e);
+}
+
 int main(void)
 {
 	size_t i;
@@ -1421,5 +1473,6 @@ int main(void)
 	test_parse_queries();
 	test_parse_answers();
 	test_datapath();
+	test_rebase_race();
 	return CHECK_EXIT();
 }

@@ -197,6 +197,7 @@ static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct 
 	int fd = tf_dp_slot_map(dp, which, sid), more;
 	__u8 key[512], next[512], val[512];
 	struct tf_rule_val perm;
+	__u32 cur;
 	__u16 idx;
 	__u8 sub;
 
@@ -206,6 +207,15 @@ static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct 
 		memcpy(key, next, t->key_size);
 		more = !bpf_map_get_next_key(fd, key, next);
 		if (bpf_map_lookup_elem(fd, key, val))
+			continue;
+		/*
+		 * Already of generation ver, its name_idx is new's: an entry the
+		 * datapath wrote from a query this rebase moved before (an answer
+		 * landing mid-rebase). Rederiving it from old would give it
+		 * whatever old's entry at that index has under new.
+		 */
+		memcpy(&cur, val + g->ver, sizeof(cur));
+		if (new &&cur == ver)
 			continue;
 		memcpy(&idx, val + g->name_idx, sizeof(idx));
 		memcpy(&sub, val + g->sub, sizeof(sub));
