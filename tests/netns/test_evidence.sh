@@ -73,9 +73,9 @@ cp "$ED" "$T/ed0.pub"
 cp "$EC" "$T/ec0.pub"
 cp "$T/state/log.key" "$T/ed0.pem"
 chmod 0666 "$TF_SOCK"	# past the file mode, SO_PEERCRED and allowed_uids decide
-runuser -u "$user" -- "$TF_BUILD/tapfence" --socket "$TF_SOCK" log rotate-key >"$T/user.out" 2>&1 &&
-	fail "a non-root peer cannot rotate the keys" ||
-	check "a non-root peer cannot rotate the keys ($(head -c 120 "$T/user.out"))" grep -q "needs uid 0" "$T/user.out"
+check_not "a non-root peer cannot rotate the keys" \
+	sh -c "runuser -u '$user' -- '$TF_BUILD/tapfence' --socket '$TF_SOCK' log rotate-key >'$T/user.out' 2>&1"
+check "... refused for its uid ($(head -c 120 "$T/user.out"))" grep -q "needs uid 0" "$T/user.out"
 check "... though the socket serves it (session list)" runuser -u "$user" -- "$TF_BUILD/tapfence" --socket "$TF_SOCK" session list
 check "tapfence log rotate-key" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' log rotate-key >'$T/rot.out'"
 check "it prints the two new keys, which are the .pub files now" sh -c "test \"\$(cat '$ED' '$EC')\" = \"\$(cat '$T/rot.out')\""
@@ -142,5 +142,18 @@ tfc log export --session a --key "$T/ed0.pub" --out "$T/a.bundle" "$TF_EVENTS" 2
 lverify "the session's export bundle verifies with the first key (its endorsements carried)" 0 "of session a" \
 	--key "$T/ed0.pub" --bundle "$T/a.bundle"
 check "... and holds its policy lines" grep -q 'kind\\":\\"policy' "$T/a.bundle"
+
+note "a rotation cut short whose new key cannot take the old one's place"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+# The key the log handed on to, at .new; the key's path cannot be replaced (a directory in its way).
+mv "$T/state/log.key" "$T/state/log.key.new"
+mkdir "$T/state/log.key"
+: >"$T/state/log.key/x"
+check_not "the daemon does not start signing with the key the log retired" \
+	timeout 10 ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --foreground \
+	>"$T/refused.log" 2>&1
+check "... and says why" grep -q "not starting with a retired key" "$T/refused.log"
 
 tf_done

@@ -558,28 +558,36 @@ static int file_holds(const char *path, const char *pat)
  * into the log, the log hands on to it, so it becomes the key now; if not,
  * nothing names it and it goes.
  */
-static void finish_rotation(struct tf_daemon *d, const char *path, const char *name,
-			    enum tf_key_type type)
+static int finish_rotation(struct tf_daemon *d, const char *path, const char *name,
+			   enum tf_key_type type)
 {
 	char tmp[PATH_MAX], vkey[TF_VKEY_MAX], pat[TF_VKEY_MAX + 16], err[256];
 	struct tf_signer s;
 	int named;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp) || access(tmp, F_OK))
-		return;
+		return 0;
 	named = !tf_signer_open(tmp, name, type, &s, err, sizeof(err)) &&
 		tf_signer_vkey(&s, vkey, sizeof(vkey)) > 0 &&
 		snprintf(pat, sizeof(pat), "\"new\":\"%s\"", vkey) < (int)sizeof(pat) &&
 		file_holds(d->cfg.event_log, pat);
 	tf_signer_close(&s);
-	if (named && !rename(tmp, path)) {
+	if (named) {
+		/* The log retired the old key: signing with it again would break the chain. */
+		if (rename(tmp, path)) {
+			pr_warn("log key `%s': the log hands on to `%s', which cannot replace it: %s "
+				"(not starting with a retired key)\n",
+				path, tmp, strerror(errno));
+			return -errno;
+		}
 		sync_dir(path);
 		pr_warn("log key `%s': a rotation cut short is completed (the log names `%s')\n",
 			path, tmp);
-	} else if (!named && !unlink(tmp)) {
+	} else if (!unlink(tmp)) {
 		pr_warn("log key `%s': removed `%s', left by a rotation cut short before its key line\n",
 			path, tmp);
 	}
+	return 0;
 }
 
 /* The host name, as a signed-note name allows it (no space, no '+'). */
@@ -628,7 +636,9 @@ int tf_audit_open(struct tf_daemon *d)
 
 		if (!path[0])
 			continue;
-		finish_rotation(d, path, dir, key_type(i));
+		ret = finish_rotation(d, path, dir, key_type(i));
+		if (ret)
+			goto fail;
 		ret = tf_signer_open(path, dir, key_type(i), &a->key[i], err, sizeof(err));
 		if (ret) {
 			pr_warn("%s\n", err);
