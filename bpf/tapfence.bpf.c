@@ -112,7 +112,7 @@ static __always_inline enum judgement xdp_dns_query(struct xdp_md *ctx, struct j
 SEC("tc")
 int tc_from_guest(struct __sk_buff *skb)
 {
-	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
+	struct judge j = { .dev = skb_dev(skb), .vlan = skb->vlan_present };
 	enum judgement v;
 
 	tc_linearize(skb, tc_first_pull(skb));
@@ -137,7 +137,7 @@ int tc_from_guest(struct __sk_buff *skb)
 SEC("tc")
 int tc_to_guest(struct __sk_buff *skb)
 {
-	struct judge j = { .ifindex = skb->ifindex, .vlan = skb->vlan_present };
+	struct judge j = { .dev = skb_dev(skb), .vlan = skb->vlan_present };
 	enum judgement v;
 
 	tc_linearize(skb, tc_first_pull(skb));
@@ -167,7 +167,7 @@ int tc_to_guest(struct __sk_buff *skb)
 SEC("xdp")
 int xdp_from_guest(struct xdp_md *ctx)
 {
-	struct judge j = { .ifindex = ctx->ingress_ifindex };
+	struct judge j = { .dev = xdp_dev(ctx) };
 	enum judgement v;
 
 	v = judge_from_guest(&j, (void *)(long)ctx->data, (void *)(long)ctx->data_end);
@@ -200,7 +200,7 @@ int xdp_from_guest(struct xdp_md *ctx)
 SEC("tc")
 int tc_gso_guard(struct __sk_buff *skb)
 {
-	struct judge j = { .ifindex = skb->ifindex };
+	struct judge j = { .dev = skb_dev(skb) };
 	struct cursor c = {};
 	struct ethhdr *eth;
 	struct iphdr *iph;

@@ -35,7 +35,7 @@ _Static_assert(JUDGE_DENY == TF_VERDICT_DENY && JUDGE_ALLOW == TF_VERDICT_ALLOW,
 
 struct judge {
 	const struct tf_session *s;
-	__u32 ifindex;
+	struct tf_sess_key dev; /* the device judged on: tf_sessions' key */
 	__u32 sid;
 	__u32 ver;
 	__u16 reason;
@@ -48,6 +48,33 @@ struct judge {
 	__u8 trim; /* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
 	struct pkt p;
 };
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+/*
+ * The device a packet is judged on, as tf_sessions keys it: its ifindex and
+ * its network namespace's cookie (the same number SO_NETNS_COOKIE gives
+ * userspace). bpf_get_netns_cookie() will not do: at TC it names the
+ * namespace of the skb's socket or the init namespace, not the device's,
+ * and XDP may not call it.
+ */
+static __always_inline struct tf_sess_key skb_dev(struct __sk_buff *skb)
+{
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	struct tf_sess_key k = { .ifindex = skb->ifindex };
+
+	k.netns = kskb->dev->nd_net.net->net_cookie;
+	return k;
+}
+
+static __always_inline struct tf_sess_key xdp_dev(struct xdp_md *ctx)
+{
+	struct xdp_buff *xdp = bpf_cast_to_kern_ctx(ctx);
+	struct tf_sess_key k = { .ifindex = ctx->ingress_ifindex };
+
+	k.netns = xdp->rxq->dev->nd_net.net->net_cookie;
+	return k;
+}
 
 static __always_inline enum judgement deny(struct judge *j, __u16 reason)
 {

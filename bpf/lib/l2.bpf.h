@@ -21,7 +21,7 @@ static __always_inline struct ethhdr *judge_l2(struct judge *j, struct cursor *c
 	struct ethhdr *eth;
 
 	j->dir = dir;
-	s = bpf_map_lookup_elem(&tf_sessions, &j->ifindex);
+	s = bpf_map_lookup_elem(&tf_sessions, &j->dev);
 	if (!s) {
 		deny(j, TF_REASON_NO_SESSION);
 		return NULL;

@@ -12,7 +12,7 @@
 #include <tapfence/tls.h>
 
 /*
- * ifindex -> session. BPF_F_NO_PREALLOC: elements are freed after an RCU
+ * (namespace, ifindex) -> session. BPF_F_NO_PREALLOC: elements are freed after an RCU
  * grace period, so a program still holding the old value while the daemon
  * replaces it reads the old value whole; preallocated elements are
  * recycled at once and could be overwritten under the reader.
@@ -21,7 +21,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, TF_MAX_SESSIONS);
-	__type(key, __u32);
+	__type(key, struct tf_sess_key);
 	__type(value, struct tf_session);
 } tf_sessions SEC(".maps");
 

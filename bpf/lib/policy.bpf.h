@@ -247,7 +247,6 @@ struct judge_ref {
 	__u16 sflags;
 	__u8 keep;
 	__u8 pad;
-	__u32 ifindex; /* the device: policy_judge() finds the session's gateway by it */
 };
 
 /*
@@ -263,7 +262,9 @@ struct judge_ref {
  * re-judge paths, tc_from_guest verified in 103k instructions, with it
  * global in 77k (before re-judging existed: 87k), tc_to_guest in 96k, now
  * 82k. Its arguments are checked for NULL, as the verifier asks of a
- * global function's pointers.
+ * global function's pointers. sess is the session's value as the judge
+ * read it (a map value: a global function takes one whole, where a pointer
+ * inside r would reach it as a number).
  *
  * A flow may be allowed by a learnt address and by a CIDR rule. An
  * allowance without a TLS check wins; else a CIDR rule's TLS port asks
@@ -271,14 +272,13 @@ struct judge_ref {
  * that the address was learnt for (bind).
  */
 __noinline __u16 policy_judge(const struct judge_ref *r, const struct tf_flow_key *k,
-			      struct allowance *a)
+			      struct allowance *a, const struct tf_session *sess)
 {
 	struct tf_rule_val lperm = {}, rperm = {};
-	const struct tf_session *sess;
 	__u16 reason, learned;
 	__u32 lver = 0, sid, ver;
 
-	if (!r || !k || !a)
+	if (!r || !k || !a || !sess)
 		return TF_REASON_UNKNOWN;
 	sid = r->sid;
 	ver = r->ver;
@@ -286,14 +286,7 @@ __noinline __u16 policy_judge(const struct judge_ref *r, const struct tf_flow_ke
 		return TF_REASON_DNS_NOT_RESOLVER;
 	if (other_session(sid, k))
 		return TF_REASON_OTHER_SESSION;
-	/*
-	 * The session's value again, for its gateway (a pointer cannot be an
-	 * argument here, and a copy would pass the 512-byte stack of
-	 * tc_to_guest and this call): one lookup, for new and re-judged flows
-	 * only. Gone or another session's by now: denied.
-	 */
-	sess = bpf_map_lookup_elem(&tf_sessions, &r->ifindex);
-	if (!sess || sess->sid != sid)
+	if (sess->sid != sid)
 		return TF_REASON_NO_SESSION;
 	reason = floor_session_reason(sess, k->family, k->raddr);
 	if (reason)
@@ -331,10 +324,9 @@ static __always_inline __u16 judge_flow(const struct judge *j, const struct tf_f
 		.ver = j->ver,
 		.sflags = j->s->flags,
 		.keep = keep,
-		.ifindex = j->ifindex,
 	};
 
-	return policy_judge(&r, k, a);
+	return policy_judge(&r, k, a, j->s);
 }
 
 /* Insert or refresh the flow; a failed insert denies (fail closed). */

@@ -138,7 +138,8 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, enum j
 	}
 	e->ts_ns = bpf_ktime_get_ns();
 	e->sid = j->sid;
-	e->ifindex = j->ifindex;
+	e->ifindex = j->dev.ifindex;
+	e->netns = j->dev.netns;
 	e->policy_ver = j->ver;
 	e->reason = reason;
 	e->verdict = verdict; /* JUDGE_ALLOW or JUDGE_DENY: the TF_VERDICT_* numbers */

@@ -14,8 +14,11 @@
 
 #include "reason.h"
 
-/* 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation */
-#define TF_ABI_VERSION 3
+/*
+ * 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation;
+ * 4: sessions keyed by (network namespace, ifindex), events carry the namespace
+ */
+#define TF_ABI_VERSION 4
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS 4096
@@ -48,8 +51,25 @@
 #define TF_SF_HOSTS	0x0010 /* the session has host rules (learnt addresses count) */
 
 /**
+ * struct tf_sess_key - key of tf_sessions: the device a packet arrives on or
+ * leaves by, as the kernel names it. ifindexes repeat across network
+ * namespaces (every per-VM namespace may hold the same tap at the same
+ * index), so the namespace is part of the key.
+ * @netns:   the device's namespace's cookie (SO_NETNS_COOKIE; the BPF side
+ *           reads dev->nd_net.net->net_cookie)
+ * @ifindex: the device's index in that namespace
+ * Packed to 12 bytes: struct judge holds one, and tc_from_guest's stack is
+ * within bytes of the verifier's 512.
+ */
+struct tf_sess_key {
+	__u64 netns;
+	__u32 ifindex;
+} __attribute__((packed, aligned(4)));
+_Static_assert(sizeof(struct tf_sess_key) == 12, "tf_sess_key layout");
+
+/**
  * struct tf_session - per-session configuration, map tf_sessions
- * (HASH keyed by the __u32 ifindex the packet arrives on or leaves by).
+ * (HASH keyed by struct tf_sess_key).
  * Replaced whole by the daemon (hash updates swap the element under RCU,
  * so a program never sees half of an old and half of a new value).
  * @sid:          session slot, 1..TF_MAX_SESSIONS-1
@@ -455,7 +475,7 @@ _Static_assert(sizeof(struct tf_evseen_key) == 28, "tf_evseen_key layout");
  * struct tf_event - one boundary decision, through the tf_events ringbuf.
  * @ts_ns:     bpf_ktime_get_ns() (CLOCK_MONOTONIC); userspace makes it wall time
  * @sid:       session slot (0: no session)
- * @ifindex:   interface the packet was judged on
+ * @ifindex:   interface the packet was judged on, in namespace @netns
  * @policy_ver: policy generation that decided it
  * @reason:    enum tf_reason; @verdict: TF_VERDICT_*; @dir: TF_DIR_*
  * @family:    TF_FAM_* or 0 for non-IP (then @ethertype says what it was)
@@ -464,6 +484,7 @@ _Static_assert(sizeof(struct tf_evseen_key) == 28, "tf_evseen_key layout");
  * @smac:      frame's source MAC
  * @suppressed: events of this session the rate limit dropped on this CPU
  *             since the previous event that got through there
+ * @netns:     cookie of @ifindex's network namespace (struct tf_sess_key)
  */
 struct tf_event {
 	__u64 ts_ns;
@@ -485,7 +506,8 @@ struct tf_event {
 	__u8 name[TF_NAME_MAX];
 	__u32 suppressed;
 	__u8 pad[4];
+	__u64 netns;
 };
-_Static_assert(sizeof(struct tf_event) == 336, "tf_event layout");
+_Static_assert(sizeof(struct tf_event) == 344, "tf_event layout");
 
 #endif /* TAPFENCE_ABI_H */

@@ -17,8 +17,9 @@ get PATH
         JSON on stdin, printed (a string as it is, anything else as JSON); exit 1 if there is none.
 valid FILE
         FILE holds one JSON document.
-session-spec FILE ID IFNAME GUEST_MAC GUEST4 GUEST6 GW_MAC GW4 GW6 ALLOW_JSON
+session-spec [--netns PATH] FILE ID IFNAME GUEST_MAC GUEST4 GUEST6 GW_MAC GW4 GW6 ALLOW_JSON
         write a session spec to FILE; the resolver is the gateway's IPv4, port 53.
+        --netns: the device is in the namespace at PATH (the spec's "netns").
 """
 import json
 import sys
@@ -29,7 +30,7 @@ from tfnet import arg, run
 EVENT_KEYS = ("time", "ifname", "direction", "verdict", "reason", "policy_version", "suppressed", "lost")
 # The sealed log's own lines (docs/audit.md), beside the events.
 LOG_KINDS = ("epoch", "continue", "seal", "checkpoint", "retention", "key", "policy", "evidence",
-             "attestation")
+             "attestation", "session")
 
 
 def events(a):
@@ -129,6 +130,8 @@ def session_spec(a):
             "gateway": {"mac": a.gw_mac, "ipv4": a.gw4, "ipv6": a.gw6},
             "resolver": {"ipv4": a.gw4, "port": 53},
             "allow": json.loads(a.allow)}
+    if a.netns:
+        spec["netns"] = a.netns
     with open(a.file, "w") as f:
         json.dump(spec, f, indent=1)
 
@@ -141,8 +144,9 @@ COMMANDS = {
                       arg("args", nargs="...")]),
     "get": (get, [arg("path")]),
     "valid": (valid, [arg("file")]),
-    "session-spec": (session_spec, [arg(n) for n in ("file", "id", "ifname", "guest_mac", "guest4",
-                                                     "guest6", "gw_mac", "gw4", "gw6", "allow")]),
+    "session-spec": (session_spec, [arg("--netns")] +
+                     [arg(n) for n in ("file", "id", "ifname", "guest_mac", "guest4", "guest6",
+                                       "gw_mac", "gw4", "gw6", "allow")]),
 }
 
 if __name__ == "__main__":

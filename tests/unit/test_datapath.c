@@ -769,7 +769,7 @@ static int rule_del(struct env *e, struct sess *s, const char *text)
 	if (!ret)
 		ret = tf_policy_compile(next.rules, next.nrules, &pol);
 	if (!ret)
-		ret = tf_dp_policy_change(&e->dp, s->sid, s->ifindex, &cur, &nxt);
+		ret = tf_dp_policy_change(&e->dp, s->sid, &s->dev, &cur, &nxt);
 	if (ret) {
 		tf_policy_free(&pol);
 		tf_spec_free(&next);

@@ -61,6 +61,7 @@
 #include "common/log.h"
 #include "daemon/daemon.h"
 #include "daemon/datapath.h"
+#include "daemon/netns.h"
 #include "../../tests/unit/pkt.h"
 #include "../../tests/unit/netns.h" /* private_netns() */
 
@@ -286,7 +287,9 @@ static int bench_open(struct bench *b)
 	int err;
 
 	b->cfg.ringbuf_bytes = RINGBUF_SZ;
-	err = tf_dp_open(&b->dp, &b->cfg, 0);
+	err = tf_ns_init(0); /* sessions are keyed by this namespace's cookie */
+	if (!err)
+		err = tf_dp_open(&b->dp, &b->cfg, 0);
 	if (err) {
 		pr_warn("cannot load the datapath: %s\n", strerror(-err));
 		return err;
@@ -423,7 +426,9 @@ static int session_write(struct tf_dp *dp, unsigned int max_rules, unsigned int 
 	}
 	ret = tf_policy_compile(spec.rules, spec.nrules, &pol);
 	if (!ret)
-		ret = tf_dp_session_install(dp, &spec, &pol, sid, 1, ifindex, 0);
+		ret = tf_dp_session_install(
+			dp, &spec, &pol, sid, 1,
+			&(struct tf_sess_key){ .netns = tf_ns_self, .ifindex = ifindex }, 0);
 	if (ret)
 		pr_warn("session %u: cannot write it: %s\n", sid, strerror(-ret));
 	tf_policy_free(&pol);

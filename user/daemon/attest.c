@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/seal.h"
 #include "daemon.h"
+#include "netns.h"
 
 #define ATTEST_POLL_S 1
 /* uapi values newer than Debian 12's headers (as in datapath_attach.c). */
@@ -146,23 +147,22 @@ static __u32 prog_id(struct bpf_program *p)
  * whether ours runs first. Only our own programs can be named (another
  * program's id is all BPF_PROG_QUERY gives without CAP_SYS_ADMIN).
  */
-static json_t *chain(__u32 ifindex, __u32 type, struct bpf_program *ours, int *first)
+static json_t *chain(const struct tf_sess *s, __u32 type, struct bpf_program *ours, int *first)
 {
-	__u32 ids[64], our = prog_id(ours), i;
-	LIBBPF_OPTS(bpf_prog_query_opts, q, .prog_ids = ids, .prog_cnt = 64);
+	__u32 ids[64], our = prog_id(ours), i, n;
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
 	char tag[17];
 	json_t *arr = json_array();
 
 	*first = 0;
-	if (bpf_prog_query_opts((int)ifindex, type, &q))
+	if (tf_ns_query(s->spec.netns[0] ? s->spec.netns : NULL, &s->dev, type, ids, 64, &n))
 		return arr;
-	*first = q.prog_cnt > 0 && ids[0] == our;
+	*first = n > 0 && ids[0] == our;
 	if (our)
 		bpf_obj_get_info_by_fd(bpf_program__fd(ours), &info, &len);
 	tf_hex(info.tag, 8, tag);
-	for (i = 0; i < q.prog_cnt && i < 64; i++) {
+	for (i = 0; i < n; i++) {
 		if (ids[i] == our)
 			json_array_append_new(arr, json_pack("{s:I, s:b, s:s, s:s}", "id",
 							     (json_int_t)ids[i], "tapfence", 1,
@@ -180,15 +180,17 @@ static json_t *chain(__u32 ifindex, __u32 type, struct bpf_program *ours, int *f
  * chain (a program ahead of the guard could pass what XDP cannot see); in
  * TC mode any XDP program at all is ahead of tapfence.
  */
-static json_t *ingress(struct tf_daemon *d, __u32 ifindex, int xdp, int *first)
+static json_t *ingress(struct tf_daemon *d, const struct tf_sess *s, int xdp, int *first)
 {
-	__u32 id = 0,
+	__u32 id = 0, n = 0,
 	      our = xdp && d->dp.xdp_skel ? prog_id(d->dp.xdp_skel->progs.xdp_from_guest) : 0;
-	json_t *in = chain(ifindex, TCX_INGRESS,
+	json_t *in = chain(s, TCX_INGRESS,
 			   xdp ? d->dp.skel->progs.tc_gso_guard : d->dp.skel->progs.tc_from_guest,
 			   first);
 
-	bpf_xdp_query_id((int)ifindex, 0, &id);
+	/* Unknown counts as a program ahead of us. */
+	if (tf_ns_query(s->spec.netns[0] ? s->spec.netns : NULL, &s->dev, BPF_XDP, &id, 1, &n))
+		id = ~0U;
 	if (xdp || id) {
 		*first = *first && xdp && id && id == our;
 		json_array_insert_new(in, 0,
@@ -197,6 +199,15 @@ static json_t *ingress(struct tf_daemon *d, __u32 ifindex, int xdp, int *first)
 						xdp && id && id == our));
 	}
 	return in;
+}
+
+int tf_attest_first(struct tf_daemon *d, const struct tf_sess *s)
+{
+	int fin, fout, xdp = d->cfg.attach_mode == TF_ATTACH_XDP;
+
+	json_decref(ingress(d, s, xdp, &fin));
+	json_decref(chain(s, TCX_EGRESS, d->dp.skel->progs.tc_to_guest, &fout));
+	return fin && fout;
 }
 
 /*
@@ -229,9 +240,10 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 		EVP_DigestUpdate(ss, s->spec.id, strlen(s->spec.id) + 1);
 		EVP_DigestUpdate(ss, &s->sid, sizeof(s->sid));
 		EVP_DigestUpdate(ss, &s->ver, sizeof(s->ver));
-		EVP_DigestUpdate(ss, &s->ifindex, sizeof(s->ifindex));
-		in = ingress(d, s->ifindex, xdp, &fin);
-		out = chain(s->ifindex, TCX_EGRESS, d->dp.skel->progs.tc_to_guest, &fout);
+		EVP_DigestUpdate(ss, &s->dev, sizeof(s->dev));
+		EVP_DigestUpdate(ss, s->spec.netns, strlen(s->spec.netns) + 1);
+		in = ingress(d, s, xdp, &fin);
+		out = chain(s, TCX_EGRESS, d->dp.skel->progs.tc_to_guest, &fout);
 		sj = json_pack("{s:o, s:o}", "in", in, "out", out);
 		if (sj) {
 			char *txt = json_dumps(sj, JSON_COMPACT | JSON_SORT_KEYS);
@@ -249,7 +261,8 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 				sessions,
 				json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:O, s:b}", "id",
 					  s->spec.id, "ifname", s->spec.ifname, "ifindex",
-					  (json_int_t)s->ifindex, "netns", netns,
+					  (json_int_t)s->dev.ifindex, "netns",
+					  s->spec.netns[0] ? s->spec.netns : netns,
 					  "policy_generation", (json_int_t)s->ver, "spec_sha256",
 					  hex, "programs", sj, "tapfence_first", fin && fout));
 		}

@@ -32,10 +32,11 @@ static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost, __u64 
 
 static json_t *sess_summary(const struct tf_sess *s)
 {
-	return json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id, "ifname",
-			 s->spec.ifname, "ifindex", (json_int_t)s->ifindex, "slot",
-			 (json_int_t)s->sid, "policy_version", (json_int_t)s->ver, "rules",
-			 (json_int_t)s->spec.nrules, "attach", s->at.xdp ? "xdp" : "tcx");
+	return json_pack("{s:s, s:s, s:s*, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id, "ifname",
+			 s->spec.ifname, "netns", s->spec.netns[0] ? s->spec.netns : NULL,
+			 "ifindex", (json_int_t)s->dev.ifindex, "slot", (json_int_t)s->sid,
+			 "policy_version", (json_int_t)s->ver, "rules", (json_int_t)s->spec.nrules,
+			 "attach", s->at.xdp ? "xdp" : "tcx");
 }
 
 static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -50,12 +51,12 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct t
 			 "no new session until it is complete");
 		return NULL;
 	}
-	if (tf_sess_add(d, &r->spec, 0, err, errlen))
+	if (tf_sess_add(d, &r->spec, 0, 0, err, errlen))
 		return NULL;
 	d->policy_changes++;
 	s = tf_sess_find(d, r->spec.id);
 	return json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id, "ifindex",
-			 (json_int_t)s->ifindex, "slot", (json_int_t)s->sid, "policy_version",
+			 (json_int_t)s->dev.ifindex, "slot", (json_int_t)s->sid, "policy_version",
 			 (json_int_t)s->ver);
 }
 
@@ -161,6 +162,7 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 	json_object_set_new(o, "events_lost", json_integer(lost));
 	json_object_set_new(o, "events_suppressed", json_integer(suppressed));
 	json_object_set_new(o, "learned", learned_json(d, s));
+	json_object_set_new(o, "first", json_boolean(tf_attest_first(d, s)));
 	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
 }
 

@@ -16,7 +16,7 @@ struct tf_evidence;
 
 struct tf_sess {
 	struct tf_spec spec;
-	__u32 ifindex;
+	struct tf_sess_key dev; /* its device: namespace cookie and ifindex */
 	__u32 sid;
 	__u32 ver;		 /* policy generation in force */
 	struct tf_policy policy; /* what generation ver wrote */
@@ -37,6 +37,8 @@ struct tf_daemon {
 	struct tf_sess *by_sid[TF_MAX_SESSIONS];
 	__u8 stale_sid[TF_MAX_SESSIONS]; /* pinned, enforcing, not restored: never reused */
 	time_t started;
+	time_t sess_ticked; /* the second tf_sess_tick() last looked */
+	__u32 gone_sid;	    /* restore_gone()'s slot, for its tf_sessions walk */
 	int foreground;
 	/* control socket */
 	int listen_fd;
@@ -60,13 +62,19 @@ struct tf_daemon {
 };
 
 /* Sessions (session.c). Errors are written to err naming the field. */
-int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, char *err,
-		size_t errlen) __attribute__((warn_unused_result));
+/*
+ * want_sid, want_netns (restore): the slot and namespace cookie a saved
+ * session had; 0 for a new session.
+ */
+int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, __u64 want_netns,
+		char *err, size_t errlen);
 int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add, char *err,
 		 size_t errlen) __attribute__((warn_unused_result));
 struct tf_sess *tf_sess_find(struct tf_daemon *d, const char *id);
+/* End sessions whose namespace is gone (main loop, at most once a second). */
+void tf_sess_tick(struct tf_daemon *d);
 /* Re-adopt the sessions saved in state_dir (daemon start). */
 int tf_sess_restore(struct tf_daemon *d);
 /* After restore: reserve stale slots, sweep every other slot's leftovers. */
@@ -168,6 +176,8 @@ int tf_attest_init(struct tf_daemon *d, const char *config_path)
 	__attribute__((warn_unused_result));
 void tf_attest_restore(struct tf_daemon *d);
 void tf_attest_tick(struct tf_daemon *d);
+/* 1 if tapfence's programs head s's device's ingress and egress chains now. */
+int tf_attest_first(struct tf_daemon *d, const struct tf_sess *s);
 json_t *tf_attest_make(struct tf_daemon *d, const char *only, char *err, size_t errlen);
 /* stmt in a DSSE envelope, signed by every node key; NULL if it cannot be. */
 json_t *tf_attest_sign(struct tf_daemon *d, const json_t *stmt);

@@ -115,20 +115,22 @@ struct tf_dp_gen {
 };
 
 /*
- * Switch device ifindex (slot sid) from generation from to generation to,
+ * Switch device dev (slot sid) from generation from to generation to,
  * both written: learnt addresses and outstanding queries move to to, then
  * the device's tf_sessions entry changes in one update. On failure they
  * move back and from stays in force. Neither generation is erased.
  */
-int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
-			const struct tf_dp_gen *to) __attribute__((warn_unused_result));
+int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
+			const struct tf_dp_gen *from, const struct tf_dp_gen *to)
+	__attribute__((warn_unused_result));
 /*
  * A policy change (rule add/del): write generation to beside from, switch
  * to it; on failure to is erased and from stays in force. The caller
  * erases from (tf_dp_policy_erase()) once the change is kept.
  */
-int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
-			const struct tf_dp_gen *to) __attribute__((warn_unused_result));
+int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
+			const struct tf_dp_gen *from, const struct tf_dp_gen *to)
+	__attribute__((warn_unused_result));
 /* Call fn for every learnt address of sid; stops at and returns fn's first non-zero. */
 int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
@@ -142,35 +144,42 @@ int tf_dp_learned(struct tf_dp *dp, __u32 sid,
  * the caller decides (tf_dp_session_remove(), or keeping pinned state).
  */
 int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
-			  __u32 sid, __u32 ver, __u32 ifindex, int keep)
+			  __u32 sid, __u32 ver, const struct tf_sess_key *dev, int keep)
 	__attribute__((warn_unused_result));
 /* The reverse: the device entry first (the device then denies), then the rest. */
 void tf_dp_session_remove(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
-			  __u32 sid, __u32 ver, __u32 ifindex);
+			  __u32 sid, __u32 ver, const struct tf_sess_key *dev);
 
 /* Switch the device to value v (the atomic step of add and of a policy change). */
-int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
+int tf_dp_session_set(struct tf_dp *dp, const struct tf_sess_key *dev, const struct tf_session *v)
 	__attribute__((warn_unused_result));
-int tf_dp_session_get(struct tf_dp *dp, __u32 ifindex, struct tf_session *v);
-void tf_dp_session_unset(struct tf_dp *dp, __u32 ifindex);
+int tf_dp_session_get(struct tf_dp *dp, const struct tf_sess_key *dev, struct tf_session *v);
+void tf_dp_session_unset(struct tf_dp *dp, const struct tf_sess_key *dev);
 
 int tf_dp_addrs_set(struct tf_dp *dp, const struct tf_spec *spec, __u32 sid)
 	__attribute__((warn_unused_result));
 void tf_dp_addrs_unset(struct tf_dp *dp, const struct tf_spec *spec);
 
 /*
- * Attach to ifindex. Links are pinned as <pin_dir>/links/<name>-{in,out}
+ * Attach to dev, in the namespace at path netns (NULL: the daemon's own;
+ * netns.h). Links are pinned as <pin_dir>/links/<name>-{in,out}
  * when the dp is pinned; an existing pinned link is updated in place
  * (bpf_link_update), never detached and re-attached.
  */
-int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
+int tf_dp_attach(struct tf_dp *dp, const char *name, const char *netns,
+		 const struct tf_sess_key *dev, struct tf_attach *at)
 	__attribute__((warn_unused_result));
-void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at);
+void tf_dp_detach(struct tf_dp *dp, const char *name, const struct tf_sess_key *dev,
+		  struct tf_attach *at);
+/* The device a tcx link is on (0 once the device is gone). */
+__u32 tf_dp_link_ifindex(int fd);
 /* Close an attachment's fds without detaching (its pins keep it). */
 void tf_dp_attach_close(struct tf_attach *at);
-/* Call fn(ifindex, value) for every device with a tf_sessions entry. */
+/* Call fn(device, value) for every device with a tf_sessions entry. */
 int tf_dp_sessions_each(struct tf_dp *dp,
-			int (*fn)(__u32 ifindex, const struct tf_session *v, void *ctx), void *ctx);
+			int (*fn)(const struct tf_sess_key *dev, const struct tf_session *v,
+				  void *ctx),
+			void *ctx);
 /* Delete every entry, in every per-slot map, of a slot keep() says no to. */
 void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), void *ctx);
 /* Remove our XDP program from a device (XDP attachments are not pinned links). */

@@ -7,7 +7,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -16,33 +15,14 @@
 
 #include "common/log.h"
 #include "datapath_int.h"
+#include "netns.h"
 
 /* uapi values newer than Debian 12's headers (include/uapi/linux/bpf.h, 6.6). */
 #define TF_BPF_TCX_INGRESS 46
 #define TF_BPF_TCX_EGRESS  47
-#define TF_BPF_F_BEFORE	   (1U << 3)
-
-/*
- * tcx link at the head of the device's chain (BPF_F_BEFORE, no anchor), so
- * no earlier program can pass a packet past us. Raw syscall: Debian 12's
- * libbpf 1.1 predates bpf_program__attach_tcx().
- */
-static int tcx_link_create(int prog_fd, __u32 ifindex, __u32 attach_type)
-{
-	union bpf_attr attr;
-	int fd;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.link_create.prog_fd = prog_fd;
-	attr.link_create.target_ifindex = ifindex;
-	attr.link_create.attach_type = attach_type;
-	attr.link_create.flags = TF_BPF_F_BEFORE;
-	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-	return fd < 0 ? -errno : fd;
-}
 
 /* The device a tcx link is on (0 once the device is gone); info.tcx shares xdp's offset. */
-static __u32 link_ifindex(int fd)
+__u32 tf_dp_link_ifindex(int fd)
 {
 	struct bpf_link_info info;
 	__u32 len = sizeof(info);
@@ -61,10 +41,16 @@ static void link_path(const struct tf_dp *dp, const char *name, const char *dir,
 
 /*
  * The link fd or a negative errno. *adopted: the link was pinned already
- * and updated in place (not ours to detach on failure).
+ * and updated in place (not ours to detach on failure). The link goes at
+ * the head of the device's chain (BPF_F_BEFORE, no anchor; netns.c), so
+ * no earlier program can pass a packet past us. A pinned link is adopted
+ * only on the same ifindex; sessions in another namespace are restored
+ * only in the namespace they were made in (their saved cookie), so the
+ * ifindex names the same device.
  */
 static int link_attach(struct tf_dp *dp, const char *name, const char *dir, int prog_fd,
-		       __u32 ifindex, __u32 attach_type, int *adopted)
+		       const char *netns, const struct tf_sess_key *dev, __u32 attach_type,
+		       int *adopted)
 {
 	char path[PATH_MAX];
 	int fd, err;
@@ -73,7 +59,7 @@ static int link_attach(struct tf_dp *dp, const char *name, const char *dir, int 
 	link_path(dp, name, dir, path, sizeof(path));
 	if (dp->pinned) {
 		fd = bpf_obj_get(path);
-		if (fd >= 0 && link_ifindex(fd) == ifindex) {
+		if (fd >= 0 && tf_dp_link_ifindex(fd) == dev->ifindex) {
 			/* Same device, maybe a new program: swap in place, no window. */
 			err = bpf_link_update(fd, prog_fd, NULL);
 			*adopted = !err;
@@ -88,7 +74,7 @@ static int link_attach(struct tf_dp *dp, const char *name, const char *dir, int 
 			unlink(path); /* a link of a device that is gone */
 		}
 	}
-	fd = tcx_link_create(prog_fd, ifindex, attach_type);
+	fd = tf_ns_tcx_link(netns, dev, prog_fd, attach_type);
 	if (fd < 0)
 		return fd;
 	if (dp->pinned) {
@@ -288,13 +274,15 @@ static void attach_undo(struct tf_dp *dp, const char *name, const char *dir, int
  * TC can. The guard goes on after XDP, so that a device switched from TC
  * mode has its pinned tc_from_guest link replaced only once XDP judges.
  */
-int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
+int tf_dp_attach(struct tf_dp *dp, const char *name, const char *netns,
+		 const struct tf_sess_key *dev, struct tf_attach *at)
 {
+	__u32 ifindex = dev->ifindex;
 	int err, adopted, in_adopted, xdp_adopted = 0, xdp = dp->cfg->attach_mode == TF_ATTACH_XDP;
 
 	at->link_in = at->link_out = -1;
 	at->xdp = 0;
-	err = link_attach(dp, name, "out", bpf_program__fd(dp->skel->progs.tc_to_guest), ifindex,
+	err = link_attach(dp, name, "out", bpf_program__fd(dp->skel->progs.tc_to_guest), netns, dev,
 			  TF_BPF_TCX_EGRESS, &adopted);
 	if (err < 0)
 		return err;
@@ -311,7 +299,7 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_at
 	err = link_attach(dp, name, "in",
 			  bpf_program__fd(xdp ? dp->skel->progs.tc_gso_guard :
 						dp->skel->progs.tc_from_guest),
-			  ifindex, TF_BPF_TCX_INGRESS, &in_adopted);
+			  netns, dev, TF_BPF_TCX_INGRESS, &in_adopted);
 	if (err < 0) {
 		pr_warn("cannot attach tcx ingress to ifindex %u: %s\n", ifindex, strerror(-err));
 		if (at->xdp && !xdp_adopted)
@@ -324,10 +312,11 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_at
 	return 0;
 }
 
-void tf_dp_detach(struct tf_dp *dp, const char *name, __u32 ifindex, struct tf_attach *at)
+void tf_dp_detach(struct tf_dp *dp, const char *name, const struct tf_sess_key *dev,
+		  struct tf_attach *at)
 {
 	if (at->xdp)
-		tf_dp_xdp_detach(ifindex);
+		tf_dp_xdp_detach(dev->ifindex);
 	at->xdp = 0;
 	link_detach(dp, name, "in", &at->link_in);
 	link_detach(dp, name, "out", &at->link_out);

@@ -248,8 +248,8 @@ void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 			rebase_table(dp, m, tf_slot_descs[m].gen, sid, ver, old, new);
 }
 
-int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
-			const struct tf_dp_gen *to)
+int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
+			const struct tf_dp_gen *from, const struct tf_dp_gen *to)
 {
 	struct tf_session v;
 	int err;
@@ -264,19 +264,19 @@ int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct
 	 */
 	tf_dp_names_rebase(dp, sid, to->ver, from->policy, to->policy);
 	tf_dp_session_value(to->spec, sid, to->ver, &v);
-	err = tf_dp_session_set(dp, ifindex, &v);
+	err = tf_dp_session_set(dp, dev, &v);
 	if (err)
 		tf_dp_names_rebase(dp, sid, from->ver, to->policy, from->policy);
 	return err;
 }
 
-int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, __u32 ifindex, const struct tf_dp_gen *from,
-			const struct tf_dp_gen *to)
+int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
+			const struct tf_dp_gen *from, const struct tf_dp_gen *to)
 {
 	int err = tf_dp_policy_write(dp, sid, to->ver, to->policy);
 
 	if (!err)
-		err = tf_dp_policy_switch(dp, sid, ifindex, from, to);
+		err = tf_dp_policy_switch(dp, sid, dev, from, to);
 	if (err)
 		tf_dp_policy_erase(dp, sid, to->ver, to->policy); /* from is still in force */
 	return err;
@@ -302,27 +302,27 @@ int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 	return err;
 }
 
-int tf_dp_session_set(struct tf_dp *dp, __u32 ifindex, const struct tf_session *v)
+int tf_dp_session_set(struct tf_dp *dp, const struct tf_sess_key *dev, const struct tf_session *v)
 {
 	int fd = bpf_map__fd(dp->skel->maps.tf_sessions);
 
-	return bpf_map_update_elem(fd, &ifindex, v, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(fd, dev, v, BPF_ANY) ? -errno : 0;
 }
 
-int tf_dp_session_get(struct tf_dp *dp, __u32 ifindex, struct tf_session *v)
+int tf_dp_session_get(struct tf_dp *dp, const struct tf_sess_key *dev, struct tf_session *v)
 {
 	int fd = bpf_map__fd(dp->skel->maps.tf_sessions);
 
-	return bpf_map_lookup_elem(fd, &ifindex, v) ? -errno : 0;
+	return bpf_map_lookup_elem(fd, dev, v) ? -errno : 0;
 }
 
-void tf_dp_session_unset(struct tf_dp *dp, __u32 ifindex)
+void tf_dp_session_unset(struct tf_dp *dp, const struct tf_sess_key *dev)
 {
-	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.tf_sessions), &ifindex);
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.tf_sessions), dev);
 }
 
 int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
-			  __u32 sid, __u32 ver, __u32 ifindex, int keep)
+			  __u32 sid, __u32 ver, const struct tf_sess_key *dev, int keep)
 {
 	struct tf_session v;
 	int err;
@@ -342,15 +342,15 @@ int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const st
 		tf_dp_names_rebase(dp, sid, ver, p, p);
 	if (!err) {
 		tf_dp_session_value(spec, sid, ver, &v);
-		err = tf_dp_session_set(dp, ifindex, &v);
+		err = tf_dp_session_set(dp, dev, &v);
 	}
 	return err;
 }
 
 void tf_dp_session_remove(struct tf_dp *dp, const struct tf_spec *spec, const struct tf_policy *p,
-			  __u32 sid, __u32 ver, __u32 ifindex)
+			  __u32 sid, __u32 ver, const struct tf_sess_key *dev)
 {
-	tf_dp_session_unset(dp, ifindex);
+	tf_dp_session_unset(dp, dev);
 	tf_dp_addrs_unset(dp, spec);
 	tf_dp_policy_erase(dp, sid, ver, p);
 	tf_dp_slot_release(dp, sid); /* its flows, queries and learnt addresses go with it */
@@ -397,10 +397,12 @@ void tf_dp_addrs_unset(struct tf_dp *dp, const struct tf_spec *spec)
 }
 
 int tf_dp_sessions_each(struct tf_dp *dp,
-			int (*fn)(__u32 ifindex, const struct tf_session *v, void *ctx), void *ctx)
+			int (*fn)(const struct tf_sess_key *dev, const struct tf_session *v,
+				  void *ctx),
+			void *ctx)
 {
 	int fd = bpf_map__fd(dp->skel->maps.tf_sessions), more, err;
-	__u32 k, next;
+	struct tf_sess_key k, next;
 	struct tf_session v;
 
 	for (more = !bpf_map_get_next_key(fd, NULL, &next); more;) {
@@ -408,7 +410,7 @@ int tf_dp_sessions_each(struct tf_dp *dp,
 		more = !bpf_map_get_next_key(fd, &k, &next);
 		if (bpf_map_lookup_elem(fd, &k, &v))
 			continue;
-		err = fn(k, &v, ctx);
+		err = fn(&k, &v, ctx);
 		if (err)
 			return err;
 	}

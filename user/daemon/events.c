@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/reason.h"
 #include "daemon.h"
+#include "netns.h"
 
 static __s64 mono_to_real_offset(void)
 {
@@ -206,10 +207,14 @@ static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lo
 	char ifname[IF_NAMESIZE] = "";
 	const char *ifn = ifname;
 
-	/* The session knows its device; ask the kernel only for a device without one. */
-	if (s && s->ifindex == e->ifindex)
+	/*
+	 * The session knows its device; ask the kernel only for a device
+	 * without one in the daemon's own namespace (another namespace's
+	 * index means nothing here).
+	 */
+	if (s && s->dev.ifindex == e->ifindex && s->dev.netns == e->netns)
 		ifn = s->spec.ifname;
-	else if (!if_indextoname(e->ifindex, ifname))
+	else if (e->netns != tf_ns_self || !if_indextoname(e->ifindex, ifname))
 		snprintf(ifname, sizeof(ifname), "%u", e->ifindex);
 	put_lit(&l, "{");
 	put_time(d, &l, e->ts_ns + d->mono_off);
@@ -222,6 +227,16 @@ static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lo
 	put_str(&l, ifn, strlen(ifn));
 	put_lit(&l, ",\"ifindex\":");
 	put_u64(&l, e->ifindex);
+	if (e->netns != tf_ns_self) {
+		put_lit(&l, ",\"netns\":");
+		if (s && s->dev.netns == e->netns) {
+			put_str(&l, s->spec.netns, strlen(s->spec.netns));
+		} else {
+			put_lit(&l, "\"cookie:");
+			put_u64(&l, e->netns);
+			put_lit(&l, "\"");
+		}
+	}
 	if (e->dir == TF_DIR_FROM_GUEST)
 		put_lit(&l, ",\"direction\":\"from_guest\"");
 	else

@@ -28,6 +28,7 @@
 
 #include "common/log.h"
 #include "daemon.h"
+#include "netns.h"
 
 #define BPF_FS_MAGIC 0xcafe4a11
 
@@ -360,6 +361,7 @@ static int run(struct tf_daemon *d)
 		tf_events_drain(d);
 		tf_attest_tick(d);
 		tf_ctl_tick(d);
+		tf_sess_tick(d);
 		tf_ctl_reap(d);
 	}
 	pr_info("stopping; enforcement stays in place (pinned under %s)\n", d->cfg.pin_dir);
@@ -445,6 +447,9 @@ int main(int argc, char **argv)
 	/* Before the socket, the pins or a session is touched: one daemon per set of them. */
 	if (tf_lock_take(&d.cfg, &lock, 0))
 		return 1;
+	/* Before anything is restored (sessions in other namespaces need it) or dropped. */
+	if (tf_ns_init(1))
+		goto cleanup;
 	if (tf_fd_budget(&d.cfg))
 		goto cleanup;
 	d.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -471,6 +476,7 @@ cleanup:
 	tf_attest_close(&d);
 	tf_events_close(&d);
 	tf_sess_forget_all(&d);
+	tf_ns_stop();
 	tf_host_close(&d.host);
 	tf_dp_close(&d.dp);
 	if (d.epoll_fd >= 0)

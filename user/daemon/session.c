@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "daemon.h"
+#include "netns.h"
 
 static void sess_path(const struct tf_daemon *d, const char *id, char *buf, size_t len)
 {
@@ -44,7 +45,7 @@ static void pin_name(const char *id, char buf[TF_ID_MAX + 1])
 }
 
 /* Written to a temporary file and renamed: a crash leaves the old or the new. */
-static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid)
+static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid, __u64 netns)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	json_t *o;
@@ -52,7 +53,9 @@ static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid)
 
 	sess_path(d, spec->id, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	o = json_pack("{s:i, s:o}", "slot", (json_int_t)sid, "spec", tf_spec_to_json(spec));
+	/* The cookie: a restart re-adopts the session only in the namespace it was made in. */
+	o = json_pack("{s:i, s:I, s:o}", "slot", (json_int_t)sid, "netns_cookie", (json_int_t)netns,
+		      "spec", tf_spec_to_json(spec));
 	if (!o)
 		return -ENOMEM;
 	if (json_dump_file(o, tmp, JSON_COMPACT) || chmod(tmp, 0600) || rename(tmp, path)) {
@@ -95,31 +98,45 @@ static void sess_free(struct tf_sess *s)
 }
 
 /*
- * if_nametoindex() with its errors kept apart: it needs a socket, and
- * glibc's reports a failed socket() (out of fds) as a missing device.
+ * Two sessions in one namespace may not share a guest address. In two
+ * namespaces they may (E2B gives every VM the same address, each in its
+ * own namespace): each is judged by its own device, and tf_addrs, which
+ * denies a session the addresses of others, names one of them
+ * (docs/netns.md).
  */
-static int ifindex_of(const char *name, __u32 *ifindex)
+/* What says a session's namespace is gone for good (not just unreachable now). */
+static int netns_gone(int err)
 {
-	struct ifreq ifr = {};
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
-
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(fd, SIOCGIFINDEX, &ifr))
-		err = -errno;
-	else
-		*ifindex = ifr.ifr_ifindex;
-	close(fd);
-	return err;
+	return err == -ENOENT || err == -ENOTNAM || err == -ESTALE;
 }
 
-static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, char *err, size_t errlen)
+static void sess_resolve_error(const struct tf_spec *spec, int ret, char *err, size_t errlen)
+{
+	if (ret == -ENODEV)
+		snprintf(err, errlen, "ifname: no such interface `%s'%s%s", spec->ifname,
+			 spec->netns[0] ? " in " : "", spec->netns);
+	else if (spec->netns[0] && ret == -ENOENT)
+		snprintf(err, errlen, "netns: no such file `%s'", spec->netns);
+	else if (spec->netns[0] && ret == -ENOTNAM)
+		snprintf(err, errlen, "netns: `%s' is not a network namespace", spec->netns);
+	else if (spec->netns[0] && ret == -ENOTCONN)
+		snprintf(err, errlen, "netns: the daemon's netns broker is not running");
+	else if (spec->netns[0])
+		snprintf(err, errlen, "netns: cannot enter `%s': %s", spec->netns, strerror(-ret));
+	else
+		snprintf(err, errlen, "ifname: cannot look up `%s': %s", spec->ifname,
+			 strerror(-ret));
+}
+
+static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, __u64 netns, char *err,
+			 size_t errlen)
 {
 	char buf[TF_ADDRSTRLEN];
 	struct tf_sess *o;
 
 	for (o = d->sessions; o; o = o->next) {
+		if (o->dev.netns != netns)
+			continue;
 		if (spec->has_ip4 && o->spec.has_ip4 &&
 		    !memcmp(spec->guest_ip4.addr, o->spec.guest_ip4.addr, 4)) {
 			snprintf(err, errlen, "guest.ipv4: `%s' is already session `%s''s address",
@@ -140,9 +157,10 @@ static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, char *
  * want_sid != 0 re-adopts a session saved by an earlier run in that slot,
  * keeping its flow table (established flows survive a restart).
  */
-int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, char *err,
-		size_t errlen)
+int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, __u64 want_netns,
+		char *err, size_t errlen)
 {
+	const char *ns = spec->netns[0] ? spec->netns : NULL;
 	char pin[TF_ID_MAX + 1];
 	struct tf_session old;
 	struct tf_sess *s, *o;
@@ -160,24 +178,42 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	if (!s)
 		return -ENOMEM;
 	s->at.link_in = s->at.link_out = -1;
-	ret = ifindex_of(spec->ifname, &s->ifindex);
+	if (ns && d->cfg.attach_mode == TF_ATTACH_XDP) {
+		snprintf(err, errlen,
+			 "netns: attach_mode xdp attaches only to devices in the daemon's own "
+			 "namespace (`%s' needs attach_mode tc)",
+			 ns);
+		ret = -EOPNOTSUPP;
+		goto cleanup;
+	}
+	/* A restored session only in the namespace it was made in (its saved cookie). */
+	ret = 0;
+	if (ns && want_netns) {
+		__u64 cookie;
+
+		ret = tf_ns_cookie(ns, &cookie);
+		if (!ret && cookie != want_netns)
+			ret = -ESTALE;
+		if (ret == -ESTALE) {
+			snprintf(err, errlen, "netns: `%s' is another namespace than the session's",
+				 ns);
+			goto cleanup;
+		}
+	}
+	ret = ret ?: tf_ns_resolve(ns, spec->ifname, &s->dev);
 	if (ret) {
-		if (ret == -ENODEV)
-			snprintf(err, errlen, "ifname: no such interface `%s'", spec->ifname);
-		else
-			snprintf(err, errlen, "ifname: cannot look up `%s': %s", spec->ifname,
-				 strerror(-ret));
+		sess_resolve_error(spec, ret, err, errlen);
 		goto cleanup;
 	}
 	for (o = d->sessions; o; o = o->next) {
-		if (o->ifindex == s->ifindex) {
+		if (o->dev.netns == s->dev.netns && o->dev.ifindex == s->dev.ifindex) {
 			snprintf(err, errlen, "ifname: interface `%s' already has session `%s'",
 				 spec->ifname, o->spec.id);
 			ret = -EEXIST;
 			goto cleanup;
 		}
 	}
-	ret = addr_conflict(d, spec, err, errlen);
+	ret = addr_conflict(d, spec, s->dev.netns, err, errlen);
 	if (ret)
 		goto cleanup;
 	s->sid = (want_sid && want_sid < TF_MAX_SESSIONS && !d->by_sid[want_sid]) ? want_sid :
@@ -197,17 +233,17 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		goto cleanup;
 	}
 	/* A restart keeps the generation counter moving forward. */
-	had_old = !tf_dp_session_get(&d->dp, s->ifindex, &old) && old.sid == s->sid;
+	had_old = !tf_dp_session_get(&d->dp, &s->dev, &old) && old.sid == s->sid;
 	s->ver = had_old ? old.policy_ver + 1 : 1;
 
 	pin_name(spec->id, pin);
-	ret = tf_dp_attach(&d->dp, pin, s->ifindex, &s->at);
+	ret = tf_dp_attach(&d->dp, pin, ns, &s->dev, &s->at);
 	if (ret) {
 		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname,
 			 strerror(-ret));
 		goto cleanup;
 	}
-	ret = tf_dp_session_install(&d->dp, spec, &s->policy, s->sid, s->ver, s->ifindex, readopt);
+	ret = tf_dp_session_install(&d->dp, spec, &s->policy, s->sid, s->ver, &s->dev, readopt);
 	if (ret) {
 		snprintf(err, errlen, "cannot write session maps: %s", strerror(-ret));
 		goto undo;
@@ -225,7 +261,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	 * is if this write fails. A new one that cannot be saved would enforce
 	 * now and vanish at the next restart: it is undone instead.
 	 */
-	ret = sess_save(d, &s->spec, s->sid);
+	ret = sess_save(d, &s->spec, s->sid, s->dev.netns);
 	if (ret && !readopt) {
 		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
 			 d->cfg.state_dir, strerror(-ret));
@@ -235,8 +271,9 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	d->sessions = s;
 	d->by_sid[s->sid] = s;
 	d->nsessions++;
-	pr_info("session %s: %s (ifindex %u) slot %u policy %u, %u rules\n", spec->id, spec->ifname,
-		s->ifindex, s->sid, s->ver, spec->nrules);
+	pr_info("session %s: %s (ifindex %u%s%s) slot %u policy %u, %u rules\n", spec->id,
+		spec->ifname, s->dev.ifindex, ns ? " in " : "", ns ? ns : "", s->sid, s->ver,
+		spec->nrules);
 	tf_evidence_policy(d, s, want_sid ? "restore" : "add");
 	return 0;
 
@@ -254,11 +291,25 @@ undo:
 		goto cleanup;
 	}
 	/* Detach last: until then the device keeps denying. */
-	tf_dp_session_remove(&d->dp, spec, &s->policy, s->sid, s->ver, s->ifindex);
-	tf_dp_detach(&d->dp, pin, s->ifindex, &s->at);
+	tf_dp_session_remove(&d->dp, spec, &s->policy, s->sid, s->ver, &s->dev);
+	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
 cleanup:
 	sess_free(s);
 	return ret;
+}
+
+/* A deleted session's addresses, still some other session's in another namespace: theirs again. */
+static void readdress(struct tf_daemon *d, const struct tf_spec *gone)
+{
+	struct tf_sess *o;
+
+	for (o = d->sessions; o; o = o->next)
+		if ((gone->has_ip4 && o->spec.has_ip4 &&
+		     !memcmp(gone->guest_ip4.addr, o->spec.guest_ip4.addr, 4)) ||
+		    (gone->has_ip6 && o->spec.has_ip6 &&
+		     !memcmp(gone->guest_ip6.addr, o->spec.guest_ip6.addr, 16)))
+			if (tf_dp_addrs_set(&d->dp, &o->spec, o->sid))
+				pr_warn("session %s: cannot own its addresses again\n", o->spec.id);
 }
 
 int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
@@ -274,16 +325,55 @@ int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	pin_name(id, pin);
-	tf_dp_detach(&d->dp, pin, s->ifindex, &s->at);
-	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, s->ifindex);
+	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
+	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, &s->dev);
 	sess_path(d, id, path, sizeof(path));
 	unlink(path);
 	*pp = s->next;
 	d->by_sid[s->sid] = NULL;
 	d->nsessions--;
+	readdress(d, &s->spec);
 	pr_info("session %s: deleted\n", id);
 	sess_free(s);
 	return 0;
+}
+
+/*
+ * Every second: a session in another namespace whose device is gone
+ * (its egress link says ifindex 0) and whose namespace is gone too (its
+ * path names no namespace, or another one) ends, as a session del would,
+ * with a note in the log. A device gone from a namespace that lives on
+ * keeps its session (a VMM may re-create it; docs/netns.md).
+ */
+void tf_sess_tick(struct tf_daemon *d)
+{
+	struct tf_sess *s, *next;
+	char err[TF_ERR_MAX], id[TF_ID_MAX + 1], evidence[PATH_MAX];
+	__u64 cookie;
+	time_t now = time(NULL);
+	int ret;
+
+	if (now == d->sess_ticked)
+		return;
+	d->sess_ticked = now;
+	for (s = d->sessions; s; s = next) {
+		next = s->next;
+		if (!s->spec.netns[0] || s->at.link_out < 0 || tf_dp_link_ifindex(s->at.link_out))
+			continue;
+		ret = tf_ns_cookie(s->spec.netns, &cookie);
+		if (!ret && cookie == s->dev.netns)
+			continue;
+		if (ret && !netns_gone(ret))
+			continue;
+		snprintf(id, sizeof(id), "%s", s->spec.id);
+		pr_warn("session %s: its namespace `%s' is gone: ended\n", id, s->spec.netns);
+		tf_evidence_end(d, s, evidence, sizeof(evidence));
+		if (!tf_sess_del(d, id, err, sizeof(err))) {
+			d->policy_changes++;
+			tf_audit_note(d, "session", "\"session\":\"%s\",\"ended\":\"netns_gone\"",
+				      id);
+		}
+	}
 }
 
 int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add, char *err,
@@ -321,7 +411,7 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	}
 	cur = (struct tf_dp_gen){ .spec = &s->spec, .policy = &s->policy, .ver = s->ver };
 	nxt = (struct tf_dp_gen){ .spec = &next, .policy = &pol, .ver = s->ver + 1 };
-	ret = tf_dp_policy_change(&d->dp, s->sid, s->ifindex, &cur, &nxt);
+	ret = tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
 	if (ret) {
 		/* The old generation is still in force: nothing changed for packets. */
 		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
@@ -331,9 +421,9 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	 * Saved before the old generation goes: a change that cannot be saved
 	 * would be lost at the next restart, so the device is switched back.
 	 */
-	ret = sess_save(d, &next, s->sid);
+	ret = sess_save(d, &next, s->sid, s->dev.netns);
 	if (ret) {
-		if (tf_dp_policy_switch(&d->dp, s->sid, s->ifindex, &nxt, &cur))
+		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
 			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
 				id, s->ver);
 		else
@@ -357,6 +447,38 @@ cleanup:
 	return ret;
 }
 
+static int unset_slot(const struct tf_sess_key *dev, const struct tf_session *v, void *ctx)
+{
+	struct tf_daemon *d = ctx;
+
+	if (v->sid == d->gone_sid)
+		tf_dp_session_unset(&d->dp, dev);
+	return 0;
+}
+
+/*
+ * A saved session whose namespace is gone: its device went with it, so
+ * its links are attached to nothing. Its pins, its tf_sessions entry and
+ * its state file go; tf_sess_reconcile() then frees the slot's tables.
+ */
+static void restore_gone(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
+			 const char *state)
+{
+	char pin[TF_ID_MAX + 1], path[PATH_MAX];
+
+	pin_name(spec->id, pin);
+	snprintf(path, sizeof(path), "%s/links/%s-in", d->cfg.pin_dir, pin);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/links/%s-out", d->cfg.pin_dir, pin);
+	unlink(path);
+	d->gone_sid = sid;
+	tf_dp_sessions_each(&d->dp, unset_slot, d);
+	d->gone_sid = 0;
+	unlink(state);
+	pr_warn("session %s: its namespace `%s' is gone: ended\n", spec->id, spec->netns);
+	tf_audit_note(d, "session", "\"session\":\"%s\",\"ended\":\"netns_gone\"", spec->id);
+}
+
 static int restore_one(struct tf_daemon *d, const char *path)
 {
 	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
@@ -364,7 +486,7 @@ static int restore_one(struct tf_daemon *d, const char *path)
 	struct tf_spec spec = {};
 	json_error_t jerr;
 	json_t *o;
-	json_int_t slot;
+	json_int_t slot, cookie;
 	int ret;
 
 	o = json_load_file(path, 0, &jerr);
@@ -373,10 +495,14 @@ static int restore_one(struct tf_daemon *d, const char *path)
 		return -EINVAL;
 	}
 	slot = json_integer_value(json_object_get(o, "slot"));
+	cookie = json_integer_value(json_object_get(o, "netns_cookie"));
 	ret = tf_spec_from_json(json_object_get(o, "spec"), &lim, &spec, err, sizeof(err));
 	if (!ret)
-		ret = tf_sess_add(d, &spec, (__u32)slot, err, sizeof(err));
-	if (ret)
+		ret = tf_sess_add(d, &spec, (__u32)slot, spec.netns[0] ? (__u64)cookie : 0, err,
+				  sizeof(err));
+	if (ret && spec.netns[0] && netns_gone(ret) && slot > 0 && slot < TF_MAX_SESSIONS)
+		restore_gone(d, &spec, (__u32)slot, path);
+	else if (ret)
 		pr_warn("cannot restore session from `%s': %s\n", path, err);
 	tf_spec_free(&spec);
 	json_decref(o);
@@ -410,15 +536,16 @@ int tf_sess_restore(struct tf_daemon *d)
 }
 
 /* Slots some device still enforces although no session was restored into them. */
-static int note_stale(__u32 ifindex, const struct tf_session *v, void *ctx)
+static int note_stale(const struct tf_sess_key *dev, const struct tf_session *v, void *ctx)
 {
 	struct tf_daemon *d = ctx;
 
 	if (v->sid && v->sid < TF_MAX_SESSIONS && !d->by_sid[v->sid]) {
 		d->stale_sid[v->sid] = 1;
-		pr_warn("ifindex %u keeps enforcing the pinned policy of slot %u, whose session was "
-			"not restored; a session add on that device or tapfenced --cleanup replaces it\n",
-			ifindex, v->sid);
+		pr_warn("ifindex %u (netns cookie %llu) keeps enforcing the pinned policy of slot %u, "
+			"whose session was not restored; a session add on that device or tapfenced "
+			"--cleanup replaces it\n",
+			dev->ifindex, (unsigned long long)dev->netns, v->sid);
 	}
 	return 0;
 }

@@ -16,6 +16,7 @@
 #define TF_ID_MAX	   63 /* [A-Za-z0-9_.-], 1..63 chars */
 #define TF_RULE_MAX_RANGES 64 /* port entries per rule */
 #define TF_ERR_MAX	   256
+#define TF_NETNS_MAX	   255 /* a namespace's path: absolute, printable */
 
 struct tf_port_range {
 	__u16 lo;
@@ -54,6 +55,7 @@ struct tf_rule {
 struct tf_spec {
 	char id[TF_ID_MAX + 1];
 	char ifname[IF_NAMESIZE];
+	char netns[TF_NETNS_MAX + 1]; /* "" : the daemon's own namespace */
 	__u8 guest_mac[6];
 	__u8 gw_mac[6];
 	int has_ip4, has_ip6; /* guest addresses present */

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The netns broker (netns.h). setns(2) into a network namespace needs
+ * CAP_SYS_ADMIN, which the daemon drops once it has loaded; the broker is
+ * forked before that and keeps only what its three operations need
+ * (CAP_SYS_ADMIN for setns, CAP_NET_ADMIN and CAP_BPF for tcx links and
+ * queries). It answers only its parent, over a SOCK_SEQPACKET pair, one
+ * request at a time: a fixed struct in, a fixed struct out, a program fd
+ * in and a link fd out as SCM_RIGHTS. It opens a path only once statfs(2)
+ * says it is on nsfs (opening anything else as root could block on a FIFO
+ * or act on a device), checks the open file is a network namespace, and
+ * dies with the daemon (PR_SET_PDEATHSIG).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+
+#include "common/log.h"
+#include "netns.h"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+#define TF_BPF_F_BEFORE (1U << 3)
+#define NS_QUERY_MAX	64
+
+enum ns_op { NS_RESOLVE = 1, NS_COOKIE, NS_LINK, NS_QUERY };
+
+struct ns_req {
+	__u32 op;
+	__u32 attach_type;
+	__u64 cookie; /* the namespace path must be (0: resolve whatever it is) */
+	__u32 ifindex;
+	char ifname[IF_NAMESIZE];
+	char path[PATH_MAX];
+};
+
+struct ns_resp {
+	__s32 err;
+	__u32 ifindex;
+	__u64 cookie;
+	__u32 n;
+	__u32 ids[NS_QUERY_MAX];
+};
+
+__u64 tf_ns_self;
+static int broker_fd = -1;
+static pid_t broker_pid;
+
+static int cookie_here(__u64 *cookie)
+{
+	socklen_t len = sizeof(*cookie);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* if_nametoindex() with a failed socket() kept apart from a missing device. */
+static int ifindex_here(const char *name, __u32 *ifindex)
+{
+	struct ifreq ifr = {};
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, SIOCGIFINDEX, &ifr))
+		err = -errno;
+	else
+		*ifindex = ifr.ifr_ifindex;
+	close(fd);
+	return err;
+}
+
+static int tcx_link_here(int prog_fd, __u32 ifindex, __u32 attach_type)
+{
+	union bpf_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.link_create.prog_fd = prog_fd;
+	attr.link_create.target_ifindex = ifindex;
+	attr.link_create.attach_type = attach_type;
+	attr.link_create.flags = TF_BPF_F_BEFORE;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+static int query_here(__u32 ifindex, __u32 attach_type, __u32 *ids, __u32 max, __u32 *n)
+{
+	LIBBPF_OPTS(bpf_prog_query_opts, q, .prog_ids = ids, .prog_cnt = max);
+	__u32 id = 0;
+
+	*n = 0;
+	if (attach_type == BPF_XDP) {
+		if (bpf_xdp_query_id((int)ifindex, 0, &id))
+			return -errno;
+		if (id && max)
+			ids[(*n)++] = id;
+		return 0;
+	}
+	if (bpf_prog_query_opts((int)ifindex, attach_type, &q))
+		return -errno;
+	*n = q.prog_cnt < max ? q.prog_cnt : max;
+	return 0;
+}
+
+/* Broker side: open path if it is a network namespace, and enter it. */
+static int enter(const char *path, int home)
+{
+	struct statfs sf;
+	int fd, err = 0;
+
+	if (statfs(path, &sf))
+		return -errno;
+	if (sf.f_type != NSFS_MAGIC)
+		return -ENOTNAM; /* "not a namespace file" to the daemon */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sf) || sf.f_type != NSFS_MAGIC || ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		err = -ENOTNAM;
+	else if (setns(fd, CLONE_NEWNET))
+		err = -errno;
+	close(fd);
+	(void)home;
+	return err;
+}
+
+static void serve_one(const struct ns_req *q, int prog_fd, int home, struct ns_resp *r,
+		      int *link_fd)
+{
+	__u64 cookie = 0;
+
+	r->err = enter(q->path, home);
+	if (r->err)
+		return;
+	r->err = cookie_here(&cookie);
+	if (!r->err && q->cookie && cookie != q->cookie)
+		r->err = -ESTALE;
+	r->cookie = cookie;
+	if (r->err)
+		goto back;
+	switch (q->op) {
+	case NS_COOKIE:
+		break;
+	case NS_RESOLVE:
+		r->err = ifindex_here(q->ifname, &r->ifindex);
+		break;
+	case NS_LINK:
+		if (prog_fd < 0) {
+			r->err = -EBADF;
+			break;
+		}
+		*link_fd = tcx_link_here(prog_fd, q->ifindex, q->attach_type);
+		if (*link_fd < 0)
+			r->err = *link_fd;
+		break;
+	case NS_QUERY:
+		r->err = query_here(q->ifindex, q->attach_type, r->ids, NS_QUERY_MAX, &r->n);
+		break;
+	default:
+		r->err = -EOPNOTSUPP;
+	}
+back:
+	if (setns(home, CLONE_NEWNET)) {
+		/* Stranded in another namespace: every later answer would lie. */
+		pr_warn("netns broker: cannot return to its namespace: %s\n", strerror(errno));
+		_exit(1);
+	}
+}
+
+static int send_fd(int sock, const void *buf, size_t len, int fd)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.b;
+		m.msg_controllen = sizeof(u.b);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -EPIPE;
+}
+
+/* One message of exactly len bytes, and the fd it carried (or -1). */
+static int recv_fd(int sock, void *buf, size_t len, int *fd)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)
+	};
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*fd = -1;
+	do
+		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	for (c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
+	if (n != (ssize_t)len || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		return n == 0 ? -EPIPE : -EPROTO;
+	}
+	return 0;
+}
+
+static int broker_caps(void)
+{
+	static const cap_value_t keep[] = { CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_BPF };
+	cap_t caps = cap_init();
+	cap_value_t c;
+	int err = 0;
+
+	for (c = 0; c <= CAP_LAST_CAP; c++)
+		if (c != CAP_SYS_ADMIN && c != CAP_NET_ADMIN && c != CAP_BPF && cap_drop_bound(c) &&
+		    errno != EINVAL)
+			err = -errno;
+	if (!caps || cap_set_flag(caps, CAP_EFFECTIVE, 3, keep, CAP_SET) ||
+	    cap_set_flag(caps, CAP_PERMITTED, 3, keep, CAP_SET) || cap_set_proc(caps) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		err = -errno;
+	cap_free(caps);
+	return err;
+}
+
+static void broker_main(int sock, pid_t parent)
+{
+	struct ns_req q;
+	struct ns_resp r;
+	int home, prog_fd, link_fd;
+
+	prctl(PR_SET_NAME, "tapfenced-netns", 0, 0, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || getppid() != parent)
+		_exit(1);
+	signal(SIGINT, SIG_IGN); /* a terminal's ^C is the daemon's to handle */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_IGN);
+	home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (home < 0 || broker_caps()) {
+		pr_warn("netns broker: cannot set up: %s\n", strerror(errno));
+		_exit(1);
+	}
+	for (;;) {
+		if (recv_fd(sock, &q, sizeof(q), &prog_fd))
+			_exit(0); /* the daemon is gone, or spoke nonsense */
+		memset(&r, 0, sizeof(r));
+		link_fd = -1;
+		q.path[sizeof(q.path) - 1] = 0;
+		q.ifname[sizeof(q.ifname) - 1] = 0;
+		serve_one(&q, prog_fd, home, &r, &link_fd);
+		if (prog_fd >= 0)
+			close(prog_fd);
+		if (send_fd(sock, &r, sizeof(r), link_fd))
+			_exit(0);
+		if (link_fd >= 0)
+			close(link_fd);
+	}
+}
+
+int tf_ns_init(int broker)
+{
+	int sv[2], err = cookie_here(&tf_ns_self);
+	pid_t parent = getpid();
+
+	if (err) {
+		pr_warn("cannot read the daemon's network namespace cookie: %s\n", strerror(-err));
+		return err;
+	}
+	if (!broker)
+		return 0;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	fflush(NULL);
+	broker_pid = fork();
+	if (broker_pid < 0) {
+		err = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return err;
+	}
+	if (!broker_pid) {
+		/* Nothing of the daemon's but the pair and the log. */
+		close(sv[0]);
+		if (dup2(sv[1], 3) != 3)
+			_exit(1);
+		syscall(__NR_close_range, 4, ~0U, 0);
+		broker_main(3, parent);
+	}
+	close(sv[1]);
+	broker_fd = sv[0];
+	return 0;
+}
+
+void tf_ns_stop(void)
+{
+	if (broker_fd < 0)
+		return;
+	close(broker_fd); /* the broker reads EOF and exits */
+	broker_fd = -1;
+	waitpid(broker_pid, NULL, 0);
+}
+
+static int ask(struct ns_req *q, int prog_fd, struct ns_resp *r, int *link_fd)
+{
+	int fd = -1, err;
+
+	if (broker_fd < 0)
+		return -ENOTCONN; /* no broker: this daemon serves only its own namespace */
+	err = send_fd(broker_fd, q, sizeof(*q), prog_fd);
+	if (!err)
+		err = recv_fd(broker_fd, r, sizeof(*r), &fd);
+	if (err) {
+		pr_warn("netns broker: no answer (%s): sessions in other namespaces fail\n",
+			strerror(-err));
+		close(broker_fd);
+		broker_fd = -1;
+		return -ENOTCONN;
+	}
+	if (link_fd)
+		*link_fd = fd;
+	else if (fd >= 0)
+		close(fd);
+	return r->err;
+}
+
+static int req_init(struct ns_req *q, __u32 op, const char *path, __u64 cookie)
+{
+	memset(q, 0, sizeof(*q));
+	q->op = op;
+	q->cookie = cookie;
+	if (snprintf(q->path, sizeof(q->path), "%s", path) >= (int)sizeof(q->path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int tf_ns_cookie(const char *path, __u64 *cookie)
+{
+	struct ns_req q;
+	struct ns_resp r;
+	int err;
+
+	if (!path) {
+		*cookie = tf_ns_self;
+		return 0;
+	}
+	err = req_init(&q, NS_COOKIE, path, 0) ?: ask(&q, -1, &r, NULL);
+	if (!err)
+		*cookie = r.cookie;
+	return err;
+}
+
+int tf_ns_resolve(const char *path, const char *ifname, struct tf_sess_key *dev)
+{
+	struct ns_req q;
+	struct ns_resp r;
+	int err;
+
+	memset(dev, 0, sizeof(*dev));
+	if (!path) {
+		dev->netns = tf_ns_self;
+		return ifindex_here(ifname, &dev->ifindex);
+	}
+	err = req_init(&q, NS_RESOLVE, path, 0);
+	if (err)
+		return err;
+	snprintf(q.ifname, sizeof(q.ifname), "%s", ifname);
+	err = ask(&q, -1, &r, NULL);
+	if (!err) {
+		dev->netns = r.cookie;
+		dev->ifindex = r.ifindex;
+	}
+	return err;
+}
+
+int tf_ns_tcx_link(const char *path, const struct tf_sess_key *dev, int prog_fd, __u32 attach_type)
+{
+	struct ns_req q;
+	struct ns_resp r;
+	int err, fd = -1;
+
+	if (!path)
+		return tcx_link_here(prog_fd, dev->ifindex, attach_type);
+	err = req_init(&q, NS_LINK, path, dev->netns);
+	if (err)
+		return err;
+	q.ifindex = dev->ifindex;
+	q.attach_type = attach_type;
+	err = ask(&q, prog_fd, &r, &fd);
+	if (!err && fd < 0)
+		err = -EPROTO;
+	return err ? err : fd;
+}
+
+int tf_ns_query(const char *path, const struct tf_sess_key *dev, __u32 attach_type, __u32 *ids,
+		__u32 max, __u32 *n)
+{
+	struct ns_req q;
+	struct ns_resp r;
+	int err;
+
+	if (!path)
+		return query_here(dev->ifindex, attach_type, ids, max, n);
+	err = req_init(&q, NS_QUERY, path, dev->netns);
+	if (err)
+		return err;
+	q.ifindex = dev->ifindex;
+	q.attach_type = attach_type;
+	err = ask(&q, -1, &r, NULL);
+	*n = 0;
+	if (!err) {
+		*n = r.n < max ? r.n : max;
+		memcpy(ids, r.ids, *n * sizeof(*ids));
+	}
+	return err;
+}

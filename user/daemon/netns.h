@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Devices in other network namespaces (docs/netns.md). The daemon names a
+ * namespace by a path (/run/netns/NAME, /proc/PID/ns/net, a bind mount) and
+ * knows it by its cookie; what must run inside it (finding a device,
+ * creating a tcx link, listing a device's programs) is done by the netns
+ * broker, a child forked before the daemon drops CAP_SYS_ADMIN, which
+ * setns(2) needs. path NULL is the daemon's own namespace: done in-process,
+ * no broker involved.
+ *
+ * Every call that names a cookie first checks that path still is that
+ * namespace, and fails with -ESTALE when it is another one (the namespace
+ * was deleted and a new one bind-mounted at its path): nothing is done in
+ * a namespace the session does not belong to.
+ */
+#ifndef TF_DAEMON_NETNS_H
+#define TF_DAEMON_NETNS_H
+
+#include <linux/types.h>
+#include <tapfence/abi.h>
+
+/* The cookie of the daemon's own namespace, read once (0 before tf_ns_init()). */
+extern __u64 tf_ns_self;
+
+/* Read tf_ns_self; with broker = 1 also fork the broker. 0 or -errno. */
+int tf_ns_init(int broker);
+/* End the broker (daemon exit). */
+void tf_ns_stop(void);
+
+/* Find device ifname in the namespace at path: *dev gets its cookie and ifindex. */
+int tf_ns_resolve(const char *path, const char *ifname, struct tf_sess_key *dev);
+/* The namespace at path's cookie (-ENOENT: no such path). */
+int tf_ns_cookie(const char *path, __u64 *cookie);
+/* A tcx link of prog_fd at the head of dev's attach_type chain: the link fd or -errno. */
+int tf_ns_tcx_link(const char *path, const struct tf_sess_key *dev, int prog_fd, __u32 attach_type);
+/*
+ * The ids of the programs on dev's attach_type chain, in order: up to max
+ * in ids, their number in *n. 0 or -errno.
+ */
+int tf_ns_query(const char *path, const struct tf_sess_key *dev, __u32 attach_type, __u32 *ids,
+		__u32 max, __u32 *n);
+
+#endif /* TF_DAEMON_NETNS_H */
