@@ -21,7 +21,7 @@
 # Each plugin is driven as a runtime does: CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME,
 # CNI_PATH in a clean environment, the config on stdin, ptp's result chained in as prevResult.
 # Nothing is done in the root namespace: ptp's routes and veths land in $host.
-# TF_KEEP=1 keeps $T.
+# TF_CNI=PATH runs that build of the plugin (a sanitized one). TF_KEEP=1 keeps $T.
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -31,7 +31,7 @@ tf_init
 host=tf-host-$TF_SFX s1=tf-s1-$TF_SFX s2=tf-s2-$TF_SFX s3=tf-s3-$TF_SFX s4=tf-s4-$TF_SFX
 inet=tf-inet-$TF_SFX
 CNI_BIN=/usr/lib/cni
-PLUGIN=$TF_BUILD/tapfence-cni
+PLUGIN=${TF_CNI:-$TF_BUILD/tapfence-cni}
 NET=tfnet
 
 tf_need jq bpftool
