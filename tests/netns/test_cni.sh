@@ -29,7 +29,7 @@ source "$(dirname "$0")/lib.sh"
 
 tf_init
 host=tf-host-$TF_SFX s1=tf-s1-$TF_SFX s2=tf-s2-$TF_SFX s3=tf-s3-$TF_SFX s4=tf-s4-$TF_SFX
-inet=tf-inet-$TF_SFX
+s5=tf-s5-$TF_SFX inet=tf-inet-$TF_SFX
 CNI_BIN=/usr/lib/cni
 PLUGIN=${TF_CNI:-$TF_BUILD/tapfence-cni}
 NET=tfnet
@@ -41,7 +41,7 @@ tf_need jq bpftool
 
 # --- topology ---------------------------------------------------------------------------------
 
-setup ns_add "$host" "$s1" "$s2" "$s3" "$s4" "$inet"
+setup ns_add "$host" "$s1" "$s2" "$s3" "$s4" "$s5" "$inet"
 setup ns_router "$host"
 setup inet_link "$host" "$inet" 99 10.76.0.0/14 fd00:77::/64 198.51.100.0/24 203.0.113.0/24 -- \
 	198.51.100.10 203.0.113.10
@@ -309,6 +309,38 @@ cprobe "runtimeConfig's rules: c1 to 203.0.113.10" "$s1" "$IP1" 203.0.113.10 rea
 cprobe "runtimeConfig's rules: c1 to 198.51.100.10 (the config's rule)" "$s1" "$IP1" 198.51.100.10 blocked
 cni "$PLUGIN" DEL c1 "$s1" eth0 "$T/rc.conf"
 check "DEL c1" test $? = 0
+
+# --- bridge: the veth, not the bridge; the bridge's MAC is the gateway's -------------------------
+
+note "bridge instead of ptp: the host side is a bridge and a veth on it"
+printf '{"cniVersion":"1.0.0","name":"brnet","type":"bridge","bridge":"tfbr0","isGateway":true,"ipMasq":false,"ipam":{"type":"host-local","subnet":"10.79.0.0/24","dataDir":"%s","routes":[{"dst":"0.0.0.0/0"}]}}\n' \
+	"$T/ipam" >"$T/bridge.conf"
+if cni "$CNI_BIN/bridge" ADD c5 "$s5" eth0 "$T/bridge.conf"; then
+	cp "$T/cni.out" "$T/bridge-c5.json"
+	defer cni "$CNI_BIN/bridge" DEL c5 "$s5" eth0 "$T/bridge.conf"
+	defer ip -n "$host" link del tfbr0
+	pass "bridge ADD c5"
+else
+	fail "bridge ADD c5: $(head -c 300 "$T/cni.out")"
+fi
+P5=$T/bridge-c5.json
+IP5=$(jq -r '.ips[0].address | split("/")[0]' "$P5")
+HV5=$(jq -r '.interfaces[] | select(.sandbox == null and .name != "tfbr0") | .name' "$P5")
+ID5=$(sid brnet c5 eth0)
+cprobe "bridge, baseline: c5 to the address no rule allows" "$s5" "$IP5" 203.0.113.10 reached
+tf_conf "$T/c5.conf" brnet "$P5" "$ALLOW"
+cni "$PLUGIN" ADD c5 "$s5" eth0 "$T/c5.conf"
+rc=$?
+check "ADD c5 after bridge (exit $rc: $(head -c 200 "$T/cni.out"))" test "$rc" = 0
+tfc --json session show "$ID5" >"$T/show5.json" 2>"$T/cli.err"
+check "... on the veth $HV5, the bridge's MAC the gateway's" jqt --arg dev "$HV5" \
+	--arg gwmac "$(ip -n "$host" -j link show tfbr0 | jq -r '.[0].address')" \
+	'.session.spec | .ifname == $dev and .gateway.mac == $gwmac' "$T/show5.json"
+cprobe "bridge, enforced: c5 to the allowed address" "$s5" "$IP5" 198.51.100.10 reached
+cprobe "bridge, enforced: c5 to the address no rule allows" "$s5" "$IP5" 203.0.113.10 blocked
+cni "$PLUGIN" DEL c5 "$s5" eth0 "$T/c5.conf"
+rc=$?
+succeeds "DEL c5"
 
 # --- the daemon down ------------------------------------------------------------------------------
 
