@@ -23,6 +23,7 @@
 # Nothing is done in the root namespace: ptp's routes and veths land in $host.
 # TF_CNI=PATH runs that build of the plugin (a sanitized one). TF_KEEP=1 keeps $T.
 
+# shellcheck disable=SC2016 # $names in single quotes are jq's variables
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -35,8 +36,9 @@ PLUGIN=${TF_CNI:-$TF_BUILD/tapfence-cni}
 NET=tfnet
 
 tf_need jq
-[ -x "$CNI_BIN/ptp" ] && [ -x "$CNI_BIN/host-local" ] ||
-	die "$CNI_BIN/ptp is not installed (tools/deps.sh: containernetworking-plugins)"
+for p in ptp bridge host-local; do
+	[ -x "$CNI_BIN/$p" ] || die "$CNI_BIN/$p is not installed (tools/deps.sh: containernetworking-plugins)"
+done
 [ -x "$PLUGIN" ] || die "$PLUGIN is not built (run make)"
 
 # --- topology ---------------------------------------------------------------------------------
@@ -157,7 +159,9 @@ check "ptp ADD c1" ptp_add c1 "$s1" eth0 $NET 10.77.0.0/24
 check "ptp ADD c2" ptp_add c2 "$s2" eth0 $NET 10.77.0.0/24
 check "ptp ADD c4" ptp_add c4 "$s4" eth1 othernet 10.78.0.0/24
 P1=$T/ptp-c1-eth0.json P2=$T/ptp-c2-eth0.json P4=$T/ptp-c4-eth1.json
-[ -s "$P1" ] && [ -s "$P2" ] && [ -s "$P4" ] || die "ptp did not set the containers up"
+for p in "$P1" "$P2" "$P4"; do
+	[ -s "$p" ] || die "ptp did not set the containers up"
+done
 IP1=$(jq -r '.ips[0].address | split("/")[0]' "$P1")
 IP2=$(jq -r '.ips[0].address | split("/")[0]' "$P2")
 HV1=$(jq -r '.interfaces[] | select(.sandbox == null) | .name' "$P1")
@@ -370,7 +374,6 @@ P3=$T/ptp-c3-eth0.json
 IP3=$(jq -r '.ips[0].address | split("/")[0]' "$P3")
 MAC3=$(jq -r '.interfaces[] | select(.sandbox) | .mac' "$P3")
 GWMAC3=$(jq -r '.interfaces[] | select(.sandbox == null) | .mac' "$P3")
-HV3=$(jq -r '.interfaces[] | select(.sandbox == null) | .name' "$P3")
 ID3=$(sid $NET c3 eth0)
 setup ip -n "$s3" tuntap add dev tap0 mode tap
 setup ip -n "$s3" link set tap0 up
