@@ -154,7 +154,7 @@ int cni_check(const struct cni_conf *c, const struct cni_env *env, struct cni_er
 	char id[CNI_ID_LEN + 1];
 	struct cni_attach a;
 	const json_t *s, *spec, *first;
-	const char *ifname, *mac;
+	const char *ifname, *mac, *netns;
 	__u8 m[6];
 	json_t *resp;
 	int ret;
@@ -175,10 +175,15 @@ int cni_check(const struct cni_conf *c, const struct cni_env *env, struct cni_er
 	spec = json_object_get(s, "spec");
 	ifname = json_string_value(json_object_get(spec, "ifname"));
 	mac = json_string_value(json_object_get(json_object_get(spec, "guest"), "mac"));
+	netns = json_string_value(json_object_get(spec, "netns"));
 	first = json_object_get(s, "first");
 	if (!ifname || strcmp(ifname, a.ifname)) {
 		ret = cni_fail(e, CNI_ERR_NOT_ENFORCED, EINVAL,
 			       "session `%s' is on `%s', not on `%s'", id, ifname ?: "?", a.ifname);
+	} else if (a.netns ? !netns || strcmp(netns, a.netns) : !!netns) {
+		ret = cni_fail(e, CNI_ERR_NOT_ENFORCED, EINVAL,
+			       "session `%s' is in namespace `%s', not in `%s'", id,
+			       netns ?: "(tapfenced's)", a.netns ?: "(tapfenced's)");
 	} else if (!mac || tf_parse_mac(mac, m) || memcmp(m, a.guest_mac, 6)) {
 		ret = cni_fail(e, CNI_ERR_NOT_ENFORCED, EINVAL,
 			       "session `%s' is for guest MAC `%s', not this sandbox's", id,
