@@ -56,7 +56,7 @@ UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRCS   := $(wildcard tests/tools/*.c)
 TOOL_BINS   := $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
-all: $(BUILD)/tapfenced $(BUILD)/tapfence $(UNIT_BINS) $(TOOL_BINS)
+all: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni $(UNIT_BINS) $(TOOL_BINS)
 
 deps:
 	$(Q)tools/deps.sh
@@ -94,6 +94,11 @@ $(BUILD)/tapfenced: $(BUILD)/obj/user/daemon/main.o $(DAEMON_OBJS) $(COMMON_OBJS
 $(BUILD)/tapfence: $(call obj,$(CTL_SRCS)) $(COMMON_OBJS) $(CORE_LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+# The CNI plugin (user/cni, docs/integration.md): the core for its JSON checks and ids.
+$(BUILD)/tapfence-cni: $(call obj,$(wildcard user/cni/*.c)) $(CORE_LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ -ljansson -lcrypto -o $@
 
 # Unit test binaries link the daemon's library objects (not its main) and the core.
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(DAEMON_OBJS) $(COMMON_OBJS) $(CORE_LIB)
