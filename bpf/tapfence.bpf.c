@@ -4,6 +4,7 @@
  *   tc_from_guest  TC ingress (tcx): guest -> host, the default mode
  *   xdp_from_guest XDP: guest -> host, opt-in (early drop), via libxdp
  *   tc_to_guest    TC egress (tcx): host -> guest
+ *   tc_guard_*     tcx on a guarded device, behind a session's (guard.bpf.h)
  * Allow returns "next" (TC_ACT_UNSPEC / XDP_PASS) so other programs on the
  * hook still run; deny drops.
  *
@@ -19,6 +20,7 @@
 #include "lib/tls_hello.bpf.h"
 #include "lib/icmp.bpf.h"
 #include "lib/record.bpf.h"
+#include "lib/guard.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -131,7 +133,10 @@ int tc_from_guest(struct __sk_buff *skb)
 		v = deny(&j, TF_REASON_UNKNOWN);
 		break;
 	}
-	return record(&j, v) == JUDGE_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
+	if (record(&j, v) != JUDGE_ALLOW)
+		return TC_ACT_SHOT;
+	guard_mark(skb);
+	return TC_ACT_UNSPEC;
 }
 
 SEC("tc")
@@ -206,8 +211,10 @@ int tc_gso_guard(struct __sk_buff *skb)
 	struct iphdr *iph;
 	enum judgement v = JUDGE_DENY;
 
-	if (!tc_is_gso(skb))
+	if (!tc_is_gso(skb)) {
+		guard_mark(skb); /* XDP passed it */
 		return TC_ACT_UNSPEC;
+	}
 	tc_linearize(skb, tc_first_pull(skb));
 	c.pos = (void *)(long)skb->data;
 	c.end = (void *)(long)skb->data_end;
@@ -233,9 +240,24 @@ int tc_gso_guard(struct __sk_buff *skb)
 		v = deny(&j, TF_REASON_MALFORMED);
 		goto out;
 	}
-	if (j.p.proto != IPPROTO_UDP || !is_resolver(&j))
+	if (j.p.proto != IPPROTO_UDP || !is_resolver(&j)) {
+		guard_mark(skb);
 		return TC_ACT_UNSPEC;
+	}
 	v = deny(&j, TF_REASON_DNS_GSO);
 out:
 	return record(&j, v) == JUDGE_ALLOW ? TC_ACT_UNSPEC : TC_ACT_SHOT;
+}
+
+/* A guarded device's two hooks (guard.bpf.h), behind any session's programs. */
+SEC("tc")
+int tc_guard_from_guest(struct __sk_buff *skb)
+{
+	return guard(skb, TF_DIR_FROM_GUEST);
+}
+
+SEC("tc")
+int tc_guard_to_guest(struct __sk_buff *skb)
+{
+	return guard(skb, TF_DIR_TO_GUEST);
 }

@@ -25,6 +25,19 @@ struct {
 	__type(value, struct tf_session);
 } tf_sessions SEC(".maps");
 
+/*
+ * Guarded devices no session claims: (namespace, ifindex) -> packets the
+ * guard dropped there, per CPU (docs/guard.md). The daemon removes a
+ * device's entry when the device goes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4 * TF_MAX_SESSIONS);
+	__type(key, struct tf_sess_key);
+	__type(value, __u64);
+} tf_guard_drops SEC(".maps");
+
 /* (sid, policy generation, family, prefix) -> flattened permission. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

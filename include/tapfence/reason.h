@@ -92,7 +92,8 @@
 	X(73, UNUSED73, "unused73") /* reserved for OPT-record checks, never used: docs/dns.md */ \
 	X(74, TLS_SECOND_HELLO,                                                                   \
 	  "tls_second_hello") /* a later ClientHello (or unreadable record) on a TLS flow */      \
-	X(75, TLS_FRAGMENTED, "tls_fragmented") /* a hello in more segments than are read */
+	X(75, TLS_FRAGMENTED, "tls_fragmented")	  /* a hello in more segments than are read */    \
+	X(76, GUARD_UNCLAIMED, "guard_unclaimed") /* a guarded device no session claims */
 /* clang-format on */
 
 #define TF_REASON_ENUM_(num, name, str) TF_REASON_##name = num,

@@ -106,9 +106,18 @@ static int print_del(const json_t *resp, const void *ctx)
 
 static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[])
 {
-	(void)self;
-	(void)argc;
-	return ctl_call(o, ctl_req_id(ctl_req("session.del"), "id", argv[1]), print_del, NULL);
+	json_t *req;
+
+	if (argc == 3 && strcmp(argv[2], "--release")) {
+		ctl_err("session del: unknown option `%s' (usage: %s)", argv[2], self->synopsis);
+		return -EINVAL;
+	}
+	req = ctl_req_id(ctl_req("session.del"), "id", argv[1]);
+	if (req && argc == 3 && json_object_set_new(req, "release", json_true())) {
+		json_decref(req);
+		req = NULL;
+	}
+	return ctl_call(o, req, print_del, NULL);
 }
 
 static const struct {
@@ -276,7 +285,8 @@ static int session_show(const struct ctl_opts *o, const struct ctl_cmd *self, in
 const struct ctl_cmd ctl_session_cmds[] = {
 	{ "add", session_add, NULL, 1, 1, "session add FILE|-",
 	  "add a session from a JSON spec in FILE, or - for standard input" },
-	{ "del", session_del, NULL, 1, 1, "session del ID", "delete a session" },
+	{ "del", session_del, NULL, 1, 2, "session del ID [--release]",
+	  "delete a session; its device denies everything after, unless --release" },
 	{ "list", session_list, NULL, 0, 0, "session list", "list sessions" },
 	{ "show", session_show, NULL, 1, 1, "session show ID",
 	  "show a session: spec, allowlist and counters" },

@@ -56,6 +56,7 @@ extern const struct ctl_cmd ctl_log_cmds[];
 int cmd_events(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_attest(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
+int cmd_guard(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_version(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 
 /* Errors and usage (tapfence.c). ctl_usage() prints one command's usage, returns -CTL_EUSAGE. */

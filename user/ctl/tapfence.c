@@ -23,6 +23,8 @@ static const struct ctl_cmd top_cmds[] = {
 	  "attest [--session ID] [--out FILE] | attest verify FILE [--key KEY] [--spec SPEC] [--max-age SEC] [--allow-no-battery]",
 	  "a signed statement (DSSE, in-toto) of what enforces which policy on this node" },
 	{ "stats", cmd_stats, NULL, 0, 0, "stats", "show daemon-wide counters" },
+	{ "guard", cmd_guard, NULL, 0, 0, "guard",
+	  "list the guarded devices: their session, guard programs and drops" },
 	{ "version", cmd_version, NULL, 0, 0, "version",
 	  "show the CLI's and the daemon's versions" },
 	{ "help", NULL, NULL, 0, 0, "help", "show this help" },

@@ -67,6 +67,9 @@ static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
 	err = err ?: give(cfg->pin_dir, uid, gid);
 	snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
 	err = err ?: give(path, uid, gid);
+	snprintf(path, sizeof(path), "%s/guard", cfg->pin_dir);
+	if (cfg->nguard_if)
+		err = err ?: give(path, uid, gid);
 	return err ?: give(cfg->event_log, uid, gid);
 }
 

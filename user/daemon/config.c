@@ -15,6 +15,7 @@ void tf_config_defaults(struct tf_config *c)
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/tapfence");
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tapfence");
 	snprintf(c->event_log, sizeof(c->event_log), "/var/log/tapfence/events.jsonl");
+	c->guard_mark = 0x100000;
 	c->log_checkpoint_lines = 10000;
 	c->log_checkpoint_s = 10;
 	c->log_segment_bytes = 64ULL << 20;
@@ -360,6 +361,102 @@ static int parse_limits(const json_t *o, struct tf_config *c, char *err, size_t 
 	return 0;
 }
 
+/* "tap0", or "tap*" (a prefix): 1-15 of an interface name's characters, '*' only last. */
+static int guard_pattern_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n < 1 || n > 15 || !strcmp(s, "*"))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (s[i] == '/' || s[i] == ':' || s[i] <= ' ' || s[i] > '~' ||
+		    (s[i] == '*' && i != n - 1) || s[i] == '?' || s[i] == '[')
+			return 0;
+	return 1;
+}
+
+/* An absolute path, or a directory and "/\*" (every namespace file in it); no "..". */
+static int guard_netns_ok(const char *s)
+{
+	size_t n = strlen(s);
+	const char *star = strchr(s, '*');
+
+	if (n < 2 || s[0] != '/' || strstr(s, "/..") || strchr(s, '?') || strchr(s, '['))
+		return 0;
+	return !star || (star == s + n - 1 && s[n - 2] == '/' && n > 2);
+}
+
+static int guard_list(const json_t *v, const char *field, int (*ok)(const char *), char *out,
+		      size_t width, unsigned int *n, char *err, size_t errlen)
+{
+	const json_t *e;
+	size_t i;
+	const char *s;
+
+	if (!json_is_array(v) || json_array_size(v) > TF_GUARD_MAX) {
+		snprintf(err, errlen, "%s: expected an array of at most %d strings", field,
+			 TF_GUARD_MAX);
+		return -EINVAL;
+	}
+	json_array_foreach(v, i, e) {
+		s = json_string_value(e);
+		if (!s || strlen(s) >= width || !ok(s)) {
+			snprintf(
+				err, errlen, "%s[%zu]: `%.64s' is not a valid %s", field, i,
+				s ? s : "?",
+				ok == guard_pattern_ok ?
+					"interface name or prefix (\"tap0\", \"tap*\")" :
+					"namespace path (\"/run/netns/NAME\" or \"/run/netns/*\")");
+			return -EINVAL;
+		}
+		snprintf(out + i * width, width, "%s", s);
+	}
+	*n = json_array_size(v);
+	return 0;
+}
+
+static int parse_guard(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	int ret = 0;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "guard: expected an object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, key, v) {
+		if (!strcmp(key, "interfaces")) {
+			ret = guard_list(v, "guard.interfaces", guard_pattern_ok, c->guard_if[0],
+					 sizeof(c->guard_if[0]), &c->nguard_if, err, errlen);
+		} else if (!strcmp(key, "netns")) {
+			ret = guard_list(v, "guard.netns", guard_netns_ok, c->guard_netns[0],
+					 sizeof(c->guard_netns[0]), &c->nguard_netns, err, errlen);
+		} else if (!strcmp(key, "mark")) {
+			json_int_t m = json_integer_value(v);
+
+			if (!json_is_integer(v) || m <= 0 || m > 0xffffffffLL || (m & (m - 1))) {
+				snprintf(err, errlen,
+					 "guard.mark: expected one bit of the skb mark, such as "
+					 "1048576 (0x100000)");
+				ret = -EINVAL;
+			} else {
+				c->guard_mark = (__u32)m;
+			}
+		} else {
+			snprintf(err, errlen, "guard: unknown field `%s'", key);
+			ret = -EINVAL;
+		}
+		if (ret)
+			return ret;
+	}
+	if (c->nguard_netns && !c->nguard_if) {
+		snprintf(err, errlen, "guard.netns: namespaces to watch, but no guard.interfaces");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err, size_t errlen)
 {
 	json_error_t jerr;
@@ -431,6 +528,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			}
 		} else if (!strcmp(key, "floor")) {
 			ret = parse_floor(v, c, err, errlen);
+		} else if (!strcmp(key, "guard")) {
+			ret = parse_guard(v, c, err, errlen);
 		} else if (!strcmp(key, "log")) {
 			ret = parse_log(v, c, err, errlen);
 		} else if (!strcmp(key, "limits")) {

@@ -16,6 +16,8 @@ enum tf_attach_mode { TF_ATTACH_TC, TF_ATTACH_XDP };
 #define TF_CONFIG_MAX_CIDRS 256
 #define TF_PATH_MAX	    512 /* configured paths; buffers built from them use PATH_MAX */
 
+#define TF_GUARD_MAX 16 /* guard patterns, and guarded namespace paths */
+
 struct tf_config {
 	char control_socket[TF_PATH_MAX];
 	char pin_dir[TF_PATH_MAX];
@@ -46,7 +48,18 @@ struct tf_config {
 	 * told from a real one (docs/tls.md).
 	 */
 	int tls_ech_outer;
-	int nat64_floor;	   /* deny 64:ff9b::/96 (default 1) */
+	/*
+	 * The guard (docs/guard.md): devices whose name matches one of these
+	 * ("tap*": a prefix; "tap0": that name) deny everything unless a
+	 * session claims them, in the daemon's namespace and the namespaces
+	 * named by guard_netns (a path, or DIR followed by "/" and "*": every
+	 * namespace file in DIR).
+	 */
+	unsigned int nguard_if, nguard_netns;
+	char guard_if[TF_GUARD_MAX][16];
+	char guard_netns[TF_GUARD_MAX][TF_PATH_MAX];
+	__u32 guard_mark; /* the skb mark bit tapfence sets on what it passes (guard only) */
+	int nat64_floor;  /* deny 64:ff9b::/96 (default 1) */
 	unsigned int nfloor_extra; /* operator's extra hard-deny ranges */
 	struct tf_cidr floor_extra[TF_CONFIG_MAX_CIDRS];
 	unsigned int nfloor_exceptions; /* operator's exceptions to the floor */

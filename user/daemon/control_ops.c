@@ -69,9 +69,11 @@ static json_t *op_session_del(struct tf_daemon *d, struct tf_client *c, struct t
 
 	(void)c;
 	/* Its counters are read before the slot goes; a statement that fails does not keep it. */
+	if (s && tf_sess_del_check(d, s, r->release, err, errlen))
+		return NULL;
 	if (s)
 		ev_err = tf_evidence_end(d, s, evidence, sizeof(evidence));
-	if (tf_sess_del(d, r->id, err, errlen))
+	if (tf_sess_del(d, r->id, r->release, err, errlen))
 		return NULL;
 	d->policy_changes++;
 	return json_pack(
@@ -79,6 +81,13 @@ static json_t *op_session_del(struct tf_daemon *d, struct tf_client *c, struct t
 		evidence[0] ? evidence : NULL, "evidence_error",
 		ev_err ? "the evidence statement could not be written (see the daemon's log)" :
 			 NULL);
+}
+
+static json_t *op_guard_list(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
+			     char *err, size_t errlen)
+{
+	(void)c, (void)r, (void)err, (void)errlen;
+	return json_pack("{s:b, s:o}", "ok", 1, "devices", tf_guard_list(d));
 }
 
 static json_t *op_session_list(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -291,6 +300,7 @@ static tf_op_fn *const handlers[TF_OP_MAX] = {
 	[TF_OP_SUBSCRIBE] = op_subscribe,
 	[TF_OP_ATTEST] = op_attest,
 	[TF_OP_LOG_ROTATE_KEY] = op_log_rotate_key,
+	[TF_OP_GUARD_LIST] = op_guard_list,
 };
 
 json_t *tf_ctl_dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,

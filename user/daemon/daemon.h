@@ -37,8 +37,10 @@ struct tf_daemon {
 	struct tf_sess *by_sid[TF_MAX_SESSIONS];
 	__u8 stale_sid[TF_MAX_SESSIONS]; /* pinned, enforcing, not restored: never reused */
 	time_t started;
-	time_t sess_ticked; /* the second tf_sess_tick() last looked */
-	__u32 gone_sid;	    /* restore_gone()'s slot, for its tf_sessions walk */
+	time_t sess_ticked;	      /* the second tf_sess_tick() last looked */
+	__u32 gone_sid;		      /* restore_gone()'s slot, for its tf_sessions walk */
+	struct tf_guard_ns *guard_ns; /* guarded namespaces besides the daemon's (guard.c) */
+	time_t guard_ticked;
 	int foreground;
 	/* control socket */
 	int listen_fd;
@@ -68,11 +70,35 @@ struct tf_daemon {
  */
 int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, __u64 want_netns,
 		char *err, size_t errlen);
-int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
+/*
+ * Delete: the device goes back to the guard (deny-everything) unless
+ * release, which tf_sess_del_check() refuses on a device a guard pattern
+ * matches; 0 or -errno with err naming the field.
+ */
+int tf_sess_del_check(struct tf_daemon *d, const struct tf_sess *s, int release, char *err,
+		      size_t errlen);
+int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add, char *err,
 		 size_t errlen) __attribute__((warn_unused_result));
 struct tf_sess *tf_sess_find(struct tf_daemon *d, const char *id);
+/* The kernel has what tapfence needs (kernel.c): 0, or -ENOSYS with the reason logged. */
+int tf_kernel_check(void);
+/* 1 if a kernel release (uname -r) is new enough, else 0 and why. */
+int tf_kernel_release_ok(const char *release, char *why, size_t len);
+
+/* The guard (guard.c, docs/guard.md). */
+struct tf_guard_ns;
+int tf_guard_matches(const struct tf_config *cfg, const char *ifname);
+int tf_guard_start(struct tf_daemon *d); /* after sessions are restored */
+void tf_guard_tick(struct tf_daemon *d);
+void tf_guard_close(struct tf_daemon *d);
+/* Leave dev (in the namespace at netns, NULL: the daemon's) denying everything. */
+int tf_guard_keep(struct tf_daemon *d, const char *netns, const struct tf_sess_key *dev);
+void tf_guard_release(struct tf_daemon *d, const struct tf_sess_key *dev);
+json_t *tf_guard_list(struct tf_daemon *d);
+/* tapfenced --cleanup: the nftables guard out of every namespace the config names. */
+void tf_guard_cleanup(const struct tf_config *cfg);
 /* End sessions whose namespace is gone (main loop, at most once a second). */
 void tf_sess_tick(struct tf_daemon *d);
 /* Re-adopt the sessions saved in state_dir (daemon start). */

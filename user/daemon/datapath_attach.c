@@ -74,7 +74,7 @@ static int link_attach(struct tf_dp *dp, const char *name, const char *dir, int 
 			unlink(path); /* a link of a device that is gone */
 		}
 	}
-	fd = tf_ns_tcx_link(netns, dev, prog_fd, attach_type);
+	fd = tf_ns_tcx_link(netns, dev, prog_fd, attach_type, 1);
 	if (fd < 0)
 		return fd;
 	if (dp->pinned) {

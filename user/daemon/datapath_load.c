@@ -172,6 +172,7 @@ void tf_dp_set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_to_udp_s = cfg->to_udp_s;
 	skel->rodata->cfg_to_udp_replied_s = cfg->to_udp_replied_s;
 	skel->rodata->cfg_to_icmp_s = cfg->to_icmp_s;
+	skel->rodata->cfg_guard_mark = cfg->nguard_if ? cfg->guard_mark : 0;
 	skel->rodata->cfg_to_other_s = cfg->to_other_s;
 	if (cfg->events_per_s) {
 		skel->rodata->cfg_event_interval_ns = 1000000000ULL / cfg->events_per_s;

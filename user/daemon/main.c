@@ -243,6 +243,9 @@ static int cleanup_all(const struct tf_config *cfg)
 
 	snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
 	rm_dir_entries(path, 1);
+	snprintf(path, sizeof(path), "%s/guard", cfg->pin_dir);
+	rm_dir_entries(path, 1);
+	tf_guard_cleanup(cfg);
 	snprintf(path, sizeof(path), "%s/maps", cfg->pin_dir);
 	rm_dir_entries(path, 0);
 	rmdir(cfg->pin_dir);
@@ -362,6 +365,7 @@ static int run(struct tf_daemon *d)
 		tf_attest_tick(d);
 		tf_ctl_tick(d);
 		tf_sess_tick(d);
+		tf_guard_tick(d);
 		tf_ctl_reap(d);
 	}
 	pr_info("stopping; enforcement stays in place (pinned under %s)\n", d->cfg.pin_dir);
@@ -422,7 +426,8 @@ int main(int argc, char **argv)
 			pr_warn("--force: not asking whether a daemon still runs\n");
 		else if (tf_lock_take(&d.cfg, &lock, 1))
 			return 1;
-		ret = cleanup_all(&d.cfg) ? 1 : 0;
+		ret = tf_ns_init(1) || cleanup_all(&d.cfg) ? 1 : 0;
+		tf_ns_stop();
 		tf_lock_release(&lock);
 		return ret;
 	}
@@ -431,6 +436,8 @@ int main(int argc, char **argv)
 	d.epoll_fd = -1;
 	d.host.fd = -1;
 	d.started = time(NULL);
+	if (tf_kernel_check())
+		return 1;
 	if (check_accounts(&d.cfg))
 		return 1;
 	if (ensure_bpffs(d.cfg.pin_dir))
@@ -465,6 +472,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	tf_sess_restore(&d);
 	tf_sess_reconcile(&d);
+	if (tf_guard_start(&d))
+		goto cleanup;
 	tf_attest_restore(&d);
 	if (tf_ctl_open(&d))
 		goto cleanup;
@@ -476,6 +485,7 @@ cleanup:
 	tf_attest_close(&d);
 	tf_events_close(&d);
 	tf_sess_forget_all(&d);
+	tf_guard_close(&d);
 	tf_ns_stop();
 	tf_host_close(&d.host);
 	tf_dp_close(&d.dp);

@@ -33,6 +33,7 @@
 #include <linux/nsfs.h>
 
 #include "common/log.h"
+#include "guard_nft.h"
 #include "netns.h"
 
 #ifndef SO_NETNS_COOKIE
@@ -41,13 +42,17 @@
 #define TF_BPF_F_BEFORE (1U << 3)
 #define NS_QUERY_MAX	64
 
-enum ns_op { NS_RESOLVE = 1, NS_COOKIE, NS_LINK, NS_QUERY };
+enum ns_op { NS_RESOLVE = 1, NS_COOKIE, NS_LINK, NS_QUERY, NS_LIST, NS_GUARD, NS_UNGUARD };
 
 struct ns_req {
 	__u32 op;
 	__u32 attach_type;
 	__u64 cookie; /* the namespace path must be (0: resolve whatever it is) */
 	__u32 ifindex;
+	__u32 flags; /* NS_LINK: BPF_F_BEFORE or 0 (the chain's tail) */
+	__u32 mark;  /* NS_GUARD */
+	__u32 npats; /* NS_GUARD */
+	char pats[TF_NS_PATS][IF_NAMESIZE];
 	char ifname[IF_NAMESIZE];
 	char path[PATH_MAX];
 };
@@ -58,6 +63,7 @@ struct ns_resp {
 	__u64 cookie;
 	__u32 n;
 	__u32 ids[NS_QUERY_MAX];
+	struct tf_ns_dev devs[TF_NS_DEVS]; /* NS_LIST */
 };
 
 __u64 tf_ns_self;
@@ -94,7 +100,7 @@ static int ifindex_here(const char *name, __u32 *ifindex)
 	return err;
 }
 
-static int tcx_link_here(int prog_fd, __u32 ifindex, __u32 attach_type)
+static int tcx_link_here(int prog_fd, __u32 ifindex, __u32 attach_type, __u32 flags)
 {
 	union bpf_attr attr;
 	int fd;
@@ -103,7 +109,7 @@ static int tcx_link_here(int prog_fd, __u32 ifindex, __u32 attach_type)
 	attr.link_create.prog_fd = prog_fd;
 	attr.link_create.target_ifindex = ifindex;
 	attr.link_create.attach_type = attach_type;
-	attr.link_create.flags = TF_BPF_F_BEFORE;
+	attr.link_create.flags = flags;
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	return fd < 0 ? -errno : fd;
 }
@@ -124,6 +130,23 @@ static int query_here(__u32 ifindex, __u32 attach_type, __u32 *ids, __u32 max, _
 	if (bpf_prog_query_opts((int)ifindex, attach_type, &q))
 		return -errno;
 	*n = q.prog_cnt < max ? q.prog_cnt : max;
+	return 0;
+}
+
+/* The devices of the current namespace, up to TF_NS_DEVS. */
+static int list_here(struct tf_ns_dev *devs, __u32 *n)
+{
+	struct if_nameindex *ifs = if_nameindex(), *i;
+
+	*n = 0;
+	if (!ifs)
+		return -errno;
+	for (i = ifs; i->if_index && *n < TF_NS_DEVS; i++) {
+		devs[*n].ifindex = i->if_index;
+		snprintf(devs[*n].name, sizeof(devs[*n].name), "%s", i->if_name);
+		(*n)++;
+	}
+	if_freenameindex(ifs);
 	return 0;
 }
 
@@ -174,12 +197,22 @@ static void serve_one(const struct ns_req *q, int prog_fd, int home, struct ns_r
 			r->err = -EBADF;
 			break;
 		}
-		*link_fd = tcx_link_here(prog_fd, q->ifindex, q->attach_type);
+		*link_fd = tcx_link_here(prog_fd, q->ifindex, q->attach_type, q->flags);
 		if (*link_fd < 0)
 			r->err = *link_fd;
 		break;
 	case NS_QUERY:
 		r->err = query_here(q->ifindex, q->attach_type, r->ids, NS_QUERY_MAX, &r->n);
+		break;
+	case NS_LIST:
+		r->err = list_here(r->devs, &r->n);
+		break;
+	case NS_GUARD:
+		r->err = q->npats <= TF_NS_PATS ? tf_guard_nft_here(q->pats, q->npats, q->mark) :
+						  -EINVAL;
+		break;
+	case NS_UNGUARD:
+		r->err = tf_guard_nft_remove_here();
 		break;
 	default:
 		r->err = -EOPNOTSUPP;
@@ -414,19 +447,22 @@ int tf_ns_resolve(const char *path, const char *ifname, struct tf_sess_key *dev)
 	return err;
 }
 
-int tf_ns_tcx_link(const char *path, const struct tf_sess_key *dev, int prog_fd, __u32 attach_type)
+int tf_ns_tcx_link(const char *path, const struct tf_sess_key *dev, int prog_fd, __u32 attach_type,
+		   int head)
 {
+	__u32 flags = head ? TF_BPF_F_BEFORE : 0;
 	struct ns_req q;
 	struct ns_resp r;
 	int err, fd = -1;
 
 	if (!path)
-		return tcx_link_here(prog_fd, dev->ifindex, attach_type);
+		return tcx_link_here(prog_fd, dev->ifindex, attach_type, flags);
 	err = req_init(&q, NS_LINK, path, dev->netns);
 	if (err)
 		return err;
 	q.ifindex = dev->ifindex;
 	q.attach_type = attach_type;
+	q.flags = flags;
 	err = ask(&q, prog_fd, &r, &fd);
 	if (!err && fd < 0)
 		err = -EPROTO;
@@ -454,4 +490,41 @@ int tf_ns_query(const char *path, const struct tf_sess_key *dev, __u32 attach_ty
 		memcpy(ids, r.ids, *n * sizeof(*ids));
 	}
 	return err;
+}
+
+int tf_ns_list(const char *path, __u64 cookie, struct tf_ns_dev *devs, __u32 *n)
+{
+	static struct ns_resp r; /* 10 KB: not on the stack */
+	struct ns_req q;
+	int err;
+
+	*n = 0;
+	if (!path)
+		return list_here(devs, n);
+	err = req_init(&q, NS_LIST, path, cookie) ?: ask(&q, -1, &r, NULL);
+	if (!err) {
+		*n = r.n < TF_NS_DEVS ? r.n : TF_NS_DEVS;
+		memcpy(devs, r.devs, *n * sizeof(*devs));
+	}
+	return err;
+}
+
+int tf_ns_guard(const char *path, __u64 cookie, const char (*pats)[16], unsigned int npats,
+		__u32 mark)
+{
+	static struct ns_req q;
+	struct ns_resp r;
+	int err;
+
+	if (npats > TF_NS_PATS)
+		return -EINVAL;
+	if (!path)
+		return npats ? tf_guard_nft_here(pats, npats, mark) : tf_guard_nft_remove_here();
+	err = req_init(&q, npats ? NS_GUARD : NS_UNGUARD, path, cookie);
+	if (err)
+		return err;
+	q.npats = npats;
+	q.mark = mark;
+	memcpy(q.pats, pats, npats * sizeof(q.pats[0]));
+	return ask(&q, -1, &r, NULL);
 }

@@ -31,13 +31,34 @@ void tf_ns_stop(void);
 int tf_ns_resolve(const char *path, const char *ifname, struct tf_sess_key *dev);
 /* The namespace at path's cookie (-ENOENT: no such path). */
 int tf_ns_cookie(const char *path, __u64 *cookie);
-/* A tcx link of prog_fd at the head of dev's attach_type chain: the link fd or -errno. */
-int tf_ns_tcx_link(const char *path, const struct tf_sess_key *dev, int prog_fd, __u32 attach_type);
+/*
+ * A tcx link of prog_fd on dev's attach_type chain, at its head (head = 1)
+ * or its tail: the link fd or -errno.
+ */
+int tf_ns_tcx_link(const char *path, const struct tf_sess_key *dev, int prog_fd, __u32 attach_type,
+		   int head);
 /*
  * The ids of the programs on dev's attach_type chain, in order: up to max
  * in ids, their number in *n. 0 or -errno.
  */
 int tf_ns_query(const char *path, const struct tf_sess_key *dev, __u32 attach_type, __u32 *ids,
 		__u32 max, __u32 *n);
+
+#define TF_NS_DEVS 512 /* devices one tf_ns_list() reports */
+#define TF_NS_PATS 16  /* guard patterns (TF_GUARD_MAX) */
+
+struct tf_ns_dev {
+	__u32 ifindex;
+	char name[16];
+};
+
+/* The devices of the namespace at path (still cookie, unless 0): up to TF_NS_DEVS. */
+int tf_ns_list(const char *path, __u64 cookie, struct tf_ns_dev *devs, __u32 *n);
+/*
+ * The guard's nftables table in the namespace at path (guard_nft.c):
+ * replaced with these patterns, or removed when npats is 0.
+ */
+int tf_ns_guard(const char *path, __u64 cookie, const char (*pats)[16], unsigned int npats,
+		__u32 mark);
 
 #endif /* TF_DAEMON_NETNS_H */

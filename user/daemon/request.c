@@ -48,6 +48,22 @@ static int parse_id(struct tf_request *r, const struct tf_spec_limits *lim, char
 	return r->id ? 0 : -EINVAL;
 }
 
+/* session.del: the id, and "release" (a boolean, false when absent). */
+static int parse_del(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+		     size_t errlen)
+{
+	json_t *rel = json_object_get(r->root, "release");
+
+	if (parse_id(r, lim, err, errlen))
+		return -EINVAL;
+	if (rel && !json_is_boolean(rel)) {
+		snprintf(err, errlen, "release: expected true or false");
+		return -EINVAL;
+	}
+	r->release = json_is_true(rel);
+	return 0;
+}
+
 static int parse_rule(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
 		      size_t errlen)
 {
@@ -72,13 +88,14 @@ static const char *const f_none[] = { NULL };
 static const char *const f_spec[] = { "spec", NULL };
 static const char *const f_id[] = { "id", NULL };
 static const char *const f_rule[] = { "id", "rule", NULL };
+static const char *const f_del[] = { "id", "release", NULL };
 static const char *const f_sub[] = { "session", NULL };
 
 static const struct op_desc ops[TF_OP_MAX] = {
 	[TF_OP_VERSION] = { "version", f_none, NULL },
 	[TF_OP_STATS] = { "stats", f_none, NULL },
 	[TF_OP_SESSION_ADD] = { "session.add", f_spec, parse_spec },
-	[TF_OP_SESSION_DEL] = { "session.del", f_id, parse_id },
+	[TF_OP_SESSION_DEL] = { "session.del", f_del, parse_del },
 	[TF_OP_SESSION_LIST] = { "session.list", f_none, NULL },
 	[TF_OP_SESSION_SHOW] = { "session.show", f_id, parse_id },
 	[TF_OP_RULE_ADD] = { "rule.add", f_rule, parse_rule },
@@ -86,6 +103,7 @@ static const struct op_desc ops[TF_OP_MAX] = {
 	[TF_OP_SUBSCRIBE] = { "events.subscribe", f_sub, parse_session },
 	[TF_OP_ATTEST] = { "attest", f_sub, parse_session },
 	[TF_OP_LOG_ROTATE_KEY] = { "log.rotate_key", f_none, NULL },
+	[TF_OP_GUARD_LIST] = { "guard.list", f_none, NULL },
 };
 
 static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)

@@ -23,6 +23,7 @@ enum tf_op {
 	TF_OP_SUBSCRIBE,
 	TF_OP_ATTEST,
 	TF_OP_LOG_ROTATE_KEY,
+	TF_OP_GUARD_LIST,
 	TF_OP_MAX
 };
 
@@ -41,6 +42,7 @@ struct tf_request {
 	const char *session;
 	struct tf_spec spec;
 	struct tf_rule rule;
+	int release; /* session.del: leave the device unfiltered (docs/guard.md) */
 };
 
 int tf_request_parse(const char *line, size_t len, const struct tf_spec_limits *lim,

@@ -312,10 +312,30 @@ static void readdress(struct tf_daemon *d, const struct tf_spec *gone)
 				pr_warn("session %s: cannot own its addresses again\n", o->spec.id);
 }
 
-int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
+int tf_sess_del_check(struct tf_daemon *d, const struct tf_sess *s, int release, char *err,
+		      size_t errlen)
+{
+	if (release && tf_guard_matches(&d->cfg, s->spec.ifname)) {
+		snprintf(err, errlen,
+			 "release: `%s' matches guard.interfaces: a guarded device is never left "
+			 "unfiltered (delete without --release)",
+			 s->spec.ifname);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * The device goes back to the guard before anything of the session goes:
+ * guard links (ahead of the session's, they pass what the session claims),
+ * then the tf_sessions entry (from here the guard denies everything), then
+ * the session's links and tables. A device that is gone needs no guard.
+ */
+int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, size_t errlen)
 {
 	char path[PATH_MAX], pin[TF_ID_MAX + 1];
 	struct tf_sess **pp, *s;
+	int ret;
 
 	for (pp = &d->sessions; *pp && strcmp((*pp)->spec.id, id); pp = &(*pp)->next)
 		;
@@ -324,7 +344,23 @@ int tf_sess_del(struct tf_daemon *d, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "id: no session `%s'", id);
 		return -ENOENT;
 	}
+	ret = tf_sess_del_check(d, s, release, err, errlen);
+	if (ret)
+		return ret;
+	if (!release && s->at.link_out >= 0 && tf_dp_link_ifindex(s->at.link_out)) {
+		ret = tf_guard_keep(d, s->spec.netns[0] ? s->spec.netns : NULL, &s->dev);
+		if (ret) {
+			snprintf(err, errlen,
+				 "cannot leave `%s' denying (its guard programs: %s): the session "
+				 "stays",
+				 s->spec.ifname, strerror(-ret));
+			return ret;
+		}
+	}
+	if (release)
+		tf_guard_release(d, &s->dev);
 	pin_name(id, pin);
+	tf_dp_session_unset(&d->dp, &s->dev);
 	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
 	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, &s->dev);
 	sess_path(d, id, path, sizeof(path));
@@ -368,7 +404,7 @@ void tf_sess_tick(struct tf_daemon *d)
 		snprintf(id, sizeof(id), "%s", s->spec.id);
 		pr_warn("session %s: its namespace `%s' is gone: ended\n", id, s->spec.netns);
 		tf_evidence_end(d, s, evidence, sizeof(evidence));
-		if (!tf_sess_del(d, id, err, sizeof(err))) {
+		if (!tf_sess_del(d, id, 0, err, sizeof(err))) {
 			d->policy_changes++;
 			tf_audit_note(d, "session", "\"session\":\"%s\",\"ended\":\"netns_gone\"",
 				      id);

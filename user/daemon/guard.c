@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The guard (docs/guard.md): devices whose names match guard.interfaces,
+ * in the daemon's namespace and in those guard.netns names, deny
+ * everything unless a session claims them.
+ *
+ * What makes that hold from a device's first frame is the kernel's: the
+ * nftables chains of guard_nft.c, which match each packet's input device
+ * by name and pass only what a session's program marked. What this file
+ * adds, once a second (tf_guard_tick()), is the device-level half: tcx
+ * guard programs on each matching device no session claims (they drop,
+ * count and report at the device, before a tc redirect could take a
+ * frame past the nftables chains; bpf/lib/guard.bpf.h), pinned
+ * at <pin_dir>/guard/<cookie>-<ifindex>-{in,out} so they outlive the
+ * daemon; guarded namespaces that appear (the nftables table is written
+ * into each); and the pins of devices that are gone.
+ *
+ * A session deleted leaves its device to the guard (tf_guard_keep()),
+ * matching or not; only `session del --release` on a device no pattern
+ * matches leaves it unfiltered.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "common/log.h"
+#include "daemon.h"
+#include "netns.h"
+#include "tapfence.skel.h"
+
+#define TF_BPF_TCX_INGRESS 46
+#define TF_BPF_TCX_EGRESS  47
+
+struct tf_guard_ns {
+	char path[TF_PATH_MAX];
+	__u64 cookie;
+	struct tf_guard_ns *next;
+};
+
+int tf_guard_matches(const struct tf_config *cfg, const char *ifname)
+{
+	unsigned int i;
+	size_t n;
+
+	for (i = 0; i < cfg->nguard_if; i++) {
+		n = strlen(cfg->guard_if[i]);
+		if (cfg->guard_if[i][n - 1] == '*' ? !strncmp(ifname, cfg->guard_if[i], n - 1) :
+						     !strcmp(ifname, cfg->guard_if[i]))
+			return 1;
+	}
+	return 0;
+}
+
+static void pin_path(const struct tf_daemon *d, const struct tf_sess_key *dev, const char *dir,
+		     char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/guard/%llu-%u-%s", d->cfg.pin_dir, (unsigned long long)dev->netns,
+		 dev->ifindex, dir);
+}
+
+static int claimed(const struct tf_daemon *d, const struct tf_sess_key *dev)
+{
+	const struct tf_sess *s;
+
+	for (s = d->sessions; s; s = s->next)
+		if (s->dev.netns == dev->netns && s->dev.ifindex == dev->ifindex)
+			return 1;
+	return 0;
+}
+
+/* One guard link, pinned; 0 if it was pinned already. */
+static int guard_link(struct tf_daemon *d, const char *netns, const struct tf_sess_key *dev,
+		      const char *dir, int prog_fd, __u32 type)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	pin_path(d, dev, dir, path, sizeof(path));
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		if (tf_dp_link_ifindex(fd) == dev->ifindex) {
+			close(fd);
+			return 0;
+		}
+		close(fd);
+		unlink(path); /* a device that was at this index once */
+	}
+	fd = tf_ns_tcx_link(netns, dev, prog_fd, type, 1);
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_pin(fd, path))
+		err = -errno;
+	if (err) {
+		bpf_link_detach(fd);
+		pr_warn("guard: cannot pin `%s': %s\n", path, strerror(-err));
+	}
+	close(fd);
+	return err;
+}
+
+int tf_guard_keep(struct tf_daemon *d, const char *netns, const struct tf_sess_key *dev)
+{
+	int err;
+
+	/* Egress first: once ingress denies, nothing new can be answered either. */
+	err = guard_link(d, netns, dev, "out", bpf_program__fd(d->dp.skel->progs.tc_guard_to_guest),
+			 TF_BPF_TCX_EGRESS);
+	if (!err)
+		err = guard_link(d, netns, dev, "in",
+				 bpf_program__fd(d->dp.skel->progs.tc_guard_from_guest),
+				 TF_BPF_TCX_INGRESS);
+	return err;
+}
+
+static void unpin(struct tf_daemon *d, const struct tf_sess_key *dev)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	pin_path(d, dev, "in", path, sizeof(path));
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		bpf_link_detach(fd);
+		close(fd);
+	}
+	unlink(path);
+	pin_path(d, dev, "out", path, sizeof(path));
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		bpf_link_detach(fd);
+		close(fd);
+	}
+	unlink(path);
+	bpf_map_delete_elem(bpf_map__fd(d->dp.skel->maps.tf_guard_drops), dev);
+}
+
+void tf_guard_release(struct tf_daemon *d, const struct tf_sess_key *dev)
+{
+	unpin(d, dev);
+}
+
+/* The guard programs on every matching device of one namespace that no session claims. */
+static void guard_devices(struct tf_daemon *d, const char *netns, __u64 cookie)
+{
+	static struct tf_ns_dev devs[TF_NS_DEVS];
+	struct tf_sess_key dev = { .netns = cookie };
+	__u32 n, i;
+	int err;
+
+	if (tf_ns_list(netns, netns ? cookie : 0, devs, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!tf_guard_matches(&d->cfg, devs[i].name))
+			continue;
+		dev.ifindex = devs[i].ifindex;
+		if (claimed(d, &dev))
+			continue;
+		err = tf_guard_keep(d, netns, &dev);
+		if (err && err != -ENODEV)
+			pr_warn("guard: cannot attach to `%s'%s%s: %s\n", devs[i].name,
+				netns ? " in " : "", netns ? netns : "", strerror(-err));
+	}
+}
+
+/* Pins of devices that are gone (their links say ifindex 0). */
+static void reap(struct tf_daemon *d)
+{
+	char dir[PATH_MAX], path[PATH_MAX * 2];
+	unsigned long long cookie;
+	struct tf_sess_key dev;
+	struct dirent *de;
+	unsigned int ifindex;
+	DIR *dp;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/guard", d->cfg.pin_dir);
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	while ((de = readdir(dp))) {
+		if (sscanf(de->d_name, "%llu-%u-in", &cookie, &ifindex) != 2)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		fd = bpf_obj_get(path);
+		if (fd >= 0 && tf_dp_link_ifindex(fd)) {
+			close(fd);
+			continue;
+		}
+		if (fd >= 0)
+			close(fd);
+		dev = (struct tf_sess_key){ .netns = cookie, .ifindex = ifindex };
+		unpin(d, &dev);
+	}
+	closedir(dp);
+}
+
+static struct tf_guard_ns *ns_find(struct tf_daemon *d, const char *path)
+{
+	struct tf_guard_ns *g;
+
+	for (g = d->guard_ns; g; g = g->next)
+		if (!strcmp(g->path, path))
+			return g;
+	return NULL;
+}
+
+/* A namespace file at path: guarded from now on (its nftables table written), if it is one. */
+static void ns_consider(struct tf_daemon *d, const char *path)
+{
+	struct tf_guard_ns *g = ns_find(d, path);
+	__u64 cookie;
+	int err;
+
+	if (tf_ns_cookie(path, &cookie))
+		return; /* not a namespace (yet: `ip netns add' mounts it after creating the file) */
+	if (g && g->cookie == cookie)
+		return;
+	if (cookie == tf_ns_self)
+		return; /* the daemon's own: guarded already */
+	err = tf_ns_guard(path, cookie, d->cfg.guard_if, d->cfg.nguard_if, d->cfg.guard_mark);
+	if (err) {
+		pr_warn("guard: cannot write the nftables guard into `%s': %s\n", path,
+			strerror(-err));
+		return;
+	}
+	if (!g) {
+		g = calloc(1, sizeof(*g));
+		if (!g)
+			return;
+		snprintf(g->path, sizeof(g->path), "%s", path);
+		g->next = d->guard_ns;
+		d->guard_ns = g;
+	}
+	g->cookie = cookie;
+	pr_info("guard: namespace `%s' guarded\n", path);
+	guard_devices(d, path, cookie);
+}
+
+/* Call fn on every namespace path guard.netns names, now. */
+static void ns_each(const struct tf_config *cfg, void (*fn)(void *ctx, const char *path), void *ctx)
+{
+	char dir[TF_PATH_MAX], path[TF_PATH_MAX * 2];
+	struct dirent *de;
+	unsigned int i;
+	size_t n;
+	DIR *dp;
+
+	for (i = 0; i < cfg->nguard_netns; i++) {
+		n = strlen(cfg->guard_netns[i]);
+		if (cfg->guard_netns[i][n - 1] != '*') {
+			fn(ctx, cfg->guard_netns[i]);
+			continue;
+		}
+		snprintf(dir, sizeof(dir), "%.*s", (int)(n - 2), cfg->guard_netns[i]);
+		dp = opendir(dir);
+		if (!dp)
+			continue;
+		while ((de = readdir(dp))) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			fn(ctx, path);
+		}
+		closedir(dp);
+	}
+}
+
+static void consider(void *ctx, const char *path)
+{
+	ns_consider(ctx, path);
+}
+
+static void ns_scan(struct tf_daemon *d)
+{
+	ns_each(&d->cfg, consider, d);
+}
+
+static void unguard(void *ctx, const char *path)
+{
+	(void)ctx;
+	tf_ns_guard(path, 0, NULL, 0, 0);
+}
+
+void tf_guard_cleanup(const struct tf_config *cfg)
+{
+	tf_ns_guard(NULL, 0, NULL, 0, 0);
+	ns_each(cfg, unguard, NULL);
+}
+
+int tf_guard_start(struct tf_daemon *d)
+{
+	char path[PATH_MAX];
+	int err;
+
+	if (!d->cfg.nguard_if) {
+		/* No guard now: one an earlier run wrote here would drop forever. */
+		tf_ns_guard(NULL, 0, NULL, 0, 0);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/guard", d->cfg.pin_dir);
+	if (mkdir(path, 0700) && errno != EEXIST) {
+		pr_warn("guard: cannot create `%s': %s\n", path, strerror(errno));
+		return -errno;
+	}
+	err = tf_ns_guard(NULL, 0, d->cfg.guard_if, d->cfg.nguard_if, d->cfg.guard_mark);
+	if (err) {
+		pr_warn("guard: cannot write the nftables guard (a netdev ingress chain with "
+			"prefix hooks: kernel 6.16 or later, nf_tables): %s\n",
+			strerror(-err));
+		return err;
+	}
+	guard_devices(d, NULL, tf_ns_self);
+	ns_scan(d);
+	pr_info("guard: %u pattern(s), %u namespace path(s) watched\n", d->cfg.nguard_if,
+		d->cfg.nguard_netns);
+	return 0;
+}
+
+void tf_guard_tick(struct tf_daemon *d)
+{
+	struct tf_guard_ns **pp, *g;
+	time_t now = time(NULL);
+	__u64 cookie;
+
+	if (!d->cfg.nguard_if || now == d->guard_ticked)
+		return;
+	d->guard_ticked = now;
+	for (pp = &d->guard_ns; (g = *pp);) {
+		if (tf_ns_cookie(g->path, &cookie) || cookie != g->cookie) {
+			pr_info("guard: namespace `%s' is gone\n", g->path);
+			*pp = g->next;
+			free(g);
+			continue;
+		}
+		pp = &g->next;
+	}
+	ns_scan(d);
+	guard_devices(d, NULL, tf_ns_self);
+	for (g = d->guard_ns; g; g = g->next)
+		guard_devices(d, g->path, g->cookie);
+	reap(d);
+}
+
+void tf_guard_close(struct tf_daemon *d)
+{
+	struct tf_guard_ns *g;
+
+	while ((g = d->guard_ns)) {
+		d->guard_ns = g->next;
+		free(g);
+	}
+}
+
+static __u64 drops_of(struct tf_daemon *d, const struct tf_sess_key *dev)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	__u64 v[512] = {}, sum = 0;
+
+	if (ncpu <= 0 || ncpu > 512 ||
+	    bpf_map_lookup_elem(bpf_map__fd(d->dp.skel->maps.tf_guard_drops), dev, v))
+		return 0;
+	for (i = 0; i < ncpu; i++)
+		sum += v[i];
+	return sum;
+}
+
+static void list_ns(struct tf_daemon *d, const char *netns, __u64 cookie, json_t *arr)
+{
+	static struct tf_ns_dev devs[TF_NS_DEVS];
+	struct tf_sess_key dev = { .netns = cookie };
+	const struct tf_sess *s;
+	char path[PATH_MAX];
+	__u32 n, i;
+
+	if (tf_ns_list(netns, netns ? cookie : 0, devs, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!tf_guard_matches(&d->cfg, devs[i].name))
+			continue;
+		dev.ifindex = devs[i].ifindex;
+		for (s = d->sessions; s; s = s->next)
+			if (s->dev.netns == dev.netns && s->dev.ifindex == dev.ifindex)
+				break;
+		pin_path(d, &dev, "in", path, sizeof(path));
+		json_array_append_new(arr, json_pack("{s:s, s:s*, s:I, s:s*, s:b, s:I}", "ifname",
+						     devs[i].name, "netns", netns, "ifindex",
+						     (json_int_t)dev.ifindex, "session",
+						     s ? s->spec.id : NULL, "programs",
+						     !access(path, F_OK), "dropped",
+						     (json_int_t)drops_of(d, &dev)));
+	}
+}
+
+json_t *tf_guard_list(struct tf_daemon *d)
+{
+	json_t *arr = json_array();
+	struct tf_guard_ns *g;
+
+	if (!d->cfg.nguard_if)
+		return arr;
+	list_ns(d, NULL, tf_ns_self, arr);
+	for (g = d->guard_ns; g; g = g->next)
+		list_ns(d, g->path, g->cookie, arr);
+	return arr;
+}
