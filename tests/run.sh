@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Test that every tier passes: runs the unit binaries and the netns scripts, counts the
 # "PASS: ..." / "FAIL: ..." lines they print, and ends with "N passed, N failed".
-# Usage: tests/run.sh [unit|san|netns|vm]...   (default: all tiers; vm only where QEMU is installed)
+# Usage: tests/run.sh [unit|san|netns|vm|TIER:NAME]...   (default: all tiers; vm only where QEMU is
+# installed). TIER:NAME runs one test of a tier: netns:test_cni, unit:test_spec, vm:test_guests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -44,6 +45,14 @@ run_one() { # name cmd...
 
 for tier in "${tiers[@]}"; do
 	case $tier in
+	unit:* | netns:* | vm:*)
+		name=${tier#*:} t=${tier%%:*}
+		case $t in
+		unit) f=$BUILD/tests/$name ;;
+		*) f=tests/$t/$name.sh ;;
+		esac
+		[ -e "$f" ] || { echo "no test $tier ($f)" >&2; exit 2; }
+		if [ "$t" = unit ]; then run_one "$tier" "$f"; else run_one "$tier" bash "$f"; fi ;;
 	unit)
 		for t in "$BUILD"/tests/test_*; do
 			[ -x "$t" ] && run_one "unit/$(basename "$t")" "$t"
