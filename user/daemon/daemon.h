@@ -40,6 +40,7 @@ struct tf_daemon {
 	time_t sess_ticked;	      /* the second tf_sess_tick() last looked */
 	__u32 gone_sid;		      /* restore_gone()'s slot, for its tf_sessions walk */
 	struct tf_guard_ns *guard_ns; /* guarded namespaces besides the daemon's (guard.c) */
+	int guard_nl;		      /* its RTM_NEWLINK listener, -1 if none */
 	time_t guard_ticked;
 	int foreground;
 	/* control socket */
@@ -92,6 +93,8 @@ struct tf_guard_ns;
 int tf_guard_matches(const struct tf_config *cfg, const char *ifname);
 int tf_guard_start(struct tf_daemon *d); /* after sessions are restored */
 void tf_guard_tick(struct tf_daemon *d);
+void *tf_guard_tag(void);		  /* the epoll tag of its netlink socket ... */
+void tf_guard_event(struct tf_daemon *d); /* ... which this reads */
 void tf_guard_close(struct tf_daemon *d);
 /* Leave dev (in the namespace at netns, NULL: the daemon's) denying everything. */
 int tf_guard_keep(struct tf_daemon *d, const char *netns, const struct tf_sess_key *dev);

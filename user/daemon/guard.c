@@ -7,7 +7,8 @@
  * What makes that hold from a device's first frame is the kernel's: the
  * nftables chains of guard_nft.c, which match each packet's input device
  * by name and pass only what a session's program marked. What this file
- * adds, once a second (tf_guard_tick()), is the device-level half: tcx
+ * adds, as RTM_NEWLINK says a device appeared (tf_guard_event()) and
+ * once a second (tf_guard_tick()), is the device-level half: tcx
  * guard programs on each matching device no session claims (they drop,
  * count and report at the device, before a tc redirect could take a
  * frame past the nftables chains; bpf/lib/guard.bpf.h), pinned
@@ -26,10 +27,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 
 #include "common/log.h"
 #include "daemon.h"
@@ -42,8 +48,16 @@
 struct tf_guard_ns {
 	char path[TF_PATH_MAX];
 	__u64 cookie;
+	__s32 nsid; /* the daemon's namespace's id for it (-1: none; found by the once-a-second scan) */
 	struct tf_guard_ns *next;
 };
+
+static char guard_tag;
+
+void *tf_guard_tag(void)
+{
+	return &guard_tag;
+}
 
 int tf_guard_matches(const struct tf_config *cfg, const char *ifname)
 {
@@ -240,6 +254,8 @@ static void ns_consider(struct tf_daemon *d, const char *path)
 		d->guard_ns = g;
 	}
 	g->cookie = cookie;
+	if (tf_ns_nsid(path, cookie, (__u32 *)&g->nsid))
+		g->nsid = -1;
 	pr_info("guard: namespace `%s' guarded\n", path);
 	guard_devices(d, path, cookie);
 }
@@ -295,6 +311,104 @@ void tf_guard_cleanup(const struct tf_config *cfg)
 	ns_each(cfg, unguard, NULL);
 }
 
+/*
+ * RTM_NEWLINK from the daemon's namespace and, through NETLINK_LISTEN_ALL_NSID
+ * (set now, while the daemon still has CAP_NET_BROADCAST), from every
+ * namespace it has an id for: a new matching device gets its guard
+ * programs as soon as the kernel says it exists, not at the next scan.
+ */
+static int listen_links(struct tf_daemon *d)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &guard_tag };
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE),
+	    one = 1;
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    setsockopt(fd, SOL_NETLINK, NETLINK_LISTEN_ALL_NSID, &one, sizeof(one)) ||
+	    epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
+		pr_warn("guard: cannot listen for new devices: %s\n", strerror(errno));
+		close(fd);
+		return -errno;
+	}
+	d->guard_nl = fd;
+	return 0;
+}
+
+/* One RTM_NEWLINK: the device it names, if a pattern matches it, gets its guard programs. */
+static void new_link(struct tf_daemon *d, const struct nlmsghdr *h, __s32 nsid)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	int len = h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi));
+	const struct tf_guard_ns *g = NULL;
+	struct tf_sess_key dev = {};
+	char name[IF_NAMESIZE] = "";
+	const struct rtattr *a;
+	int err;
+
+	if (len < 0)
+		return;
+	for (a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len))
+		if (a->rta_type == IFLA_IFNAME && RTA_PAYLOAD(a) <= sizeof(name))
+			snprintf(name, sizeof(name), "%.*s", (int)RTA_PAYLOAD(a),
+				 (const char *)RTA_DATA(a));
+	if (!name[0] || !tf_guard_matches(&d->cfg, name))
+		return;
+	if (nsid >= 0) {
+		for (g = d->guard_ns; g && g->nsid != nsid; g = g->next)
+			;
+		if (!g)
+			return; /* a namespace the config does not name */
+	}
+	dev.netns = g ? g->cookie : tf_ns_self;
+	dev.ifindex = (__u32)ifi->ifi_index;
+	if (claimed(d, &dev))
+		return;
+	err = tf_guard_keep(d, g ? g->path : NULL, &dev);
+	if (err && err != -ENODEV && err != -ESTALE)
+		pr_warn("guard: cannot attach to new device `%s'%s%s: %s\n", name, g ? " in " : "",
+			g ? g->path : "", strerror(-err));
+}
+
+void tf_guard_event(struct tf_daemon *d)
+{
+	char buf[16384], cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct tf_guard_ns *g;
+	struct nlmsghdr *h;
+	struct cmsghdr *c;
+	int all = 0;
+	__s32 nsid;
+	ssize_t n;
+
+	for (;;) {
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		n = recvmsg(d->guard_nl, &m, 0);
+		if (n < 0 && errno == ENOBUFS) {
+			all = 1; /* messages lost: look at everything */
+			continue;
+		}
+		if (n <= 0)
+			break;
+		nsid = -1;
+		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+			if (c->cmsg_level == SOL_NETLINK && c->cmsg_type == NETLINK_LISTEN_ALL_NSID)
+				memcpy(&nsid, CMSG_DATA(c), sizeof(nsid));
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n))
+			if (h->nlmsg_type == RTM_NEWLINK)
+				new_link(d, h, nsid);
+	}
+	if (!all)
+		return;
+	guard_devices(d, NULL, tf_ns_self);
+	for (g = d->guard_ns; g; g = g->next)
+		guard_devices(d, g->path, g->cookie);
+}
+
 int tf_guard_start(struct tf_daemon *d)
 {
 	char path[PATH_MAX];
@@ -317,6 +431,9 @@ int tf_guard_start(struct tf_daemon *d)
 			strerror(-err));
 		return err;
 	}
+	err = listen_links(d);
+	if (err)
+		return err;
 	guard_devices(d, NULL, tf_ns_self);
 	ns_scan(d);
 	pr_info("guard: %u pattern(s), %u namespace path(s) watched\n", d->cfg.nguard_if,
@@ -353,6 +470,9 @@ void tf_guard_close(struct tf_daemon *d)
 {
 	struct tf_guard_ns *g;
 
+	if (d->guard_nl >= 0)
+		close(d->guard_nl);
+	d->guard_nl = -1;
 	while ((g = d->guard_ns)) {
 		d->guard_ns = g->next;
 		free(g);

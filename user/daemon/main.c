@@ -357,6 +357,8 @@ static int run(struct tf_daemon *d)
 				stop = on_signal(d, sfd);
 			else if (evs[i].data.ptr == &host_tag)
 				host = 1;
+			else if (evs[i].data.ptr == tf_guard_tag())
+				tf_guard_event(d);
 			else if (evs[i].data.ptr != &rb_tag)
 				tf_ctl_event(d, evs[i].data.ptr, evs[i].events);
 		}
@@ -435,6 +437,7 @@ int main(int argc, char **argv)
 	d.listen_fd = d.spare_fd = -1;
 	d.epoll_fd = -1;
 	d.host.fd = -1;
+	d.guard_nl = -1;
 	d.started = time(NULL);
 	if (tf_kernel_check())
 		return 1;

@@ -25,11 +25,15 @@
 #include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/magic.h>
+#include <linux/net_namespace.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/nsfs.h>
 
 #include "common/log.h"
@@ -42,7 +46,7 @@
 #define TF_BPF_F_BEFORE (1U << 3)
 #define NS_QUERY_MAX	64
 
-enum ns_op { NS_RESOLVE = 1, NS_COOKIE, NS_LINK, NS_QUERY, NS_LIST, NS_GUARD, NS_UNGUARD };
+enum ns_op { NS_RESOLVE = 1, NS_COOKIE, NS_LINK, NS_QUERY, NS_LIST, NS_GUARD, NS_UNGUARD, NS_NSID };
 
 struct ns_req {
 	__u32 op;
@@ -150,6 +154,81 @@ static int list_here(struct tf_ns_dev *devs, __u32 *n)
 	return 0;
 }
 
+/* One RTM_{NEW,GET}NSID request about the namespace fd ns; the reply's NETNSA_NSID to *nsid. */
+static int nsid_msg(int sock, __u16 type, int ns, __s32 *nsid)
+{
+	struct {
+		struct nlmsghdr h;
+		struct rtgenmsg g;
+		char pad[3];
+		struct rtattr a1;
+		__u32 fd;
+		struct rtattr a2;
+		__s32 id;
+	} req = {
+		.h = { .nlmsg_len = sizeof(req),
+		       .nlmsg_type = type,
+		       .nlmsg_flags = NLM_F_REQUEST | (type == RTM_NEWNSID ? NLM_F_ACK : 0) },
+		.g = { .rtgen_family = AF_UNSPEC },
+		.a1 = { .rta_len = RTA_LENGTH(4), .rta_type = NETNSA_FD },
+		.fd = (__u32)ns,
+		.a2 = { .rta_len = RTA_LENGTH(4), .rta_type = NETNSA_NSID },
+		.id = NETNSA_NSID_NOT_ASSIGNED,
+	};
+	char buf[512];
+	struct nlmsghdr *h;
+	struct rtattr *a;
+	ssize_t n;
+	int len;
+
+	if (type == RTM_GETNSID)
+		req.h.nlmsg_len -= sizeof(req.a2) + sizeof(req.id);
+	if (send(sock, &req, req.h.nlmsg_len, 0) != (ssize_t)req.h.nlmsg_len)
+		return -errno;
+	n = recv(sock, buf, sizeof(buf), 0);
+	if (n < 0)
+		return -errno;
+	for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+		if (h->nlmsg_type == NLMSG_ERROR)
+			return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+		if (h->nlmsg_type != RTM_NEWNSID)
+			continue;
+		len = h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(struct rtgenmsg)));
+		for (a = (struct rtattr *)((char *)NLMSG_DATA(h) +
+					   NLMSG_ALIGN(sizeof(struct rtgenmsg)));
+		     RTA_OK(a, len); a = RTA_NEXT(a, len))
+			if (a->rta_type == NETNSA_NSID && RTA_PAYLOAD(a) == 4)
+				memcpy(nsid, RTA_DATA(a), 4);
+		return 0;
+	}
+	return -EPROTO;
+}
+
+/*
+ * The id the current namespace (home) knows the namespace ns by, assigned
+ * if it has none: netlink messages from ns then reach a home socket that
+ * listens to all namespaces, tagged with it. An id holds nothing alive.
+ */
+static int nsid_here(int ns, __u32 *out)
+{
+	struct timeval tmo = { .tv_sec = 2 };
+	__s32 nsid = NETNSA_NSID_NOT_ASSIGNED;
+	int sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), err;
+
+	if (sock < 0)
+		return -errno;
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+	err = nsid_msg(sock, RTM_NEWNSID, ns, &nsid);
+	if (!err || err == -EEXIST)
+		err = nsid_msg(sock, RTM_GETNSID, ns, &nsid);
+	close(sock);
+	if (!err && nsid < 0)
+		err = -ENOENT;
+	if (!err)
+		*out = (__u32)nsid;
+	return err;
+}
+
 /* Broker side: open path if it is a network namespace, and enter it. */
 static int enter(const char *path, int home)
 {
@@ -176,6 +255,7 @@ static void serve_one(const struct ns_req *q, int prog_fd, int home, struct ns_r
 		      int *link_fd)
 {
 	__u64 cookie = 0;
+	int ns_fd = -1;
 
 	r->err = enter(q->path, home);
 	if (r->err)
@@ -214,6 +294,12 @@ static void serve_one(const struct ns_req *q, int prog_fd, int home, struct ns_r
 	case NS_UNGUARD:
 		r->err = tf_guard_nft_remove_here();
 		break;
+	case NS_NSID:
+		/* The namespace as an fd, for home to name (below, once back there). */
+		ns_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (ns_fd < 0)
+			r->err = -errno;
+		break;
 	default:
 		r->err = -EOPNOTSUPP;
 	}
@@ -222,6 +308,10 @@ back:
 		/* Stranded in another namespace: every later answer would lie. */
 		pr_warn("netns broker: cannot return to its namespace: %s\n", strerror(errno));
 		_exit(1);
+	}
+	if (ns_fd >= 0) {
+		r->err = nsid_here(ns_fd, &r->n);
+		close(ns_fd);
 	}
 }
 
@@ -527,4 +617,15 @@ int tf_ns_guard(const char *path, __u64 cookie, const char (*pats)[16], unsigned
 	q.mark = mark;
 	memcpy(q.pats, pats, npats * sizeof(q.pats[0]));
 	return ask(&q, -1, &r, NULL);
+}
+
+int tf_ns_nsid(const char *path, __u64 cookie, __u32 *nsid)
+{
+	struct ns_req q;
+	struct ns_resp r;
+	int err = req_init(&q, NS_NSID, path, cookie) ?: ask(&q, -1, &r, NULL);
+
+	if (!err)
+		*nsid = r.n;
+	return err;
 }

@@ -61,4 +61,11 @@ int tf_ns_list(const char *path, __u64 cookie, struct tf_ns_dev *devs, __u32 *n)
 int tf_ns_guard(const char *path, __u64 cookie, const char (*pats)[16], unsigned int npats,
 		__u32 mark);
 
+/*
+ * The id the daemon's namespace knows the namespace at path by (assigned
+ * if it has none), so that a socket listening to all namespaces can tell
+ * their messages apart (guard.c).
+ */
+int tf_ns_nsid(const char *path, __u64 cookie, __u32 *nsid);
+
 #endif /* TF_DAEMON_NETNS_H */
