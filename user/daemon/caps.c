@@ -68,8 +68,7 @@ static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
 	snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
 	err = err ?: give(path, uid, gid);
 	snprintf(path, sizeof(path), "%s/guard", cfg->pin_dir);
-	if (cfg->nguard_if)
-		err = err ?: give(path, uid, gid);
+	err = err ?: give(path, uid, gid);
 	return err ?: give(cfg->event_log, uid, gid);
 }
 

@@ -414,15 +414,16 @@ int tf_guard_start(struct tf_daemon *d)
 	char path[PATH_MAX];
 	int err;
 
-	if (!d->cfg.nguard_if) {
-		/* No guard now: one an earlier run wrote here would drop forever. */
-		tf_ns_guard(NULL, 0, NULL, 0, 0);
-		return 0;
-	}
+	/* Every deleted session's device is guarded, with patterns or without. */
 	snprintf(path, sizeof(path), "%s/guard", d->cfg.pin_dir);
 	if (mkdir(path, 0700) && errno != EEXIST) {
 		pr_warn("guard: cannot create `%s': %s\n", path, strerror(errno));
 		return -errno;
+	}
+	if (!d->cfg.nguard_if) {
+		/* No patterns now: tables an earlier run wrote here would drop forever. */
+		tf_ns_guard(NULL, 0, NULL, 0, 0);
+		return 0;
 	}
 	err = tf_ns_guard(NULL, 0, d->cfg.guard_if, d->cfg.nguard_if, d->cfg.guard_mark);
 	if (err) {
@@ -447,9 +448,12 @@ void tf_guard_tick(struct tf_daemon *d)
 	time_t now = time(NULL);
 	__u64 cookie;
 
-	if (!d->cfg.nguard_if || now == d->guard_ticked)
+	if (now == d->guard_ticked)
 		return;
 	d->guard_ticked = now;
+	reap(d);
+	if (!d->cfg.nguard_if)
+		return;
 	for (pp = &d->guard_ns; (g = *pp);) {
 		if (tf_ns_cookie(g->path, &cookie) || cookie != g->cookie) {
 			pr_info("guard: namespace `%s' is gone\n", g->path);
@@ -463,7 +467,6 @@ void tf_guard_tick(struct tf_daemon *d)
 	guard_devices(d, NULL, tf_ns_self);
 	for (g = d->guard_ns; g; g = g->next)
 		guard_devices(d, g->path, g->cookie);
-	reap(d);
 }
 
 void tf_guard_close(struct tf_daemon *d)
