@@ -256,7 +256,8 @@ cni "$PLUGIN" DEL c1 "$s1" eth0 "$T/c1.conf"
 rc=$?
 succeeds "DEL c1 succeeds"
 check_not "... its session is gone" has_session "$ID1"
-cprobe "... and c1's traffic is not judged any more" "$s1" "$IP1" 203.0.113.10 reached
+# DEL never releases: the device is left denying everything (docs/guard.md), not unfiltered.
+cprobe "... and c1's device is left denying (the guard)" "$s1" "$IP1" 203.0.113.10 blocked
 cni "$PLUGIN" DEL c1 "$s1" eth0 "$T/c1.conf"
 rc=$?
 succeeds "a second DEL c1 succeeds too"
@@ -282,7 +283,7 @@ rc=$?
 says "ADD with port 70000: CNI error 7 naming allow[0].ports[1]" 7 "allow[0].ports[1]"
 check "... the message quotes the value ($(jq -r .msg "$T/cni.out"))" jqt '.msg | contains("70000")' "$T/cni.out"
 check_not "... no session is left" has_session "$ID1"
-cprobe "... nothing judges c1's traffic" "$s1" "$IP1" 203.0.113.10 reached
+cprobe "... c1's device still denies everything" "$s1" "$IP1" 203.0.113.10 blocked
 
 tf_conf "$T/bad-rc.conf" $NET "$P1" "$ALLOW"',"runtimeConfig":{"tapfenceAllow":[{"cidr":"10.0.0.1/8"}]}'
 cni "$PLUGIN" ADD c1 "$s1" eth0 "$T/bad-rc.conf"
