@@ -144,7 +144,8 @@ void tf_lock_release(struct tf_lock *l);
  * File descriptors: each session holds TF_SLOT_MAPS inner maps and up to
  * two tcx links; each client one socket; TF_FDS_BASE covers the rest
  * (two skeletons' maps and programs in XDP mode, ringbuf, epoll, signalfd,
- * locks, log, listener, and what one request opens for a moment).
+ * locks, log, listener, the netns broker's socket, the guard's netlink
+ * socket, and what one request opens for a moment).
  */
 #define TF_FDS_PER_SESSION (TF_SLOT_MAPS + 2)
 #define TF_FDS_BASE	   128
