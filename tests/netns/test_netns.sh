@@ -171,4 +171,20 @@ check_says "v1 is not re-adopted into the new namespace" 1 "no session \`v1'" tf
 check "and nothing is attached to the new namespace's devices" sh -c \
 	"! ls '$TF_PIN_DIR/links/' | grep -q '^v1-'"
 
+note "a broker that stops answering"
+broker=$(pgrep -P "$TFD_PID" -x tapfenced-netns)
+check "the daemon has its netns broker (tapfenced-netns)" test -n "$broker"
+ip netns add "$v2"
+spec v4 "$v2" lo 4 '[]'
+kill -STOP "$broker"
+check_says "with the broker stopped, a session add in a namespace fails (within its 5 s)" 1 \
+	"netns: the daemon's netns broker is not running" timeout 15 "$TF_BUILD/tapfence" \
+	--socket "$TF_SOCK" session add "$T/v4.json"
+check "the stuck broker was killed" wait_for 3 sh -c "! kill -0 $broker 2>/dev/null || \
+	grep -q '^State:.*Z' /proc/$broker/status"
+check_says "later ones fail at once, naming it" 1 "netns broker is not running" \
+	timeout 3 "$TF_BUILD/tapfence" --socket "$TF_SOCK" session add "$T/v4.json"
+check "the daemon still answers" tfc session list
+ip netns del "$v2"
+
 tf_done

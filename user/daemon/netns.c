@@ -45,6 +45,7 @@
 #endif
 #define TF_BPF_F_BEFORE (1U << 3)
 #define NS_QUERY_MAX	64
+#define TF_NS_TIMEOUT_S 5 /* the daemon waits this long for the broker's answer */
 
 enum ns_op { NS_RESOLVE = 1, NS_COOKIE, NS_LINK, NS_QUERY, NS_LIST, NS_GUARD, NS_UNGUARD, NS_NSID };
 
@@ -364,6 +365,8 @@ static int recv_fd(int sock, void *buf, size_t len, int *fd)
 		if (*fd >= 0)
 			close(*fd);
 		*fd = -1;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
 		return n == 0 ? -EPIPE : -EPROTO;
 	}
 	return 0;
@@ -424,6 +427,7 @@ static void broker_main(int sock, pid_t parent)
 
 int tf_ns_init(int broker)
 {
+	struct timeval tmo = { .tv_sec = TF_NS_TIMEOUT_S };
 	int sv[2], err = cookie_here(&tf_ns_self);
 	pid_t parent = getpid();
 
@@ -453,6 +457,8 @@ int tf_ns_init(int broker)
 	}
 	close(sv[1]);
 	broker_fd = sv[0];
+	/* Every operation is a few syscalls: an answer later than this will not come. */
+	setsockopt(broker_fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
 	return 0;
 }
 
@@ -475,10 +481,16 @@ static int ask(struct ns_req *q, int prog_fd, struct ns_resp *r, int *link_fd)
 	if (!err)
 		err = recv_fd(broker_fd, r, sizeof(*r), &fd);
 	if (err) {
-		pr_warn("netns broker: no answer (%s): sessions in other namespaces fail\n",
+		/*
+		 * Dead, or stuck (a path on a hung FUSE mount blocks statfs):
+		 * never again; the single-threaded daemon must not wait on it.
+		 */
+		pr_warn("netns broker: no answer (%s): sessions in other namespaces fail until "
+			"tapfenced restarts\n",
 			strerror(-err));
 		close(broker_fd);
 		broker_fd = -1;
+		kill(broker_pid, SIGKILL);
 		return -ENOTCONN;
 	}
 	if (link_fd)
