@@ -7,6 +7,7 @@
 # enforcing the frames reach a listener beyond the bridge, guarded not one does. Also: a device
 # re-created under a live session's name; taps made while the daemon is down; a namespace the
 # config names that appears later, and one found through a "DIR/*" pattern.
+# TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode (test_guard_xdp.sh runs it in XDP mode).
 #
 #   tapstorm / tapvmm ─ tapN ─ br0 (10.50.0.1, in HOST) ─ HOST (router, daemon) ─ INET
 #   guest 10.50.0.2                                                 198.51.100.10: udp :9 logs
@@ -57,7 +58,7 @@ mkdir -p "$T/nsdir"
 setup mount --bind "$T/nsdir" "$T/nsdir"
 defer umount -l "$T/nsdir"
 setup mount --make-shared "$T/nsdir"
-tfd_config "$T/tf.json" "\"guard\":{\"interfaces\":[\"tap*\",\"fc-*\"],\"netns\":[\"/run/netns/$vm\",\"$T/nsdir/*\"]}"
+tfd_config "$T/tf.json" "\"guard\":{\"interfaces\":[\"tap*\",\"fc-*\"],\"netns\":[\"/run/netns/$vm\",\"$T/nsdir/*\"]}${TF_ATTACH_MODE:+,\"attach_mode\":\"$TF_ATTACH_MODE\"}"
 tfd_start "$host"
 
 note "guarded: the race"

@@ -231,6 +231,38 @@ static int xdp_attach(struct tf_dp *dp, __u32 ifindex, int *adopted)
 }
 
 /* Detach every program of ours on the device; other programs stay. */
+/*
+ * Our XDP program, attached alone on ifindex (libxdp fell back from its
+ * dispatcher, as it does on a tap), detached by the kernel's own call and
+ * only while it is still ours (XDP_FLAGS_REPLACE with its fd). 1 if it was
+ * there. libxdp cannot do this once the daemon has dropped CAP_SYS_ADMIN:
+ * it opens the attached program by id, so the program stayed and a
+ * session could not be added on the device again (EBUSY).
+ */
+static int xdp_detach_alone(struct tf_dp *dp, __u32 ifindex)
+{
+	int fd = dp->xdp ? xdp_program__fd(dp->xdp) : -1;
+	LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = fd);
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), flags;
+
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || bpf_xdp_query((int)ifindex, 0, &q))
+		return 0;
+	if (q.attach_mode == XDP_ATTACHED_DRV && q.drv_prog_id == info.id)
+		flags = XDP_FLAGS_DRV_MODE;
+	else if (q.attach_mode == XDP_ATTACHED_SKB && q.skb_prog_id == info.id)
+		flags = XDP_FLAGS_SKB_MODE;
+	else
+		return 0;
+	if (bpf_xdp_attach((int)ifindex, -1, XDP_FLAGS_REPLACE | flags, &o)) {
+		pr_warn("ifindex %u: cannot detach its XDP program: %s\n", ifindex,
+			strerror(errno));
+		return 0;
+	}
+	return 1;
+}
+
 void tf_dp_xdp_detach(__u32 ifindex)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
@@ -315,7 +347,7 @@ int tf_dp_attach(struct tf_dp *dp, const char *name, const char *netns,
 void tf_dp_detach(struct tf_dp *dp, const char *name, const struct tf_sess_key *dev,
 		  struct tf_attach *at)
 {
-	if (at->xdp)
+	if (at->xdp && !xdp_detach_alone(dp, dev->ifindex))
 		tf_dp_xdp_detach(dev->ifindex);
 	at->xdp = 0;
 	link_detach(dp, name, "in", &at->link_in);
