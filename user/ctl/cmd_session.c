@@ -120,6 +120,31 @@ static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self, int
 	return ctl_call(o, req, print_del, NULL);
 }
 
+/* session quarantine ID [--reason TEXT] / session resume ID */
+static int session_quarantine(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			      char *argv[])
+{
+	json_t *req;
+
+	if (argc != 2 && (argc != 4 || strcmp(argv[2], "--reason"))) {
+		ctl_err("usage: %s", self->synopsis);
+		return -EINVAL;
+	}
+	req = ctl_req_id(ctl_req("session.quarantine"), "id", argv[1]);
+	if (req && argc == 4 && json_object_set_new(req, "reason", json_string(argv[3]))) {
+		json_decref(req);
+		req = NULL;
+	}
+	return ctl_call(o, req, NULL, NULL);
+}
+
+static int session_resume(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			  char *argv[])
+{
+	(void)self, (void)argc;
+	return ctl_call(o, ctl_req_id(ctl_req("session.resume"), "id", argv[1]), NULL, NULL);
+}
+
 static const struct {
 	const char *head, *key;
 } list_cols[] = {
@@ -288,6 +313,10 @@ const struct ctl_cmd ctl_session_cmds[] = {
 	{ "del", session_del, NULL, 1, 2, "session del ID [--release]",
 	  "delete a session; its device denies everything after, unless --release" },
 	{ "list", session_list, NULL, 0, 0, "session list", "list sessions" },
+	{ "quarantine", session_quarantine, NULL, 1, 3, "session quarantine ID [--reason TEXT]",
+	  "cut a session off at once, established flows included (docs/quarantine.md)" },
+	{ "resume", session_resume, NULL, 1, 1, "session resume ID",
+	  "give a quarantined session its own policy back" },
 	{ "show", session_show, NULL, 1, 1, "session show ID",
 	  "show a session: spec, allowlist and counters" },
 	{ 0 }

@@ -457,6 +457,41 @@ static int parse_guard(const json_t *o, struct tf_config *c, char *err, size_t e
 	return 0;
 }
 
+/* "quarantine": {"keep_open": [rules exactly as in a spec's allow]} */
+static int parse_quarantine(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(o, "keep_open"), *e;
+	char where[48];
+	const char *key;
+	json_t *u;
+	size_t i;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "quarantine: expected an object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, key, u) {
+		if (strcmp(key, "keep_open")) {
+			snprintf(err, errlen, "quarantine: unknown field `%s'", key);
+			return -EINVAL;
+		}
+	}
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > TF_Q_OPEN_MAX) {
+		snprintf(err, errlen, "quarantine.keep_open: expected an array of at most %d rules",
+			 TF_Q_OPEN_MAX);
+		return -EINVAL;
+	}
+	json_array_foreach(v, i, e) {
+		snprintf(where, sizeof(where), "quarantine.keep_open[%zu]", i);
+		if (tf_rule_from_json(e, where, &c->q_open[i], err, errlen))
+			return -EINVAL;
+	}
+	c->nq_open = json_array_size(v);
+	return 0;
+}
+
 int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err, size_t errlen)
 {
 	json_error_t jerr;
@@ -530,6 +565,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			ret = parse_floor(v, c, err, errlen);
 		} else if (!strcmp(key, "guard")) {
 			ret = parse_guard(v, c, err, errlen);
+		} else if (!strcmp(key, "quarantine")) {
+			ret = parse_quarantine(v, c, err, errlen);
 		} else if (!strcmp(key, "log")) {
 			ret = parse_log(v, c, err, errlen);
 		} else if (!strcmp(key, "limits")) {

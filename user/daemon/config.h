@@ -10,13 +10,15 @@
 #include <limits.h>
 #include <stddef.h>
 #include "../common/addr.h"
+#include "spec.h"
 
 enum tf_attach_mode { TF_ATTACH_TC, TF_ATTACH_XDP };
 
 #define TF_CONFIG_MAX_CIDRS 256
 #define TF_PATH_MAX	    512 /* configured paths; buffers built from them use PATH_MAX */
 
-#define TF_GUARD_MAX 16 /* guard patterns, and guarded namespace paths */
+#define TF_GUARD_MAX  16 /* guard patterns, and guarded namespace paths */
+#define TF_Q_OPEN_MAX 16 /* quarantine.keep_open rules */
 
 struct tf_config {
 	char control_socket[TF_PATH_MAX];
@@ -59,7 +61,10 @@ struct tf_config {
 	char guard_if[TF_GUARD_MAX][16];
 	char guard_netns[TF_GUARD_MAX][TF_PATH_MAX];
 	__u32 guard_mark; /* the skb mark bit tapfence sets on what it passes (guard only) */
-	int nat64_floor;  /* deny 64:ff9b::/96 (default 1) */
+	/* What a quarantined session may still reach (docs/quarantine.md): rules as in a spec. */
+	unsigned int nq_open;
+	struct tf_rule q_open[TF_Q_OPEN_MAX];
+	int nat64_floor;	   /* deny 64:ff9b::/96 (default 1) */
 	unsigned int nfloor_extra; /* operator's extra hard-deny ranges */
 	struct tf_cidr floor_extra[TF_CONFIG_MAX_CIDRS];
 	unsigned int nfloor_exceptions; /* operator's exceptions to the floor */

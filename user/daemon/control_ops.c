@@ -51,7 +51,7 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct t
 			 "no new session until it is complete");
 		return NULL;
 	}
-	if (tf_sess_add(d, &r->spec, 0, 0, err, errlen))
+	if (tf_sess_add(d, &r->spec, 0, 0, NULL, err, errlen))
 		return NULL;
 	d->policy_changes++;
 	s = tf_sess_find(d, r->spec.id);
@@ -81,6 +81,25 @@ static json_t *op_session_del(struct tf_daemon *d, struct tf_client *c, struct t
 		evidence[0] ? evidence : NULL, "evidence_error",
 		ev_err ? "the evidence statement could not be written (see the daemon's log)" :
 			 NULL);
+}
+
+static json_t *op_quarantine(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
+			     char *err, size_t errlen)
+{
+	int on = r->op == TF_OP_SESSION_QUARANTINE;
+
+	(void)c;
+	if (tf_sess_quarantine(d, r->id, on, r->reason, err, errlen))
+		return NULL;
+	d->policy_changes++;
+	if (on)
+		tf_audit_note(d, "session",
+			      "\"session\":\"%s\",\"quarantined\":true,\"reason\":\"%s\"", r->id,
+			      r->reason ? r->reason : "");
+	else
+		tf_audit_note(d, "session", "\"session\":\"%s\",\"resumed\":true", r->id);
+	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
+			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
 
 static json_t *op_guard_list(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -172,6 +191,10 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 	json_object_set_new(o, "events_suppressed", json_integer(suppressed));
 	json_object_set_new(o, "learned", learned_json(d, s));
 	json_object_set_new(o, "first", json_boolean(tf_attest_first(d, s)));
+	if (s->q.on)
+		json_object_set_new(o, "quarantined",
+				    json_pack("{s:s, s:I}", "reason", s->q.reason, "since",
+					      (json_int_t)s->q.since));
 	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
 }
 
@@ -301,6 +324,8 @@ static tf_op_fn *const handlers[TF_OP_MAX] = {
 	[TF_OP_ATTEST] = op_attest,
 	[TF_OP_LOG_ROTATE_KEY] = op_log_rotate_key,
 	[TF_OP_GUARD_LIST] = op_guard_list,
+	[TF_OP_SESSION_QUARANTINE] = op_quarantine,
+	[TF_OP_SESSION_RESUME] = op_quarantine,
 };
 
 json_t *tf_ctl_dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,

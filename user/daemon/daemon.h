@@ -14,8 +14,19 @@
 
 struct tf_evidence;
 
+#define TF_QREASON_MAX 200
+
+/* A session's quarantine (docs/quarantine.md): on, since when, and why. */
+struct tf_quarantine {
+	int on;
+	time_t since;
+	char reason[TF_QREASON_MAX + 1];
+};
+
 struct tf_sess {
 	struct tf_spec spec;
+	struct tf_spec qspec;	/* quarantined: the spec whose policy is in force */
+	struct tf_quarantine q; /* survives a restart (the state file) */
 	struct tf_sess_key dev; /* its device: namespace cookie and ifindex */
 	__u32 sid;
 	__u32 ver;		 /* policy generation in force */
@@ -66,11 +77,14 @@ struct tf_daemon {
 
 /* Sessions (session.c). Errors are written to err naming the field. */
 /*
- * want_sid, want_netns (restore): the slot and namespace cookie a saved
- * session had; 0 for a new session.
+ * want_sid, want_netns, q (restore): the slot, namespace cookie and
+ * quarantine a saved session had; 0 and NULL for a new session.
  */
 int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, __u64 want_netns,
-		char *err, size_t errlen);
+		const struct tf_quarantine *q, char *err, size_t errlen);
+/* Quarantine (on) or resume a session; reason is free text (on only). */
+int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, char *err,
+		       size_t errlen);
 /*
  * Delete: the device goes back to the guard (deny-everything) unless
  * release, which tf_sess_del_check() refuses on a device a guard pattern

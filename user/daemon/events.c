@@ -223,6 +223,8 @@ static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lo
 		put_str(&l, s->spec.id, strlen(s->spec.id));
 	else
 		put_lit(&l, "null");
+	if (s && s->q.on)
+		put_lit(&l, ",\"quarantined\":true");
 	put_lit(&l, ",\"ifname\":");
 	put_str(&l, ifn, strlen(ifn));
 	put_lit(&l, ",\"ifindex\":");

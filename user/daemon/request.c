@@ -64,6 +64,28 @@ static int parse_del(struct tf_request *r, const struct tf_spec_limits *lim, cha
 	return 0;
 }
 
+/* session.quarantine: the id, and an optional "reason": at most 200 printable characters. */
+static int parse_quarantine(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+			    size_t errlen)
+{
+	json_t *v = json_object_get(r->root, "reason");
+	const char *p;
+
+	if (parse_id(r, lim, err, errlen))
+		return -EINVAL;
+	if (!v)
+		return 0;
+	r->reason = json_string_value(v);
+	for (p = r->reason; p && *p && *p >= ' ' && *p <= '~' && *p != '"' && *p != '\\'; p++)
+		;
+	if (!r->reason || *p || strlen(r->reason) > 200) {
+		snprintf(err, errlen,
+			 "reason: expected at most 200 printable ASCII characters, no \" or \\");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_rule(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
 		      size_t errlen)
 {
@@ -89,6 +111,7 @@ static const char *const f_spec[] = { "spec", NULL };
 static const char *const f_id[] = { "id", NULL };
 static const char *const f_rule[] = { "id", "rule", NULL };
 static const char *const f_del[] = { "id", "release", NULL };
+static const char *const f_quarantine[] = { "id", "reason", NULL };
 static const char *const f_sub[] = { "session", NULL };
 
 static const struct op_desc ops[TF_OP_MAX] = {
@@ -104,6 +127,8 @@ static const struct op_desc ops[TF_OP_MAX] = {
 	[TF_OP_ATTEST] = { "attest", f_sub, parse_session },
 	[TF_OP_LOG_ROTATE_KEY] = { "log.rotate_key", f_none, NULL },
 	[TF_OP_GUARD_LIST] = { "guard.list", f_none, NULL },
+	[TF_OP_SESSION_QUARANTINE] = { "session.quarantine", f_quarantine, parse_quarantine },
+	[TF_OP_SESSION_RESUME] = { "session.resume", f_id, parse_id },
 };
 
 static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)

@@ -24,6 +24,8 @@ enum tf_op {
 	TF_OP_ATTEST,
 	TF_OP_LOG_ROTATE_KEY,
 	TF_OP_GUARD_LIST,
+	TF_OP_SESSION_QUARANTINE,
+	TF_OP_SESSION_RESUME,
 	TF_OP_MAX
 };
 
@@ -42,7 +44,8 @@ struct tf_request {
 	const char *session;
 	struct tf_spec spec;
 	struct tf_rule rule;
-	int release; /* session.del: leave the device unfiltered (docs/guard.md) */
+	int release;	    /* session.del: leave the device unfiltered (docs/guard.md) */
+	const char *reason; /* session.quarantine: why, printable, or NULL */
 };
 
 int tf_request_parse(const char *line, size_t len, const struct tf_spec_limits *lim,

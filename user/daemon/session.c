@@ -45,7 +45,8 @@ static void pin_name(const char *id, char buf[TF_ID_MAX + 1])
 }
 
 /* Written to a temporary file and renamed: a crash leaves the old or the new. */
-static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid, __u64 netns)
+static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid, __u64 netns,
+		     const struct tf_quarantine *q)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	json_t *o;
@@ -56,6 +57,13 @@ static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
 	/* The cookie: a restart re-adopts the session only in the namespace it was made in. */
 	o = json_pack("{s:i, s:I, s:o}", "slot", (json_int_t)sid, "netns_cookie", (json_int_t)netns,
 		      "spec", tf_spec_to_json(spec));
+	if (o && q && q->on &&
+	    json_object_set_new(o, "quarantine",
+				json_pack("{s:s, s:I}", "reason", q->reason, "since",
+					  (json_int_t)q->since))) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (!o)
 		return -ENOMEM;
 	if (json_dump_file(o, tmp, JSON_COMPACT) || chmod(tmp, 0600) || rename(tmp, path)) {
@@ -92,9 +100,35 @@ static void sess_free(struct tf_sess *s)
 	if (!s)
 		return;
 	tf_spec_free(&s->spec);
+	tf_spec_free(&s->qspec);
 	tf_policy_free(&s->policy);
 	tf_evidence_free(s);
 	free(s);
+}
+
+/*
+ * A quarantined session's policy (docs/quarantine.md): its own spec with
+ * the operator's keep_open rules in place of its allowlist.
+ */
+static int qspec_make(const struct tf_daemon *d, const struct tf_spec *spec, struct tf_spec *out)
+{
+	unsigned int i;
+	int ret = tf_spec_copy(out, spec);
+
+	if (ret)
+		return ret;
+	tf_spec_free_rules(out);
+	for (i = 0; !ret && i < d->cfg.nq_open; i++)
+		ret = tf_spec_add_rule(out, &d->cfg.q_open[i], TF_Q_OPEN_MAX);
+	if (ret)
+		tf_spec_free(out);
+	return ret;
+}
+
+/* The spec whose policy is in force: the session's own, or its quarantine's. */
+static const struct tf_spec *in_force(const struct tf_sess *s)
+{
+	return s->q.on ? &s->qspec : &s->spec;
 }
 
 /*
@@ -158,7 +192,7 @@ static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, __u64 
  * keeping its flow table (established flows survive a restart).
  */
 int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, __u64 want_netns,
-		char *err, size_t errlen)
+		const struct tf_quarantine *q, char *err, size_t errlen)
 {
 	const char *ns = spec->netns[0] ? spec->netns : NULL;
 	char pin[TF_ID_MAX + 1];
@@ -227,7 +261,17 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	ret = tf_spec_copy(&s->spec, spec);
 	if (ret)
 		goto cleanup;
-	ret = tf_policy_compile(spec->rules, spec->nrules, &s->policy);
+	if (q && q->on) {
+		/* Restored quarantined: its first generation is the quarantine's. */
+		s->q = *q;
+		ret = qspec_make(d, spec, &s->qspec);
+		if (ret) {
+			snprintf(err, errlen, "quarantine: cannot build its policy: %s",
+				 strerror(-ret));
+			goto cleanup;
+		}
+	}
+	ret = tf_policy_compile(in_force(s)->rules, in_force(s)->nrules, &s->policy);
 	if (ret) {
 		snprintf(err, errlen, "allow: cannot compile the rules: %s", strerror(-ret));
 		goto cleanup;
@@ -243,7 +287,8 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 			 strerror(-ret));
 		goto cleanup;
 	}
-	ret = tf_dp_session_install(&d->dp, spec, &s->policy, s->sid, s->ver, &s->dev, readopt);
+	ret = tf_dp_session_install(&d->dp, in_force(s), &s->policy, s->sid, s->ver, &s->dev,
+				    readopt);
 	if (ret) {
 		snprintf(err, errlen, "cannot write session maps: %s", strerror(-ret));
 		goto undo;
@@ -261,7 +306,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	 * is if this write fails. A new one that cannot be saved would enforce
 	 * now and vanish at the next restart: it is undone instead.
 	 */
-	ret = sess_save(d, &s->spec, s->sid, s->dev.netns);
+	ret = sess_save(d, &s->spec, s->sid, s->dev.netns, &s->q);
 	if (ret && !readopt) {
 		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
 			 d->cfg.state_dir, strerror(-ret));
@@ -425,6 +470,12 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		snprintf(err, errlen, "id: no session `%s'", id);
 		return -ENOENT;
 	}
+	if (s->q.on) {
+		snprintf(err, errlen,
+			 "id: session `%s' is quarantined: its rules change once it is resumed",
+			 id);
+		return -EBUSY;
+	}
 	ret = tf_spec_copy(&next, &s->spec);
 	if (ret)
 		return ret;
@@ -457,7 +508,7 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 	 * Saved before the old generation goes: a change that cannot be saved
 	 * would be lost at the next restart, so the device is switched back.
 	 */
-	ret = sess_save(d, &next, s->sid, s->dev.netns);
+	ret = sess_save(d, &next, s->sid, s->dev.netns, &s->q);
 	if (ret) {
 		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
 			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
@@ -515,13 +566,88 @@ static void restore_gone(struct tf_daemon *d, const struct tf_spec *spec, __u32 
 	tf_audit_note(d, "session", "\"session\":\"%s\",\"ended\":\"netns_gone\"", spec->id);
 }
 
+int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, char *err,
+		       size_t errlen)
+{
+	struct tf_sess *s = tf_sess_find(d, id);
+	struct tf_quarantine q = {};
+	struct tf_spec next = {};
+	struct tf_policy pol = {};
+	struct tf_dp_gen cur, nxt;
+	int ret;
+
+	if (!s) {
+		snprintf(err, errlen, "id: no session `%s'", id);
+		return -ENOENT;
+	}
+	if (!!s->q.on == !!on) {
+		snprintf(err, errlen, "id: session `%s' is %s", id,
+			 on ? "quarantined already" : "not quarantined");
+		return -EALREADY;
+	}
+	if (on) {
+		q.on = 1;
+		q.since = time(NULL);
+		snprintf(q.reason, sizeof(q.reason), "%s", reason ? reason : "");
+	}
+	ret = on ? qspec_make(d, &s->spec, &next) : tf_spec_copy(&next, &s->spec);
+	if (!ret)
+		ret = tf_policy_compile(next.rules, next.nrules, &pol);
+	if (ret) {
+		snprintf(err, errlen, "cannot compile the %s policy: %s",
+			 on ? "quarantine" : "session's", strerror(-ret));
+		goto cleanup;
+	}
+	/*
+	 * A policy change like a rule change: every established flow is
+	 * re-judged by the new generation at its next packet, in either
+	 * direction, and revoked unless keep_open allows it.
+	 */
+	cur = (struct tf_dp_gen){ .spec = in_force(s), .policy = &s->policy, .ver = s->ver };
+	nxt = (struct tf_dp_gen){ .spec = &next, .policy = &pol, .ver = s->ver + 1 };
+	ret = tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
+	if (ret) {
+		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
+		goto cleanup;
+	}
+	ret = sess_save(d, &s->spec, s->sid, s->dev.netns, &q);
+	if (ret) {
+		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
+			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
+				id, s->ver);
+		else
+			tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, &pol);
+		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
+			 d->cfg.state_dir, strerror(-ret));
+		goto cleanup;
+	}
+	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	tf_policy_free(&s->policy);
+	s->policy = pol;
+	memset(&pol, 0, sizeof(pol));
+	tf_spec_free(&s->qspec);
+	if (on) {
+		s->qspec = next;
+		memset(&next, 0, sizeof(next));
+	}
+	s->q = q;
+	s->ver = nxt.ver;
+	tf_evidence_policy(d, s, on ? "quarantine" : "resume");
+	pr_info("session %s: %s (policy %u)\n", id, on ? "quarantined" : "resumed", s->ver);
+cleanup:
+	tf_policy_free(&pol);
+	tf_spec_free(&next);
+	return ret;
+}
+
 static int restore_one(struct tf_daemon *d, const char *path)
 {
 	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
 	char err[TF_ERR_MAX] = "";
 	struct tf_spec spec = {};
 	json_error_t jerr;
-	json_t *o;
+	struct tf_quarantine q = {};
+	json_t *o, *qo;
 	json_int_t slot, cookie;
 	int ret;
 
@@ -532,9 +658,16 @@ static int restore_one(struct tf_daemon *d, const char *path)
 	}
 	slot = json_integer_value(json_object_get(o, "slot"));
 	cookie = json_integer_value(json_object_get(o, "netns_cookie"));
+	qo = json_object_get(o, "quarantine");
+	if (qo) {
+		q.on = 1;
+		q.since = (time_t)json_integer_value(json_object_get(qo, "since"));
+		snprintf(q.reason, sizeof(q.reason), "%s",
+			 json_string_value(json_object_get(qo, "reason")) ?: "");
+	}
 	ret = tf_spec_from_json(json_object_get(o, "spec"), &lim, &spec, err, sizeof(err));
 	if (!ret)
-		ret = tf_sess_add(d, &spec, (__u32)slot, spec.netns[0] ? (__u64)cookie : 0, err,
+		ret = tf_sess_add(d, &spec, (__u32)slot, spec.netns[0] ? (__u64)cookie : 0, &q, err,
 				  sizeof(err));
 	if (ret && spec.netns[0] && netns_gone(ret) && slot > 0 && slot < TF_MAX_SESSIONS)
 		restore_gone(d, &spec, (__u32)slot, path);

@@ -843,6 +843,13 @@ int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
 	return 0;
 }
 
+void tf_spec_free_rules(struct tf_spec *s)
+{
+	free(s->rules);
+	s->rules = NULL;
+	s->nrules = 0;
+}
+
 void tf_spec_free(struct tf_spec *s)
 {
 	if (!s)

@@ -119,6 +119,8 @@ int tf_spec_add_rule(struct tf_spec *s, const struct tf_rule *r, unsigned int ma
 int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
 	__attribute__((warn_unused_result));
 /* Deep copy; 0 or -ENOMEM. */
+/* Drop s's rules (nrules 0). */
+void tf_spec_free_rules(struct tf_spec *s);
 int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
 	__attribute__((warn_unused_result));
 void tf_spec_free(struct tf_spec *s); /* frees rules, NULL-safe */
