@@ -432,6 +432,16 @@ tfd_log_tail() {
 	return 0
 }
 
+# link_pin ID DIR: the path of session ID's pinned tcx link (DIR in or out), pinned as
+# <id>-<namespace cookie>-DIR ('.' in ids as ','); the unmatched pattern itself if there is none.
+link_pin() {
+	local f
+	for f in "$TF_PIN_DIR/links/$1"-*-"$2"; do
+		echo "$f"
+		return
+	done
+}
+
 # tfc ARGS...: the tapfence CLI on our control socket (from the root namespace: it is a unix socket).
 tfc() {
 	"$TF_BUILD/tapfence" --socket "$TF_SOCK" "$@"

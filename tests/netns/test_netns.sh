@@ -18,6 +18,7 @@ set -u
 tf_init
 
 host=tf-h-$TF_SFX inet=tf-i-$TF_SFX v1=tf-v1-$TF_SFX v2=tf-v2-$TF_SFX v3=tf-v3-$TF_SFX g3=tf-g3-$TF_SFX
+v5=tf-v5-$TF_SFX v6=tf-v6-$TF_SFX
 GMAC=02:fc:00:00:00:05 TMAC=02:fc:00:00:00:01
 tf_need nft
 setup ns_add "$host" "$inet" "$v1" "$v2" "$v3" "$g3"
@@ -170,6 +171,41 @@ expect_event kind=session session=v1 ended=netns_gone -- "v1 ends: its path name
 check_says "v1 is not re-adopted into the new namespace" 1 "no session \`v1'" tfc session show v1
 check "and nothing is attached to the new namespace's devices" sh -c \
 	"! ls '$TF_PIN_DIR/links/' | grep -q '^v1-'"
+
+note "a namespace unmounted while a process still holds it: alive, so still enforced"
+for i in 5 6; do
+	ns=$v5
+	[ "$i" = 6 ] && ns=$v6
+	setup ns_add "$ns"
+	setup tap_link "$ns" tap0 "$TMAC" 10.0.0.1/24 fd00:0:0:0::1/64 "$GMAC" 10.0.0.2 fd00:0:0:0::2
+	setup vm_ns "$ns" "$i"
+done
+spec v5 "$v5" tap0 0 '[{"cidr":"198.51.100.0/24","proto":"udp","ports":[7]}]'
+sessions_add v5
+ip netns exec "$v5" sleep 600 &
+HOLD=$!
+defer kill_pid "$HOLD"
+wait_for 2 test -e "/proc/$HOLD/ns/net"
+# guest_in PID DST: guest() in the namespace PID is in (its name is gone).
+guest_in() { nsenter --net="/proc/$1/ns/net" timeout 15 "$PY" "$TF_NETNS_DIR/tapvmm.py" --dev tap0 \
+	--guest-mac "$GMAC" --guest-ip 10.0.0.2 --gw-mac "$TMAC" --timeout "$TF_CONNECT_TIMEOUT" \
+	udp "$2" 7 --payload held >"$T/client.out" 2>&1; }
+kill_pid "$TFD_PID"
+TFD_PID=
+ip netns del "$v5"
+TFD_KEEP_LOG=1 tfd_start "$host"
+check "restarted: v5 (its path gone, its namespace held) is not restored" \
+	sh -c "! '$TF_BUILD/tapfence' --socket '$TF_SOCK' session show v5 >/dev/null 2>&1"
+check "its pinned links stay" test -e "$(link_pin v5 in)"
+check_not "and still enforce: its guest does not reach 203.0.113.10" guest_in "$HOLD" 203.0.113.10
+check "... and reaches 198.51.100.10 (its rule)" guest_in "$HOLD" 198.51.100.10
+note "the same session id on another namespace's device at the same ifindex"
+spec v5 "$v6" tap0 0 '[{"cidr":"198.51.100.0/24","proto":"udp","ports":[7]}]'
+sessions_add v5
+check_not "v5 on $v6's tap0 is enforced by its own links: 203.0.113.10 denied" guest "$v6" 203.0.113.10
+check "... 198.51.100.10 allowed" guest "$v6" 198.51.100.10
+check_not "and the held namespace's tap0 still denies 203.0.113.10" guest_in "$HOLD" 203.0.113.10
+tfc session del v5 >/dev/null 2>&1
 
 note "a broker that stops answering"
 broker=$(pgrep -P "$TFD_PID" -x tapfenced-netns)

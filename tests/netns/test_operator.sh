@@ -93,7 +93,7 @@ note "a session id with a dot, under a soft limit of 256 fds"
 tfd_start "$host"
 check "session vm.1 added" tfc session add "$T/vm.1.json"
 check "its links are pinned as vm,1-in and vm,1-out (bpffs refuses dots)" \
-	test -e "$TF_PIN_DIR/links/vm,1-in" -a -e "$TF_PIN_DIR/links/vm,1-out"
+	test -e "$(link_pin vm,1 in)" -a -e "$(link_pin vm,1 out)"
 check "its state file is vm.1.json" test -e "$T/state/sessions/vm.1.json"
 guest_probe "vm.1 -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
 guest_probe "vm.1 -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
@@ -131,7 +131,7 @@ check "its three lock fds are close-on-exec" test "$cloexec" = 1
 note "--cleanup while the daemon runs"
 check_not "tapfenced --cleanup is refused" sh -c "ip netns exec '$host' '$TF_BUILD/tapfenced' --config '$TFD_CONFIG' --cleanup >'$T/cleanup.log' 2>&1"
 check "its error names the daemon's pid and --force" grep -q "running tapfenced (pid $TFD_PID.*--force" "$T/cleanup.log"
-check "vm.1's links are still pinned" test -e "$TF_PIN_DIR/links/vm,1-in"
+check "vm.1's links are still pinned" test -e "$(link_pin vm,1 in)"
 check "vm.1's state file is still there" test -e "$T/state/sessions/vm.1.json"
 guest_probe "vm.1 -> 203.0.113.10:80 still" 203.0.113.10 blocked
 check_not "--force without --cleanup is a usage error" ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --force
@@ -225,7 +225,7 @@ kill -STOP "$TFD_PID"
 check "--cleanup --force removes the enforcement anyway" \
 	ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup --force
 kill -CONT "$TFD_PID"
-check "the pins are gone" test ! -e "$TF_PIN_DIR/links/vm,1-in"
+check "the pins are gone" test ! -e "$(link_pin vm,1 in)"
 check "the state files are gone" test ! -e "$T/state/sessions/vm.1.json"
 
 tf_done

@@ -204,7 +204,7 @@ tfc --json session list >"$T/list2.json"
 check "restart: a and b re-adopted, d not" "$PY" -c '
 import json, sys
 sys.exit(sorted(s["id"] for s in json.load(open(sys.argv[1]))["sessions"]) != ["a", "b"])' "$T/list2.json"
-check "restart: D's links are still pinned" test -e "$TF_PIN_DIR/links/d-in" -a -e "$TF_PIN_DIR/links/d-out"
+check "restart: D's links are still pinned" test -e "$(link_pin d in)" -a -e "$(link_pin d out)"
 ns_probe "restart: D -> 198.51.100.10:80 still allowed by its pinned policy" "$gd" 198.51.100.10 80 reached
 ns_probe "restart: D -> 203.0.113.10:80 still denied" "$gd" 203.0.113.10 80 blocked
 session_spec "$T/c.json" c hc 02:00:00:00:1c:02 10.10.3.2 fd00:a:3::2 02:00:00:00:1c:01 10.10.3.1 fd00:a:3::1 \

@@ -47,7 +47,7 @@ check "the log says so" grep -q "running as user $duser (uid $duid" "$T/tapfence
 
 note "its job, unprivileged"
 check "session a added" tfc session add "$T/a.json"
-check "its links are pinned, owned by $duser" test "$(stat -c %u "$TF_PIN_DIR/links/a-in")" = "$duid"
+check "its links are pinned, owned by $duser" test "$(stat -c %u "$(link_pin a in)")" = "$duid"
 check "its state file is written, owned by $duser" test "$(stat -c %u "$T/state/sessions/a.json")" = "$duid"
 guest_probe "A -> 198.51.100.10:80 (its rule)" 198.51.100.10 reached
 guest_probe "A -> 203.0.113.10:80 (no rule)" 203.0.113.10 blocked
@@ -77,7 +77,7 @@ check "session a re-adopted" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' ses
 check "the restarted daemon is $duser again" test "$(status Uid)" = "$duid $duid $duid $duid"
 guest_probe "after the restart: A -> 198.51.100.10:80" 198.51.100.10 reached
 check "session del" tfc session del a
-check "its links are unpinned" test ! -e "$TF_PIN_DIR/links/a-in"
+check "its links are unpinned" test ! -e "$(link_pin a in)"
 check "its state file is gone" test ! -e "$T/state/sessions/a.json"
 
 note "a symlink the user put in its state dir"

@@ -526,7 +526,7 @@ int tf_ns_cookie(const char *path, __u64 *cookie)
 	return err;
 }
 
-int tf_ns_resolve(const char *path, const char *ifname, struct tf_sess_key *dev)
+int tf_ns_resolve(const char *path, __u64 cookie, const char *ifname, struct tf_sess_key *dev)
 {
 	struct ns_req q;
 	struct ns_resp r;
@@ -537,7 +537,7 @@ int tf_ns_resolve(const char *path, const char *ifname, struct tf_sess_key *dev)
 		dev->netns = tf_ns_self;
 		return ifindex_here(ifname, &dev->ifindex);
 	}
-	err = req_init(&q, NS_RESOLVE, path, 0);
+	err = req_init(&q, NS_RESOLVE, path, cookie);
 	if (err)
 		return err;
 	snprintf(q.ifname, sizeof(q.ifname), "%s", ifname);

@@ -27,8 +27,11 @@ int tf_ns_init(int broker);
 /* End the broker (daemon exit). */
 void tf_ns_stop(void);
 
-/* Find device ifname in the namespace at path: *dev gets its cookie and ifindex. */
-int tf_ns_resolve(const char *path, const char *ifname, struct tf_sess_key *dev);
+/*
+ * Find device ifname in the namespace at path (which must still be cookie,
+ * unless 0): *dev gets its cookie and ifindex.
+ */
+int tf_ns_resolve(const char *path, __u64 cookie, const char *ifname, struct tf_sess_key *dev);
 /* The namespace at path's cookie (-ENOENT: no such path). */
 int tf_ns_cookie(const char *path, __u64 *cookie);
 /*

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <net/if.h>
+#include <bpf/bpf.h>
 
 #include "common/log.h"
 #include "daemon.h"
@@ -30,16 +31,21 @@ static void sess_path(const struct tf_daemon *d, const char *id, char *buf, size
 	snprintf(buf, len, "%s/sessions/%s.json", d->cfg.state_dir, id);
 }
 
+#define TF_PIN_NAME_MAX (TF_ID_MAX + 22)
+
 /*
- * The name a session's links are pinned under. bpffs refuses a '.' in a
- * name (kernel/bpf/inode.c, bpf_lookup(): dots are reserved), ids may hold
+ * The name a session's links are pinned under: its id and its device's
+ * namespace cookie, so that a pin an earlier session of the same id left
+ * on a device of another namespace (at the same ifindex: every E2B tap is
+ * 2) is never taken for this one's. bpffs refuses a '.' in a name
+ * (kernel/bpf/inode.c, bpf_lookup(): dots are reserved), ids may hold
  * one: ',' stands for it, a character no id has, so names stay distinct.
  */
-static void pin_name(const char *id, char buf[TF_ID_MAX + 1])
+static void pin_name(const char *id, __u64 netns, char buf[TF_PIN_NAME_MAX + 1])
 {
 	char *p;
 
-	snprintf(buf, TF_ID_MAX + 1, "%s", id);
+	snprintf(buf, TF_PIN_NAME_MAX + 1, "%s-%llu", id, (unsigned long long)netns);
 	for (p = buf; (p = strchr(p, '.')); p++)
 		*p = ',';
 }
@@ -195,7 +201,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		const struct tf_quarantine *q, char *err, size_t errlen)
 {
 	const char *ns = spec->netns[0] ? spec->netns : NULL;
-	char pin[TF_ID_MAX + 1];
+	char pin[TF_PIN_NAME_MAX + 1];
 	struct tf_session old;
 	struct tf_sess *s, *o;
 	int ret, had_old, readopt;
@@ -234,7 +240,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 			goto cleanup;
 		}
 	}
-	ret = ret ?: tf_ns_resolve(ns, spec->ifname, &s->dev);
+	ret = ret ?: tf_ns_resolve(ns, want_netns, spec->ifname, &s->dev);
 	if (ret) {
 		sess_resolve_error(spec, ret, err, errlen);
 		goto cleanup;
@@ -280,7 +286,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	had_old = !tf_dp_session_get(&d->dp, &s->dev, &old) && old.sid == s->sid;
 	s->ver = had_old ? old.policy_ver + 1 : 1;
 
-	pin_name(spec->id, pin);
+	pin_name(spec->id, s->dev.netns, pin);
 	ret = tf_dp_attach(&d->dp, pin, ns, &s->dev, &s->at);
 	if (ret) {
 		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname,
@@ -378,7 +384,7 @@ int tf_sess_del_check(struct tf_daemon *d, const struct tf_sess *s, int release,
  */
 int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, size_t errlen)
 {
-	char path[PATH_MAX], pin[TF_ID_MAX + 1];
+	char path[PATH_MAX], pin[TF_PIN_NAME_MAX + 1];
 	struct tf_sess **pp, *s;
 	int ret;
 
@@ -404,7 +410,7 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 	}
 	if (release)
 		tf_guard_release(d, &s->dev);
-	pin_name(id, pin);
+	pin_name(id, s->dev.netns, pin);
 	tf_dp_session_unset(&d->dp, &s->dev);
 	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
 	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, &s->dev);
@@ -543,17 +549,43 @@ static int unset_slot(const struct tf_sess_key *dev, const struct tf_session *v,
 	return 0;
 }
 
-/*
- * A saved session whose namespace is gone: its device went with it, so
- * its links are attached to nothing. Its pins, its tf_sessions entry and
- * its state file go; tf_sess_reconcile() then frees the slot's tables.
- */
-static void restore_gone(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
-			 const char *state)
+/* 1 if the link pinned at <pin_dir>/links/<pin>-<dir> is still on a device. */
+static int pin_live(const struct tf_daemon *d, const char *pin, const char *dir)
 {
-	char pin[TF_ID_MAX + 1], path[PATH_MAX];
+	char path[PATH_MAX];
+	int fd, live;
 
-	pin_name(spec->id, pin);
+	snprintf(path, sizeof(path), "%s/links/%s-%s", d->cfg.pin_dir, pin, dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0;
+	live = tf_dp_link_ifindex(fd) != 0;
+	close(fd);
+	return live;
+}
+
+/*
+ * A saved session whose namespace path is gone or names another
+ * namespace. Only if its links are attached to nothing is its namespace
+ * really gone (a namespace dies with its devices): then its pins, its
+ * tf_sessions entry and its state file go, and tf_sess_reconcile() frees
+ * the slot's tables. A link still on a device means the namespace lives
+ * on, unnamed (`ip netns del' only unmounts it while a VMM holds it; a
+ * daemon started where the bind mount is not visible): the session keeps
+ * enforcing what is pinned, as any unrestored session does (1 returned).
+ */
+static int restore_gone(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid, __u64 netns,
+			const char *state)
+{
+	char pin[TF_PIN_NAME_MAX + 1], path[PATH_MAX];
+
+	pin_name(spec->id, netns, pin);
+	if (pin_live(d, pin, "in") || pin_live(d, pin, "out")) {
+		pr_warn("session %s: its namespace `%s' is not at that path, but its device lives: "
+			"it keeps enforcing its pinned policy (tapfenced --cleanup removes it)\n",
+			spec->id, spec->netns);
+		return 1;
+	}
 	snprintf(path, sizeof(path), "%s/links/%s-in", d->cfg.pin_dir, pin);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/links/%s-out", d->cfg.pin_dir, pin);
@@ -564,6 +596,7 @@ static void restore_gone(struct tf_daemon *d, const struct tf_spec *spec, __u32 
 	unlink(state);
 	pr_warn("session %s: its namespace `%s' is gone: ended\n", spec->id, spec->netns);
 	tf_audit_note(d, "session", "\"session\":\"%s\",\"ended\":\"netns_gone\"", spec->id);
+	return 0;
 }
 
 int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, char *err,
@@ -649,7 +682,7 @@ static int restore_one(struct tf_daemon *d, const char *path)
 	struct tf_quarantine q = {};
 	json_t *o, *qo;
 	json_int_t slot, cookie;
-	int ret;
+	int ret, ended = 0;
 
 	o = json_load_file(path, 0, &jerr);
 	if (!o) {
@@ -670,8 +703,8 @@ static int restore_one(struct tf_daemon *d, const char *path)
 		ret = tf_sess_add(d, &spec, (__u32)slot, spec.netns[0] ? (__u64)cookie : 0, &q, err,
 				  sizeof(err));
 	if (ret && spec.netns[0] && netns_gone(ret) && slot > 0 && slot < TF_MAX_SESSIONS)
-		restore_gone(d, &spec, (__u32)slot, path);
-	else if (ret)
+		ended = !restore_gone(d, &spec, (__u32)slot, (__u64)cookie, path);
+	if (ret && !ended)
 		pr_warn("cannot restore session from `%s': %s\n", path, err);
 	tf_spec_free(&spec);
 	json_decref(o);
