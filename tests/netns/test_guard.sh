@@ -119,6 +119,17 @@ setup write "$host" tapc
 check "re-claimed (session del, session add): tapc's frames pass" wait_for 2 test "$(reached)" -ge 1
 tfc session del c >/dev/null 2>&1
 
+note "the nftables guard flushed away (a reload of nftables.service)"
+n "$host" nft flush ruleset
+check "flushed: the tables are written again within 2 s" wait_for 2 \
+	n "$host" sh -c "nft list tables | grep -q 'inet tapfence'"
+tf_unmark "$TF_EVENTS"
+expect_event kind=guard rewritten= -- "the sealed log says the guard was written again"
+tf_mark
+setup storm "$host" tapf
+sleep 0.3
+check "after the flush: not one frame from new taps reached the far side" test "$(reached)" -eq 0
+
 note "--release on a device no pattern matches"
 session_spec "$T/x.json" x vmx0 "$GMAC" 10.50.0.2 fd00:5a::2 "$BRMAC" 10.50.0.1 fd00:5a::1 '[]'
 sessions_add x

@@ -30,7 +30,7 @@ from tfnet import arg, run
 EVENT_KEYS = ("time", "ifname", "direction", "verdict", "reason", "policy_version", "suppressed", "lost")
 # The sealed log's own lines (docs/audit.md), beside the events.
 LOG_KINDS = ("epoch", "continue", "seal", "checkpoint", "retention", "key", "policy", "evidence",
-             "attestation", "session")
+             "attestation", "session", "guard")
 
 
 def events(a):

@@ -171,6 +171,10 @@ static void guard_devices(struct tf_daemon *d, const char *netns, __u64 cookie)
 
 	if (tf_ns_list(netns, netns ? cookie : 0, devs, &n))
 		return;
+	if (n == TF_NS_DEVS)
+		pr_warn("guard: %s has %u devices or more: those past them get no guard programs "
+			"(the nftables guard still drops what they bring in)\n",
+			netns ? netns : "the daemon's namespace", TF_NS_DEVS);
 	for (i = 0; i < n; i++) {
 		if (!tf_guard_matches(&d->cfg, devs[i].name))
 			continue;
@@ -435,11 +439,40 @@ int tf_guard_start(struct tf_daemon *d)
 	err = listen_links(d);
 	if (err)
 		return err;
-	guard_devices(d, NULL, tf_ns_self);
-	ns_scan(d);
+	/*
+	 * The devices and the other namespaces at the first tick, once the
+	 * control socket serves: attaching costs two RCU grace periods a
+	 * device, and a namespace of hundreds would hold the start for
+	 * seconds (the nftables tables cover them meanwhile).
+	 */
 	pr_info("guard: %u pattern(s), %u namespace path(s) watched\n", d->cfg.nguard_if,
 		d->cfg.nguard_netns);
 	return 0;
+}
+
+/*
+ * The tables are checked every second: `nft flush ruleset' (the first line
+ * of Debian's /etc/nftables.conf, so any reload of nftables.service)
+ * removes them, and the guarantee with them. Missing, they are written
+ * again, with a warning and a sealed line.
+ */
+static void ensure(struct tf_daemon *d, const char *netns, __u64 cookie)
+{
+	int rewritten, err;
+
+	err = tf_ns_guard_ensure(netns, cookie, d->cfg.guard_if, d->cfg.nguard_if,
+				 d->cfg.guard_mark, &rewritten);
+	if (err)
+		pr_warn("guard: cannot check the nftables guard%s%s: %s\n", netns ? " in " : "",
+			netns ? netns : "", strerror(-err));
+	else if (rewritten) {
+		pr_warn("guard: the nftables guard%s%s was gone (nft flush ruleset?): written again\n",
+			netns ? " in " : "", netns ? netns : "");
+		tf_audit_note(d, "guard", "\"rewritten\":\"%s\"",
+			      !netns		     ? "" :
+			      strpbrk(netns, "\"\\") ? "(a path JSON would need escaped)" :
+						       netns);
+	}
 }
 
 void tf_guard_tick(struct tf_daemon *d)
@@ -447,6 +480,7 @@ void tf_guard_tick(struct tf_daemon *d)
 	struct tf_guard_ns **pp, *g;
 	time_t now = time(NULL);
 	__u64 cookie;
+	int err;
 
 	if (now == d->guard_ticked)
 		return;
@@ -455,7 +489,9 @@ void tf_guard_tick(struct tf_daemon *d)
 	if (!d->cfg.nguard_if)
 		return;
 	for (pp = &d->guard_ns; (g = *pp);) {
-		if (tf_ns_cookie(g->path, &cookie) || cookie != g->cookie) {
+		err = tf_ns_cookie(g->path, &cookie);
+		/* Gone, or another namespace now; not a broker that is gone (it reports no more). */
+		if (err == -ENOENT || err == -ENOTNAM || (!err && cookie != g->cookie)) {
 			pr_info("guard: namespace `%s' is gone\n", g->path);
 			*pp = g->next;
 			free(g);
@@ -464,9 +500,12 @@ void tf_guard_tick(struct tf_daemon *d)
 		pp = &g->next;
 	}
 	ns_scan(d);
+	ensure(d, NULL, tf_ns_self);
 	guard_devices(d, NULL, tf_ns_self);
-	for (g = d->guard_ns; g; g = g->next)
+	for (g = d->guard_ns; g; g = g->next) {
+		ensure(d, g->path, g->cookie);
 		guard_devices(d, g->path, g->cookie);
+	}
 }
 
 void tf_guard_close(struct tf_daemon *d)

@@ -350,6 +350,23 @@ int tf_guard_nft_here(const char (*pats)[16], unsigned int n, __u32 mark)
 	return run(&m);
 }
 
+int tf_guard_nft_ensure_here(const char (*pats)[16], unsigned int n, __u32 mark, int *rewritten)
+{
+	struct msgbuf m = {};
+	unsigned int f;
+	int err;
+
+	/* Both tables there (a GET of each, acknowledged): nothing to do. */
+	for (f = 0; f < sizeof(families); f++)
+		table_msg(&m, families[f], NFT_MSG_GETTABLE, 0);
+	err = run(&m);
+	*rewritten = 0;
+	if (err != -ENOENT)
+		return err;
+	*rewritten = 1;
+	return tf_guard_nft_here(pats, n, mark);
+}
+
 /* Remove them (0 if there were none). */
 int tf_guard_nft_remove_here(void)
 {

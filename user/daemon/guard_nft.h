@@ -7,7 +7,12 @@
 
 /* Replace (or create) the tables: pats are "tap0" or "tap*"; mark the accepted bit. */
 int tf_guard_nft_here(const char (*pats)[16], unsigned int n, __u32 mark);
-/* Remove it (0 if there was none). */
+/*
+ * Write them only if one is missing (`nft flush ruleset' removes them):
+ * *rewritten says whether they were.
+ */
+int tf_guard_nft_ensure_here(const char (*pats)[16], unsigned int n, __u32 mark, int *rewritten);
+/* Remove them (0 if there were none). */
 int tf_guard_nft_remove_here(void);
 
 #endif /* TF_GUARD_NFT_H */

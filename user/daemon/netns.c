@@ -3,13 +3,14 @@
  * The netns broker (netns.h). setns(2) into a network namespace needs
  * CAP_SYS_ADMIN, which the daemon drops once it has loaded; the broker is
  * forked before that and keeps only what its three operations need
- * (CAP_SYS_ADMIN for setns, CAP_NET_ADMIN and CAP_BPF for tcx links and
- * queries). It answers only its parent, over a SOCK_SEQPACKET pair, one
- * request at a time: a fixed struct in, a fixed struct out, a program fd
- * in and a link fd out as SCM_RIGHTS. It opens a path only once statfs(2)
- * says it is on nsfs (opening anything else as root could block on a FIFO
- * or act on a device), checks the open file is a network namespace, and
- * dies with the daemon (PR_SET_PDEATHSIG).
+ * (CAP_SYS_ADMIN for setns, CAP_NET_ADMIN and CAP_BPF for tcx links,
+ * queries, nftables and namespace ids). It answers only its parent, over a
+ * SOCK_SEQPACKET pair, one request at a time: a fixed struct in, a fixed
+ * struct out, a program fd in and a link fd out as SCM_RIGHTS. It opens a
+ * path only once it knows the object is on nsfs (opening anything else as
+ * root could act on a device; enter() resolves the path once), checks the
+ * open file is a network namespace, and dies with the daemon
+ * (PR_SET_PDEATHSIG). The daemon waits TF_NS_TIMEOUT_S for an answer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -231,16 +232,30 @@ static int nsid_here(int ns, __u32 *out)
 }
 
 /* Broker side: open path if it is a network namespace, and enter it. */
-static int enter(const char *path, int home)
+/*
+ * Broker side: open path if it is a network namespace, and enter it. The
+ * path is resolved once, to an O_PATH fd (which opens nothing: no device
+ * or FIFO is touched); only once that object is known to be on nsfs is it
+ * opened, through /proc/self/fd, the same inode whatever the path now
+ * names (a symlink swapped between a check and an open cannot redirect
+ * it).
+ */
+static int enter(const char *path)
 {
+	char self[32];
 	struct statfs sf;
-	int fd, err = 0;
+	int pfd, fd, err = 0;
 
-	if (statfs(path, &sf))
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
 		return -errno;
-	if (sf.f_type != NSFS_MAGIC)
+	if (fstatfs(pfd, &sf) || sf.f_type != NSFS_MAGIC) {
+		close(pfd);
 		return -ENOTNAM; /* "not a namespace file" to the daemon */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	close(pfd);
 	if (fd < 0)
 		return -errno;
 	if (fstatfs(fd, &sf) || sf.f_type != NSFS_MAGIC || ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
@@ -248,7 +263,6 @@ static int enter(const char *path, int home)
 	else if (setns(fd, CLONE_NEWNET))
 		err = -errno;
 	close(fd);
-	(void)home;
 	return err;
 }
 
@@ -258,7 +272,7 @@ static void serve_one(const struct ns_req *q, int prog_fd, int home, struct ns_r
 	__u64 cookie = 0;
 	int ns_fd = -1;
 
-	r->err = enter(q->path, home);
+	r->err = enter(q->path);
 	if (r->err)
 		return;
 	r->err = cookie_here(&cookie);
@@ -289,8 +303,12 @@ static void serve_one(const struct ns_req *q, int prog_fd, int home, struct ns_r
 		r->err = list_here(r->devs, &r->n);
 		break;
 	case NS_GUARD:
-		r->err = q->npats <= TF_NS_PATS ? tf_guard_nft_here(q->pats, q->npats, q->mark) :
-						  -EINVAL;
+		if (q->npats > TF_NS_PATS || !q->npats)
+			r->err = -EINVAL;
+		else if (q->flags)
+			r->err = tf_guard_nft_ensure_here(q->pats, q->npats, q->mark, (int *)&r->n);
+		else
+			r->err = tf_guard_nft_here(q->pats, q->npats, q->mark);
 		break;
 	case NS_UNGUARD:
 		r->err = tf_guard_nft_remove_here();
@@ -639,5 +657,30 @@ int tf_ns_nsid(const char *path, __u64 cookie, __u32 *nsid)
 
 	if (!err)
 		*nsid = r.n;
+	return err;
+}
+
+int tf_ns_guard_ensure(const char *path, __u64 cookie, const char (*pats)[16], unsigned int npats,
+		       __u32 mark, int *rewritten)
+{
+	static struct ns_req q;
+	struct ns_resp r;
+	int err;
+
+	*rewritten = 0;
+	if (!npats || npats > TF_NS_PATS)
+		return -EINVAL;
+	if (!path)
+		return tf_guard_nft_ensure_here(pats, npats, mark, rewritten);
+	err = req_init(&q, NS_GUARD, path, cookie);
+	if (err)
+		return err;
+	q.npats = npats;
+	q.mark = mark;
+	q.flags = 1;
+	memcpy(q.pats, pats, npats * sizeof(q.pats[0]));
+	err = ask(&q, -1, &r, NULL);
+	if (!err)
+		*rewritten = r.n != 0;
 	return err;
 }

@@ -71,4 +71,8 @@ int tf_ns_guard(const char *path, __u64 cookie, const char (*pats)[16], unsigned
  */
 int tf_ns_nsid(const char *path, __u64 cookie, __u32 *nsid);
 
+/* tf_ns_guard() only if a table is missing; *rewritten says whether it was. */
+int tf_ns_guard_ensure(const char *path, __u64 cookie, const char (*pats)[16], unsigned int npats,
+		       __u32 mark, int *rewritten);
+
 #endif /* TF_DAEMON_NETNS_H */
