@@ -518,6 +518,16 @@ probe_denied "after SIGHUP: g1 -> 203.0.113.10:80 (no rule)" "$g1" 10.20.1.2 203
 wait_for 3 grep -q '"dst":"203.0.113.10"' "$TF_EVENTS"
 check "after SIGHUP: the deny is in the new log" grep -q '"reason":"no_rule".*"dst":"203.0.113.10"' "$TF_EVENTS"
 
+note "a wildcard without its apex: a warning, the rule added all the same"
+expect_ok "rule add s1 *.wild.example" rule add s1 '{"host":"*.wild.example","proto":"tcp","ports":[443]}'
+check "... warns that *.wild.example does not match wild.example itself" grep -qF \
+	"tapfence: warning: allow[" "$T/err"
+check "... naming both" grep -qF "\`*.wild.example' matches the names below wild.example, not wild.example itself" "$T/err"
+expect_ok "rule add s1 wild.example" rule add s1 '{"host":"wild.example","proto":"tcp","ports":[443]}'
+check "... no warning now" sh -c "! grep -q warning '$T/err'"
+cli --json rule add s1 '{"host":"*.wild2.example","proto":"tcp","ports":[443]}'
+jcheck "--json: the answer's warnings" "$T/out" 'len(d["warnings"]) == 1 and "wild2.example" in d["warnings"][0]'
+
 # --- --cleanup --------------------------------------------------------------------------------
 
 note "stop, --cleanup"

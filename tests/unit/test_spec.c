@@ -687,6 +687,40 @@ static int parse_rule(const char *json, struct tf_rule *r)
 	return ret;
 }
 
+/* A wildcard without its apex gets a warning naming both; with the apex, none. */
+static void test_wildcard_warnings(void)
+{
+	char err[TF_ERR_MAX];
+	struct tf_spec s = {};
+	struct tf_rule r = {};
+	json_t *j = patched("{'allow':[{'host':'*.github.com','proto':'tcp','ports':[443]},"
+			    "{'host':'*.npmjs.org','proto':'tcp','ports':[443]},"
+			    "{'host':'npmjs.org','proto':'tcp','ports':[443]}]}"),
+	       *w;
+
+	CHECK_EQ("wildcards: parse", tf_spec_from_json(j, &lim, &s, err, sizeof(err)), 0);
+	w = tf_spec_warnings(&s, NULL);
+	CHECK_EQ("wildcards: one warning (*.github.com without github.com)", json_array_size(w), 1);
+	CHECK_EQ("wildcards: it names the rule and the apex",
+		 json_array_size(w) &&
+			 strstr(json_string_value(json_array_get(w, 0)),
+				"allow[0]: `*.github.com' matches the names below github.com, not "
+				"github.com itself") != NULL,
+		 1);
+	json_decref(w);
+	CHECK_EQ("wildcards: a rule *.npmjs.org", parse_rule("{'host':'*.npmjs.org'}", &r), 0);
+	w = tf_spec_warnings(&s, &r);
+	CHECK_EQ("wildcards: rule.add of *.npmjs.org (its apex is there): no warning",
+		 json_array_size(w), 0);
+	json_decref(w);
+	CHECK_EQ("wildcards: a rule *.github.com", parse_rule("{'host':'*.github.com'}", &r), 0);
+	w = tf_spec_warnings(&s, &r);
+	CHECK_EQ("wildcards: rule.add of *.github.com: its warning", json_array_size(w), 1);
+	json_decref(w);
+	tf_spec_free(&s);
+	json_decref(j);
+}
+
 static void test_add_del_copy(void)
 {
 	char err[TF_ERR_MAX] = "";
@@ -815,5 +849,6 @@ int main(void)
 	test_too_many_ports();
 	test_parse_text();
 	test_add_del_copy();
+	test_wildcard_warnings();
 	return CHECK_EXIT();
 }

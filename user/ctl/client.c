@@ -413,6 +413,17 @@ json_t *ctl_req_id(json_t *req, const char *key, const char *id)
 	return ctl_req_set(req, key, v);
 }
 
+/* A response's "warnings", each a line on stderr (the request succeeded). */
+static void print_warnings(const json_t *resp)
+{
+	const json_t *w;
+	size_t i;
+
+	json_array_foreach(json_object_get(resp, "warnings"), i, w)
+		if (json_is_string(w))
+			ctl_err("warning: %s", json_string_value(w));
+}
+
 int ctl_call(const struct ctl_opts *o, json_t *req, ctl_print_fn *print, const void *ctx)
 {
 	json_t *resp = NULL;
@@ -424,6 +435,8 @@ int ctl_call(const struct ctl_opts *o, json_t *req, ctl_print_fn *print, const v
 	json_decref(req);
 	if (!err)
 		err = o->json ? ctl_print_json(resp) : print ? print(resp, ctx) : 0;
+	if (!err && !o->json)
+		print_warnings(resp);
 	json_decref(resp);
 	return err;
 }

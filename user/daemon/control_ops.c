@@ -30,6 +30,15 @@ static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost, __u64 
 	return o;
 }
 
+/* resp with "warnings" when there are any (w is taken). */
+static json_t *with_warnings(json_t *resp, json_t *w)
+{
+	if (resp && json_array_size(w))
+		json_object_set(resp, "warnings", w);
+	json_decref(w);
+	return resp;
+}
+
 static json_t *sess_summary(const struct tf_sess *s)
 {
 	return json_pack("{s:s, s:s, s:s*, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id, "ifname",
@@ -55,9 +64,10 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct t
 		return NULL;
 	d->policy_changes++;
 	s = tf_sess_find(d, r->spec.id);
-	return json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id, "ifindex",
-			 (json_int_t)s->dev.ifindex, "slot", (json_int_t)s->sid, "policy_version",
-			 (json_int_t)s->ver);
+	return with_warnings(json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id,
+				       "ifindex", (json_int_t)s->dev.ifindex, "slot",
+				       (json_int_t)s->sid, "policy_version", (json_int_t)s->ver),
+			     tf_spec_warnings(&s->spec, NULL));
 }
 
 static json_t *op_session_del(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -201,12 +211,17 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 static json_t *op_rule(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
 		       size_t errlen)
 {
+	struct tf_sess *s;
+
 	(void)c;
 	if (tf_sess_rule(d, r->id, &r->rule, r->op == TF_OP_RULE_ADD, err, errlen))
 		return NULL;
 	d->policy_changes++;
-	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
-			 (json_int_t)tf_sess_find(d, r->id)->ver);
+	s = tf_sess_find(d, r->id);
+	return with_warnings(json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
+				       (json_int_t)s->ver),
+			     r->op == TF_OP_RULE_ADD ? tf_spec_warnings(&s->spec, &r->rule) :
+						       json_array());
 }
 
 static json_t *op_stats(struct tf_daemon *d, struct tf_client *c, struct tf_request *req, char *err,

@@ -843,6 +843,34 @@ int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
 	return 0;
 }
 
+json_t *tf_spec_warnings(const struct tf_spec *s, const struct tf_rule *only)
+{
+	json_t *arr = json_array();
+	unsigned int i, k;
+	char msg[TF_HOST_MAX * 4 + 160];
+
+	for (i = 0; arr && i < s->nrules; i++) {
+		const struct tf_rule *r = &s->rules[i];
+
+		if (r->kind != TF_RULE_HOST || !r->wildcard ||
+		    (only && (only->kind != TF_RULE_HOST || !only->wildcard ||
+			      strcmp(only->host, r->host))))
+			continue;
+		for (k = 0; k < s->nrules; k++)
+			if (s->rules[k].kind == TF_RULE_HOST && !s->rules[k].wildcard &&
+			    !strcmp(s->rules[k].host, r->host))
+				break;
+		if (k < s->nrules)
+			continue;
+		snprintf(msg, sizeof(msg),
+			 "allow[%u]: `*.%s' matches the names below %s, not %s itself: add a rule "
+			 "for `%s' if the guest needs it",
+			 i, r->host, r->host, r->host, r->host);
+		json_array_append_new(arr, json_string(msg));
+	}
+	return arr;
+}
+
 void tf_spec_free_rules(struct tf_spec *s)
 {
 	free(s->rules);

@@ -119,6 +119,12 @@ int tf_spec_add_rule(struct tf_spec *s, const struct tf_rule *r, unsigned int ma
 int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
 	__attribute__((warn_unused_result));
 /* Deep copy; 0 or -ENOMEM. */
+/*
+ * Warnings about s (an array of strings, maybe empty): each wildcard rule
+ * `*.x' with no rule for x itself, which it does not match. only: just the
+ * wildcard equal to that rule (rule.add), or NULL for all.
+ */
+json_t *tf_spec_warnings(const struct tf_spec *s, const struct tf_rule *only);
 /* Drop s's rules (nrules 0). */
 void tf_spec_free_rules(struct tf_spec *s);
 int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
