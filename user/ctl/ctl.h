@@ -53,6 +53,7 @@ struct ctl_cmd {
 extern const struct ctl_cmd ctl_session_cmds[];
 extern const struct ctl_cmd ctl_rule_cmds[];
 extern const struct ctl_cmd ctl_log_cmds[];
+extern const struct ctl_cmd ctl_policy_cmds[];
 int cmd_events(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_attest(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);

@@ -19,6 +19,7 @@ static const struct ctl_cmd top_cmds[] = {
 	{ "events", cmd_events, NULL, -1, -1, "events [--follow] [--session ID]",
 	  "print verdict events (until idle for 0.5 s, or with --follow until interrupted)" },
 	{ "log", NULL, ctl_log_cmds, 0, 0, "log", "the sealed event log, offline" },
+	{ "policy", NULL, ctl_policy_cmds, 0, 0, "policy", "allowlists from what happened, offline" },
 	{ "attest", cmd_attest, NULL, -1, -1,
 	  "attest [--session ID] [--out FILE] | attest verify FILE [--key KEY] [--spec SPEC] [--max-age SEC] [--allow-no-battery]",
 	  "a signed statement (DSSE, in-toto) of what enforces which policy on this node" },
