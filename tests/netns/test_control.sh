@@ -528,6 +528,16 @@ check "... no warning now" sh -c "! grep -q warning '$T/err'"
 cli --json rule add s1 '{"host":"*.wild2.example","proto":"tcp","ports":[443]}'
 jcheck "--json: the answer's warnings" "$T/out" 'len(d["warnings"]) == 1 and "wild2.example" in d["warnings"][0]'
 
+note "--version, --check-config"
+check_says "tapfence --version (no daemon needed)" 0 "tapfence " "$TF_BUILD/tapfence" --socket /nonexistent --version
+check_says "tapfenced --version names the datapath ABI" 0 "(abi " "$TF_BUILD/tapfenced" --version
+check_says "tapfenced --check-config of the test's config: valid" 0 "valid" \
+	"$TF_BUILD/tapfenced" --check-config "$TFD_CONFIG"
+printf '{"guard":{"interfaces":["t?p"]}}\n' >"$T/bad-guard.json"
+check_says "tapfenced --check-config of a bad config: exit 1, the start's message naming the field" 1 \
+	"guard.interfaces[0]: \`t?p' is not a valid interface name" \
+	"$TF_BUILD/tapfenced" --check-config "$T/bad-guard.json"
+
 # --- --cleanup --------------------------------------------------------------------------------
 
 note "stop, --cleanup"

@@ -135,14 +135,16 @@ static int session_quarantine(const struct ctl_opts *o, const struct ctl_cmd *se
 		json_decref(req);
 		req = NULL;
 	}
-	return ctl_call(o, req, NULL, NULL);
+	return ctl_call(o, req, ctl_print_line,
+			"session {id} quarantined (policy version {policy_version})\n");
 }
 
 static int session_resume(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
 			  char *argv[])
 {
 	(void)self, (void)argc;
-	return ctl_call(o, ctl_req_id(ctl_req("session.resume"), "id", argv[1]), NULL, NULL);
+	return ctl_call(o, ctl_req_id(ctl_req("session.resume"), "id", argv[1]), ctl_print_line,
+			"session {id} resumed (policy version {policy_version})\n");
 }
 
 static const struct {

@@ -221,6 +221,11 @@ int main(int argc, char *argv[])
 			show_usage(stdout);
 			goto out;
 		}
+		if (!strcmp(a, "--version")) {
+			/* The CLI's own, without a daemon (`tapfence version' asks it too). */
+			fputs(CTL_PROG " " TF_VERSION "\n", stdout);
+			goto out;
+		}
 		if (!strcmp(a, "--json")) {
 			o.json = 1;
 			continue;

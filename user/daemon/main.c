@@ -34,12 +34,15 @@
 
 static const char usage[] =
 	"Usage: tapfenced [--config FILE] [--foreground] [--verbose] [--cleanup [--force]]\n"
+	"       tapfenced --check-config FILE | --version\n"
 	"  --config FILE   operator settings (JSON); defaults are built in\n"
 	"  --foreground    also print events to stdout\n"
 	"  --verbose       debug logging (libbpf included)\n"
 	"  --cleanup       remove every session, pin and attachment, then exit;\n"
 	"                  refused while a daemon runs on the same state or pin dir\n"
-	"  --force         with --cleanup: even then (for a wedged daemon)\n";
+	"  --force         with --cleanup: even then (for a wedged daemon)\n"
+	"  --check-config FILE  validate FILE as the daemon would, then exit 0 (valid) or 1\n"
+	"  --version       print the version and the datapath ABI, then exit\n";
 
 static int read_file(const char *path, char **buf, size_t *len)
 {
@@ -383,6 +386,8 @@ int main(int argc, char **argv)
 						  { "cleanup", no_argument, NULL, 'C' },
 						  { "force", no_argument, NULL, 'F' },
 						  { "help", no_argument, NULL, 'h' },
+						  { "check-config", required_argument, NULL, 'K' },
+						  { "version", no_argument, NULL, 'V' },
 						  {} };
 	static struct tf_daemon d;
 	const char *config = NULL;
@@ -393,6 +398,15 @@ int main(int argc, char **argv)
 	tf_lock_init(&lock);
 	while ((opt = getopt_long(argc, argv, "c:fvCFh", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'K':
+			/* The same parser and messages as a start, nothing else touched. */
+			if (load_config(optarg, &d.cfg))
+				return 1;
+			printf("config `%s': valid\n", optarg);
+			return 0;
+		case 'V':
+			printf("tapfenced %s (abi %d)\n", TF_VERSION, TF_ABI_VERSION);
+			return 0;
 		case 'c':
 			config = optarg;
 			break;
