@@ -213,6 +213,29 @@ test-vm: deps all vm-image
 	$(Q)tests/run.sh vm
 # --- end of vm tier -----------------------------------------------------------------------------
 
+# --- install (docs/operations.md#installing) ----------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=] [CNIDIR=$(PREFIX)/lib/cni]: the daemon, the CLI, the
+# CNI plugin (CNIDIR=/usr/lib/cni for Debian's plugin directory) and an example config. The BPF
+# programs are inside tapfenced (the skeleton): no object file to install.
+PREFIX  ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR  ?= $(PREFIX)/bin
+CNIDIR  ?= $(PREFIX)/lib/cni
+DOCDIR  ?= $(PREFIX)/share/doc/tapfence
+.PHONY: install uninstall
+install: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni
+	$(Q)install -D -m 0755 $(BUILD)/tapfenced $(DESTDIR)$(SBINDIR)/tapfenced
+	$(Q)install -D -m 0755 $(BUILD)/tapfence $(DESTDIR)$(BINDIR)/tapfence
+	$(Q)install -D -m 0755 $(BUILD)/tapfence-cni $(DESTDIR)$(CNIDIR)/tapfence-cni
+	$(Q)install -D -m 0644 docs/examples/tapfence.json $(DESTDIR)$(DOCDIR)/examples/tapfence.json
+
+# Removes what install put there; never state, pins or enforcement (tapfenced --cleanup does).
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/tapfenced $(DESTDIR)$(BINDIR)/tapfence \
+		$(DESTDIR)$(CNIDIR)/tapfence-cni $(DESTDIR)$(DOCDIR)/examples/tapfence.json
+	$(Q)rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+# --- end of install ------------------------------------------------------------------------------
+
 clean:
 	$(call msg,CLEAN,$(BUILD))
 	$(Q)rm -rf $(BUILD)
