@@ -463,13 +463,50 @@ void tf_sess_tick(struct tf_daemon *d)
 	}
 }
 
+/*
+ * Switch s to a new generation: policy pol, compiled from next. The session
+ * is saved (saved, q) before the old generation goes: a change that cannot
+ * be saved would be lost at the next restart, so the device is switched
+ * back and nothing changed. On success pol is s's (and emptied).
+ */
+static int sess_switch(struct tf_daemon *d, struct tf_sess *s, const struct tf_spec *next,
+		       struct tf_policy *pol, const struct tf_spec *saved,
+		       const struct tf_quarantine *q, char *err, size_t errlen)
+{
+	struct tf_dp_gen cur = { .spec = in_force(s), .policy = &s->policy, .ver = s->ver };
+	struct tf_dp_gen nxt = { .spec = next, .policy = pol, .ver = s->ver + 1 };
+	int ret = tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
+
+	if (ret) {
+		/* The old generation is still in force: nothing changed for packets. */
+		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
+		return ret;
+	}
+	ret = sess_save(d, saved, s->sid, s->dev.netns, q);
+	if (ret) {
+		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
+			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
+				s->spec.id, s->ver);
+		else
+			tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, pol);
+		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
+			 d->cfg.state_dir, strerror(-ret));
+		return ret;
+	}
+	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	tf_policy_free(&s->policy);
+	s->policy = *pol;
+	memset(pol, 0, sizeof(*pol));
+	s->ver = nxt.ver;
+	return 0;
+}
+
 int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add, char *err,
 		 size_t errlen)
 {
 	struct tf_sess *s = tf_sess_find(d, id);
 	struct tf_spec next = {};
 	struct tf_policy pol = {};
-	struct tf_dp_gen cur, nxt;
 	int ret;
 
 	if (!s) {
@@ -502,37 +539,12 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		snprintf(err, errlen, "rule: cannot compile the rules: %s", strerror(-ret));
 		goto cleanup;
 	}
-	cur = (struct tf_dp_gen){ .spec = &s->spec, .policy = &s->policy, .ver = s->ver };
-	nxt = (struct tf_dp_gen){ .spec = &next, .policy = &pol, .ver = s->ver + 1 };
-	ret = tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
-	if (ret) {
-		/* The old generation is still in force: nothing changed for packets. */
-		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
+	ret = sess_switch(d, s, &next, &pol, &next, &s->q, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	/*
-	 * Saved before the old generation goes: a change that cannot be saved
-	 * would be lost at the next restart, so the device is switched back.
-	 */
-	ret = sess_save(d, &next, s->sid, s->dev.netns, &s->q);
-	if (ret) {
-		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
-			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
-				id, s->ver);
-		else
-			tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, &pol);
-		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
-			 d->cfg.state_dir, strerror(-ret));
-		goto cleanup;
-	}
-	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
-	tf_policy_free(&s->policy);
-	s->policy = pol;
-	memset(&pol, 0, sizeof(pol));
 	tf_spec_free(&s->spec);
 	s->spec = next;
 	memset(&next, 0, sizeof(next));
-	s->ver = nxt.ver;
 	tf_evidence_policy(d, s, add ? "rule.add" : "rule.del");
 cleanup:
 	tf_policy_free(&pol);
@@ -606,7 +618,6 @@ int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *
 	struct tf_quarantine q = {};
 	struct tf_spec next = {};
 	struct tf_policy pol = {};
-	struct tf_dp_gen cur, nxt;
 	int ret;
 
 	if (!s) {
@@ -636,35 +647,15 @@ int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *
 	 * re-judged by the new generation at its next packet, in either
 	 * direction, and revoked unless keep_open allows it.
 	 */
-	cur = (struct tf_dp_gen){ .spec = in_force(s), .policy = &s->policy, .ver = s->ver };
-	nxt = (struct tf_dp_gen){ .spec = &next, .policy = &pol, .ver = s->ver + 1 };
-	ret = tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
-	if (ret) {
-		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
+	ret = sess_switch(d, s, &next, &pol, &s->spec, &q, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	ret = sess_save(d, &s->spec, s->sid, s->dev.netns, &q);
-	if (ret) {
-		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
-			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
-				id, s->ver);
-		else
-			tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, &pol);
-		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
-			 d->cfg.state_dir, strerror(-ret));
-		goto cleanup;
-	}
-	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
-	tf_policy_free(&s->policy);
-	s->policy = pol;
-	memset(&pol, 0, sizeof(pol));
 	tf_spec_free(&s->qspec);
 	if (on) {
 		s->qspec = next;
 		memset(&next, 0, sizeof(next));
 	}
 	s->q = q;
-	s->ver = nxt.ver;
 	tf_evidence_policy(d, s, on ? "quarantine" : "resume");
 	pr_info("session %s: %s (policy %u)\n", id, on ? "quarantined" : "resumed", s->ver);
 cleanup:
