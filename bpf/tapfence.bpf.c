@@ -122,6 +122,7 @@ int tc_from_guest(struct __sk_buff *skb)
 	switch (v) {
 	case JUDGE_ALLOW:
 	case JUDGE_DENY:
+	case JUDGE_AUDIT:
 		break;
 	case JUDGE_NEED_DNS:
 		v = tc_dns(skb, &j, 1);
@@ -179,6 +180,7 @@ int xdp_from_guest(struct xdp_md *ctx)
 	switch (v) {
 	case JUDGE_ALLOW:
 	case JUDGE_DENY:
+	case JUDGE_AUDIT:
 		break;
 	case JUDGE_NEED_DNS:
 		v = xdp_dns_query(ctx, &j);

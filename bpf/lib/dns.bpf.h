@@ -83,7 +83,7 @@ static __always_inline enum judgement dns_query(struct judge *j, struct dns_scra
 	struct tf_rule_val perm;
 	struct tf_name_val *v;
 	void *flows, *qmap;
-	int st;
+	int st, audit = 0;
 
 	dns_parse_start(&s->p, 0, NULL, 0, 0);
 	st = dns_parse_run(&s->p, s->msg, len);
@@ -99,17 +99,21 @@ static __always_inline enum judgement dns_query(struct judge *j, struct dns_scra
 	s->key.ver = j->ver;
 	copy_words(s->key.name, s->p.rev, TF_DNS_NAME_MAX);
 	v = bpf_map_lookup_elem(&tf_names, &s->key);
-	if (!v)
-		return deny(j, TF_REASON_DNS_NAME_DENIED);
-	perm = v->len == s->p.rev_len ? v->exact : v->sub;
-	if (!perm.protos)
-		return deny(j, TF_REASON_DNS_NAME_DENIED);
+	__builtin_memset(&perm, 0, sizeof(perm));
+	if (v)
+		perm = v->len == s->p.rev_len ? v->exact : v->sub;
+	if (!perm.protos) {
+		/* In audit mode recorded all the same, with no permission: its answer teaches nothing. */
+		if (!audit_passes(j, TF_REASON_DNS_NAME_DENIED))
+			return deny(j, TF_REASON_DNS_NAME_DENIED);
+		audit = 1;
+	}
 
 	s->q.created_ns = bpf_ktime_get_ns();
 	s->q.ver = j->ver;
 	s->q.perm = perm;
-	s->q.name_idx = v->idx;
-	s->q.sub = v->len != s->p.rev_len;
+	s->q.name_idx = v ? v->idx : 0;
+	s->q.sub = v && v->len != s->p.rev_len;
 	s->q.pad = 0;
 	s->q.qtype = s->p.qtype;
 	s->q.name_len = s->p.rev_len;
@@ -123,7 +127,9 @@ static __always_inline enum judgement dns_query(struct judge *j, struct dns_scra
 	if (!flows)
 		return deny(j, TF_REASON_NO_SESSION);
 	flow_key_out(&j->p, &fk);
-	return open_flow(j, flows, &fk, TF_REASON_ALLOW_DNS);
+	if (open_flow(j, flows, &fk, TF_REASON_ALLOW_DNS) != JUDGE_ALLOW)
+		return JUDGE_DENY;
+	return audit ? audited(j, TF_REASON_DNS_NAME_DENIED) : JUDGE_ALLOW;
 }
 
 static __always_inline __u64 dns_ttl_ns(__u32 ttl)
@@ -266,7 +272,8 @@ static __always_inline enum judgement dns_answer(struct judge *j, struct dns_scr
 		return deny(j, TF_REASON_DNS_TRUNCATED);
 	if (st != DNS_OK)
 		return deny(j, TF_REASON_DNS_MALFORMED);
-	dns_learn(j, s);
+	if (s->q.perm.protos)
+		dns_learn(j, s);
 	return allow(j, TF_REASON_ALLOW_DNS_ANSWER, 1);
 }
 

@@ -22,15 +22,20 @@
  * - NEED_TLS: guest payload on a flow whose ClientHello is awaited or
  *   being verified (its copy in tf_tlsscratch): read the bytes
  *   (tls_hello.bpf.h).
+ * AUDIT is a verdict too: a session in audit mode passes a packet its
+ * policy denies for j->reason (audit_passes()); record() counts and
+ * reports it, and makes it an allow.
  */
 enum judgement {
 	JUDGE_DENY,
 	JUDGE_ALLOW,
+	JUDGE_AUDIT,
 	JUDGE_NEED_DNS,
 	JUDGE_NEED_PULL,
 	JUDGE_NEED_TLS,
 };
-_Static_assert(JUDGE_DENY == TF_VERDICT_DENY && JUDGE_ALLOW == TF_VERDICT_ALLOW,
+_Static_assert(JUDGE_DENY == TF_VERDICT_DENY && JUDGE_ALLOW == TF_VERDICT_ALLOW &&
+		       JUDGE_AUDIT == TF_VERDICT_AUDIT,
 	       "a recorded judgement is the event's verdict");
 
 struct judge {
@@ -46,6 +51,7 @@ struct judge {
 	__u16 name_len; /* the event names the DNS question in tf_dnsbuf (0: no name) */
 	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
 	__u8 trim; /* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
+	__u8 mode; /* the session's TF_SF_AUDIT and TF_SF_REJECT (j->s is lost past a global call) */
 	struct pkt p;
 };
 
@@ -88,6 +94,36 @@ static __always_inline enum judgement allow(struct judge *j, __u16 reason, __u8 
 	j->reason = reason;
 	j->emit = emit;
 	return JUDGE_ALLOW;
+}
+
+/*
+ * 1 if a session in audit mode passes a packet denied for reason: what an
+ * allowlist entry could allow (an address, a port, a name, an SNI), never
+ * the floor, anti-spoofing, a malformed or unreadable packet, or a
+ * protocol rule no allowlist changes (docs/audit-mode.md).
+ */
+static __always_inline int audit_passes(const struct judge *j, __u16 reason)
+{
+	if (!(j->mode & TF_SF_AUDIT))
+		return 0;
+	switch (reason) {
+	case TF_REASON_NO_RULE:
+	case TF_REASON_PORT_NOT_ALLOWED:
+	case TF_REASON_DNS_NAME_DENIED:
+	case TF_REASON_TLS_SNI_DENIED:
+	case TF_REASON_TLS_SNI_MISMATCH:
+	case TF_REASON_TLS_UDP:
+		return 1;
+	}
+	return 0;
+}
+
+/* A packet passed in audit mode that enforce mode would deny for reason (an event each). */
+static __always_inline enum judgement audited(struct judge *j, __u16 reason)
+{
+	j->reason = reason;
+	j->emit = 1;
+	return JUDGE_AUDIT;
 }
 
 #endif /* TF_JUDGE_BPF_H */

@@ -27,6 +27,7 @@ static __always_inline struct ethhdr *judge_l2(struct judge *j, struct cursor *c
 		return NULL;
 	}
 	j->s = s;
+	j->mode = s->flags & (TF_SF_AUDIT | TF_SF_REJECT);
 	j->sid = s->sid;
 	j->ver = s->policy_ver;
 

@@ -346,6 +346,19 @@ static __always_inline enum judgement open_flow(struct judge *j, void *flows,
 }
 
 /*
+ * A new flow the policy denies for reason, in audit mode: opened as a
+ * plain flow (no TLS check: nothing allowed it), reported once; its later
+ * packets take the fast path. A failed insert denies.
+ */
+static __always_inline enum judgement audit_flow(struct judge *j, void *flows,
+						 const struct tf_flow_key *k, __u16 reason)
+{
+	if (open_flow(j, flows, k, reason) != JUDGE_ALLOW)
+		return JUDGE_DENY;
+	return audited(j, reason);
+}
+
+/*
  * Flow f (key k, a copy in nf) was allowed under another policy generation
  * than the packet is judged by, and policy_judge() said reason (0: allowed
  * as *a). Returns 0 if the flow goes on, stamped with the session's
@@ -460,12 +473,24 @@ static __always_inline enum judgement decide_out(struct judge *j)
 		__builtin_memcpy(&nf, f, sizeof(nf));
 		reason = judge_flow(j, &k, nf.flags & TF_FF_LEARNED, &a);
 		flow_touch(&nf, flow_pkt_flags(j), now);
+		if (audit_passes(j, reason)) {
+			/* Kept as a plain flow, reported: enforce mode would revoke it. */
+			a.reason = TF_REASON_ALLOW_RULE;
+			a.tls = 0;
+			if (flow_rejudged(j, flows, &k, &nf, 0, &a))
+				return deny(j, TF_REASON_FLOW_TABLE_FULL);
+			if (flow_out(j, &k, &nf) != JUDGE_ALLOW)
+				return JUDGE_DENY;
+			return audited(j, reason);
+		}
 		reason = flow_rejudged(j, flows, &k, &nf, reason, &a);
 		if (reason)
 			return deny(j, reason);
 		return flow_out(j, &k, &nf);
 	}
 	reason = judge_flow(j, &k, 0, &a);
+	if (audit_passes(j, reason))
+		return audit_flow(j, flows, &k, reason);
 	if (reason)
 		goto refuse;
 	if (!a.tls)

@@ -142,7 +142,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, enum j
 	e->netns = j->dev.netns;
 	e->policy_ver = j->ver;
 	e->reason = reason;
-	e->verdict = verdict; /* JUDGE_ALLOW or JUDGE_DENY: the TF_VERDICT_* numbers */
+	e->verdict = verdict; /* a recorded judgement: the TF_VERDICT_* numbers */
 	e->dir = j->dir;
 	e->family = j->p.family;
 	e->proto = j->p.proto;
@@ -187,16 +187,18 @@ static __always_inline void emit_event(const struct judge *j, enum judgement ver
 }
 
 /*
- * Record a decided packet (JUDGE_ALLOW or JUDGE_DENY); returns the verdict
- * unchanged. A segment held while a ClientHello is read (tls_pending) is
+ * Record a decided packet (JUDGE_ALLOW, JUDGE_DENY or JUDGE_AUDIT); returns
+ * the verdict, an audited packet's as JUDGE_ALLOW: it passes. A segment held while a ClientHello is read (tls_pending) is
  * counted, not reported: the hello's verdict is the event.
  */
 static __always_inline enum judgement record(const struct judge *j, enum judgement verdict)
 {
 	count(j->sid, j->reason);
+	if (verdict == JUDGE_AUDIT)
+		count(j->sid, TF_CNT_AUDITED);
 	if ((verdict == JUDGE_DENY && j->reason != TF_REASON_TLS_PENDING) || j->emit)
 		emit_event(j, verdict);
-	return verdict;
+	return verdict == JUDGE_AUDIT ? JUDGE_ALLOW : verdict;
 }
 
 #endif /* TF_RECORD_BPF_H */

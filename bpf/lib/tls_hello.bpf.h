@@ -256,7 +256,7 @@ static __always_inline struct tf_tls_buf *tls_buf_new(void *bufs, const struct t
 	return b;
 }
 
-/* Refuse the hello: the flow passes no payload again, its buffer goes. */
+/* Refuse the hello: the flow passes no payload again (audit mode: opens), its buffer goes. */
 static __always_inline enum judgement tls_refuse(struct judge *j, const struct tf_flow_key *k,
 						 __u16 reason)
 {
@@ -264,16 +264,23 @@ static __always_inline enum judgement tls_refuse(struct judge *j, const struct t
 	struct tf_flow *cur = flows ? bpf_map_lookup_elem(flows, k) : NULL;
 	struct tls_scratch *t = tls_scratch();
 
+	int audit = audit_passes(j, reason);
+
 	if (!t)
 		return deny(j, reason);
 	/* Not over a new connection another CPU just reset the tuple for. */
 	if (cur && cur->isn == t->flow.isn) {
-		t->flow.state = TF_FLOW_TLS_DENIED;
+		/* In audit mode the flow opens plainly: its hello was read, nothing else is. */
+		t->flow.state = audit ? TF_FLOW_OPEN : TF_FLOW_TLS_DENIED;
 		t->flow.reason = reason;
+		if (audit)
+			t->flow.ch_end = 0;
 		bpf_map_update_elem(flows, k, &t->flow, BPF_EXIST);
 		tls_buf_drop(j->sid, k);
+	} else {
+		audit = 0;
 	}
-	return deny(j, reason);
+	return audit ? audited(j, reason) : deny(j, reason);
 }
 
 static __always_inline __u16 tls_status_reason(int st)

@@ -130,6 +130,12 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 	__builtin_memcpy(f, cur, sizeof(*f));
 	reason = judge_flow(j, k, f->flags & TF_FF_LEARNED, &a);
 	flow_touch(f, flow_pkt_flags(j), now);
+	if (audit_passes(j, reason)) {
+		/* Kept, as decide_out() keeps it; the guest's side reports it. */
+		reason = 0;
+		a.reason = TF_REASON_ALLOW_RULE;
+		a.tls = 0;
+	}
 	return flow_rejudged(j, flows, k, f, reason, &a);
 }
 

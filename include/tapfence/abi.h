@@ -16,9 +16,10 @@
 
 /*
  * 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation;
- * 4: sessions keyed by (network namespace, ifindex), events carry the namespace
+ * 4: sessions keyed by (network namespace, ifindex), events carry the namespace;
+ * 5: audit mode and rejections (session flags, the audit verdict, counter slots)
  */
-#define TF_ABI_VERSION 4
+#define TF_ABI_VERSION 5
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS 4096
@@ -49,6 +50,8 @@
 #define TF_SF_RESOLVER4 0x0004 /* resolver reachable over IPv4 */
 #define TF_SF_RESOLVER6 0x0008 /* resolver reachable over IPv6 */
 #define TF_SF_HOSTS	0x0010 /* the session has host rules (learnt addresses count) */
+#define TF_SF_AUDIT	0x0020 /* audit mode: what the policy denies passes, reported (docs/audit-mode.md) */
+#define TF_SF_REJECT	0x0040 /* on_deny reject: a denied packet is answered (docs/reject.md) */
 
 /**
  * struct tf_sess_key - key of tf_sessions: the device a packet arrives on or
@@ -429,6 +432,7 @@ _Static_assert(sizeof(struct tf_bind_key) == 268, "tf_bind_key layout");
 
 #define TF_VERDICT_DENY	 0
 #define TF_VERDICT_ALLOW 1
+#define TF_VERDICT_AUDIT 2 /* passed in audit mode; enforce mode would deny it for its reason */
 
 /* Global counters (tf_stats, per-CPU array). */
 enum tf_stat {

@@ -123,7 +123,10 @@ enum tf_reason_numbers_ { TF_REASONS(TF_REASON_ONCE_) };
 #define TF_CNT_SLOTS		 128
 #define TF_CNT_EVENTS_LOST	 127
 #define TF_CNT_EVENTS_SUPPRESSED 126
-_Static_assert(TF_REASON_MAX <= TF_CNT_EVENTS_SUPPRESSED,
+#define TF_CNT_AUDITED		 125 /* packets passed in audit mode (also under their reason) */
+#define TF_CNT_REJECTED		 124 /* denied packets answered (on_deny reject) */
+#define TF_CNT_REJECT_LIMITED	 123 /* ... and left unanswered: over the rejection rate */
+_Static_assert(TF_REASON_MAX <= TF_CNT_REJECT_LIMITED,
 	       "reasons overlap the counter slots above them");
 
 #endif /* TAPFENCE_REASON_H */

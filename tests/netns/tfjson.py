@@ -17,6 +17,8 @@ get PATH
         JSON on stdin, printed (a string as it is, anything else as JSON); exit 1 if there is none.
 valid FILE
         FILE holds one JSON document.
+set FILE KEY VALUE
+        set KEY of FILE's JSON object to VALUE (JSON text), in place.
 session-spec [--netns PATH] FILE ID IFNAME GUEST_MAC GUEST4 GUEST6 GW_MAC GW4 GW6 ALLOW_JSON
         write a session spec to FILE; the resolver is the gateway's IPv4, port 53.
         --netns: the device is in the namespace at PATH (the spec's "netns").
@@ -124,6 +126,14 @@ def valid(a):
     json.load(open(a.file))
 
 
+def set_field(a):
+    with open(a.file) as f:
+        d = json.load(f)
+    d[a.key] = json.loads(a.value)
+    with open(a.file, "w") as f:
+        json.dump(d, f, indent=1)
+
+
 def session_spec(a):
     spec = {"id": a.id, "ifname": a.ifname,
             "guest": {"mac": a.guest_mac, "ipv4": a.guest4, "ipv6": a.guest6},
@@ -144,6 +154,7 @@ COMMANDS = {
                       arg("args", nargs="...")]),
     "get": (get, [arg("path")]),
     "valid": (valid, [arg("file")]),
+    "set": (set_field, [arg("file"), arg("key"), arg("value")]),
     "session-spec": (session_spec, [arg("--netns")] +
                      [arg(n) for n in ("file", "id", "ifname", "guest_mac", "guest4", "guest6",
                                        "gw_mac", "gw4", "gw6", "allow")]),

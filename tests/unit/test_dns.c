@@ -1449,7 +1449,7 @@ static void test_rebase_race(void)
 	m_a(&m, "@12", 60, "192.0.2.77");
 	answer(&e, "rebase race: the answer lands mid-rebase", 41000, &m, 1, NULL, NULL);
 	tf_dp_names_rebase(&e.dp, SID_A, 2, &a.pol, &n.pol);
-	tf_dp_session_value(&n.spec, SID_A, 2, &v);
+	tf_dp_session_value(&e.dp, &n.spec, SID_A, 2, &v);
 	CHECK_EQ("rebase race: switched to policy 2", tf_dp_session_set(&e.dp, &a.dev, &v), 0);
 	syn(&e, "rebase race: c.test's address keeps c.test's ports (22 denied)", "192.0.2.77", 22,
 	    0, NULL);

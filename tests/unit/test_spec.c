@@ -77,7 +77,7 @@ static int spec_equal(const struct tf_spec *a, const struct tf_spec *b)
 	    !ip_equal(&a->guest_ip4, &b->guest_ip4) || !ip_equal(&a->guest_ip6, &b->guest_ip6) ||
 	    !ip_equal(&a->gw_ip4, &b->gw_ip4) || !ip_equal(&a->gw_ip6, &b->gw_ip6) ||
 	    !ip_equal(&a->resolver, &b->resolver) || a->resolver_port != b->resolver_port ||
-	    a->nrules != b->nrules)
+	    a->audit != b->audit || a->on_deny != b->on_deny || a->nrules != b->nrules)
 		return 0;
 	for (i = 0; i < a->nrules; i++)
 		if (!tf_rule_equal(&a->rules[i], &b->rules[i]))
@@ -127,6 +127,12 @@ static const struct spec_case spec_cases[] = {
 	{ "resolver port omitted", "{'resolver':{'port':null}}", NULL },
 	{ "resolver port 5353", "{'resolver':{'port':5353}}", NULL },
 	{ "no allow", "{'allow':null}", NULL },
+	{ "audit mode", "{'mode':'audit'}", NULL },
+	{ "enforce mode", "{'mode':'enforce'}", NULL },
+	{ "on_deny reject", "{'on_deny':'reject','mode':'audit'}", NULL },
+	{ "on_deny drop", "{'on_deny':'drop'}", NULL },
+	{ "an unknown mode", "{'mode':'permissive'}", "mode: `permissive' is not enforce or audit" },
+	{ "an unknown on_deny", "{'on_deny':'bounce'}", "on_deny: `bounce' is not drop or reject" },
 	{ "empty allow", "{'allow':[]}", NULL },
 	{ "upper-case MAC", "{'guest':{'mac':'02:AB:cd:EF:00:02'}}", NULL },
 	{ "63-char id", "{'id':'" A16 A16 A16 "aaaaaaaaaaaaaaa'}", NULL },

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * tapfence policy suggest ID [--since TIME] [--log FILE]: an allowlist that
- * would have allowed what a session was denied, from the event log, offline
+ * would have allowed what a session was denied (or, in audit mode, passed
+ * with verdict audit), from the event log, offline
  * (docs/suggest.md). Read from the log, never from the daemon: a log of
  * gigabytes costs the daemon nothing.
  *
@@ -111,6 +112,12 @@ static void take(const json_t *ev, struct entry *e, size_t *n)
 		x->count++;
 }
 
+/* A denial, or what audit mode passed that enforce mode would have denied. */
+static int denied(const char *verdict)
+{
+	return verdict && (!strcmp(verdict, "deny") || !strcmp(verdict, "audit"));
+}
+
 static int cmd_policy_suggest(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
 			      char *argv[])
 {
@@ -149,7 +156,7 @@ static int cmd_policy_suggest(const struct ctl_opts *o, const struct ctl_cmd *se
 		/* RFC 3339 UTC times compare as strings; --since may be any prefix of one. */
 		if (ev && t && (!since || strcmp(t, since) >= 0) &&
 		    !strcmp(json_string_value(json_object_get(ev, "session")) ?: "", id) &&
-		    !strcmp(json_string_value(json_object_get(ev, "verdict")) ?: "", "deny"))
+		    denied(json_string_value(json_object_get(ev, "verdict"))))
 			take(ev, e, &n);
 		json_decref(ev);
 	}

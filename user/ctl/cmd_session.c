@@ -147,6 +147,25 @@ static int session_resume(const struct ctl_opts *o, const struct ctl_cmd *self, 
 			"session {id} resumed (policy version {policy_version})\n");
 }
 
+/* session mode ID enforce|audit */
+static int session_mode(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
+			char *argv[])
+{
+	json_t *req;
+
+	if (argc != 3 || (strcmp(argv[2], "enforce") && strcmp(argv[2], "audit"))) {
+		ctl_err("usage: %s", self->synopsis);
+		return -EINVAL;
+	}
+	req = ctl_req_id(ctl_req("session.mode"), "id", argv[1]);
+	if (req && json_object_set_new(req, "mode", json_string(argv[2]))) {
+		json_decref(req);
+		req = NULL;
+	}
+	return ctl_call(o, req, ctl_print_line,
+			"session {id} in {mode} mode (policy version {policy_version})\n");
+}
+
 static const struct {
 	const char *head, *key;
 } list_cols[] = {
@@ -315,6 +334,8 @@ const struct ctl_cmd ctl_session_cmds[] = {
 	{ "del", session_del, NULL, 1, 2, "session del ID [--release]",
 	  "delete a session; its device denies everything after, unless --release" },
 	{ "list", session_list, NULL, 0, 0, "session list", "list sessions" },
+	{ "mode", session_mode, NULL, 2, 2, "session mode ID enforce|audit",
+	  "switch a session between enforcing and auditing its policy (docs/audit-mode.md)" },
 	{ "quarantine", session_quarantine, NULL, 1, 3, "session quarantine ID [--reason TEXT]",
 	  "cut a session off at once, established flows included (docs/quarantine.md)" },
 	{ "resume", session_resume, NULL, 1, 1, "session resume ID",

@@ -41,6 +41,8 @@ void tf_config_defaults(struct tf_config *c)
 	c->tls_timeout_s = 10;
 	c->events_per_s = 200;
 	c->events_burst = 400;
+	c->reject_per_s = 100;
+	c->reject_burst = 200;
 	c->ringbuf_bytes = 8u << 20;
 	c->max_clients = 64;
 	c->max_subscribers = 16;
@@ -287,6 +289,8 @@ static const struct limit_field limit_fields[] = {
 	LIMIT(tls_timeout_s, 1, 600),
 	LIMIT(events_per_s, 0, 10000000),
 	LIMIT(events_burst, 1, 10000000),
+	LIMIT(reject_per_s, 1, 10000000),
+	LIMIT(reject_burst, 1, 10000000),
 	LIMIT(ringbuf_bytes, 4096, 1u << 30),
 	LIMIT(max_clients, 1, 4096),
 	LIMIT(max_subscribers, 1, 1024),
@@ -558,6 +562,16 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 				c->tls_ech_outer = 1;
 			} else {
 				snprintf(err, errlen, "tls_ech: `%s' is not deny or outer",
+					 s ? s : "?");
+				ret = -EINVAL;
+			}
+		} else if (!strcmp(key, "on_deny") || !strcmp(key, "on_deny_floor")) {
+			s = json_string_value(v);
+			if (s && (!strcmp(s, "drop") || !strcmp(s, "reject"))) {
+				*(key[7] ? &c->reject_floor : &c->on_deny_reject) =
+					!strcmp(s, "reject");
+			} else {
+				snprintf(err, errlen, "%s: `%s' is not drop or reject", key,
 					 s ? s : "?");
 				ret = -EINVAL;
 			}

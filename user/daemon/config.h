@@ -61,6 +61,11 @@ struct tf_config {
 	char guard_if[TF_GUARD_MAX][16];
 	char guard_netns[TF_GUARD_MAX][TF_PATH_MAX];
 	__u32 guard_mark; /* the skb mark bit tapfence sets on what it passes (guard only) */
+	/* Rejections (docs/reject.md): sessions without on_deny reject (1) or drop (0) ... */
+	int on_deny_reject;
+	int reject_floor; /* ... and the floor is answered too (1) or dropped silently (0) */
+	unsigned int reject_per_s; /* answers a session gets per second and CPU ... */
+	unsigned int reject_burst; /* ... and in a burst */
 	/* What a quarantined session may still reach (docs/quarantine.md): rules as in a spec. */
 	unsigned int nq_open;
 	struct tf_rule q_open[TF_Q_OPEN_MAX];

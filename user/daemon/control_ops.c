@@ -27,6 +27,12 @@ static json_t *counters_json(struct tf_daemon *d, __u32 sid, __u64 *lost, __u64 
 	}
 	*lost = cnt[TF_CNT_EVENTS_LOST];
 	*suppressed = cnt[TF_CNT_EVENTS_SUPPRESSED];
+	if (cnt[TF_CNT_AUDITED])
+		json_object_set_new(o, "audited", json_integer(cnt[TF_CNT_AUDITED]));
+	if (cnt[TF_CNT_REJECTED])
+		json_object_set_new(o, "rejected", json_integer(cnt[TF_CNT_REJECTED]));
+	if (cnt[TF_CNT_REJECT_LIMITED])
+		json_object_set_new(o, "reject_limited", json_integer(cnt[TF_CNT_REJECT_LIMITED]));
 	return o;
 }
 
@@ -109,6 +115,20 @@ static json_t *op_quarantine(struct tf_daemon *d, struct tf_client *c, struct tf
 	else
 		tf_audit_note(d, "session", "\"session\":\"%s\",\"resumed\":true", r->id);
 	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
+			 (json_int_t)tf_sess_find(d, r->id)->ver);
+}
+
+static json_t *op_mode(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
+		       size_t errlen)
+{
+	(void)c;
+	if (tf_sess_mode(d, r->id, r->audit, err, errlen))
+		return NULL;
+	d->policy_changes++;
+	tf_audit_note(d, "session", "\"session\":\"%s\",\"mode\":\"%s\"", r->id,
+		      r->audit ? "audit" : "enforce");
+	return json_pack("{s:b, s:s, s:s, s:i}", "ok", 1, "id", r->id, "mode",
+			 r->audit ? "audit" : "enforce", "policy_version",
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
 
@@ -195,6 +215,8 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 		return NULL;
 	}
 	o = sess_summary(s);
+	json_object_set_new(o, "mode", json_string(s->spec.audit ? "audit" : "enforce"));
+	json_object_set_new(o, "on_deny", json_string(tf_sess_rejects(d, s) ? "reject" : "drop"));
 	json_object_set_new(o, "spec", tf_spec_to_json(&s->spec));
 	json_object_set_new(o, "counters", counters_json(d, s->sid, &lost, &suppressed));
 	json_object_set_new(o, "events_lost", json_integer(lost));
@@ -341,6 +363,7 @@ static tf_op_fn *const handlers[TF_OP_MAX] = {
 	[TF_OP_GUARD_LIST] = op_guard_list,
 	[TF_OP_SESSION_QUARANTINE] = op_quarantine,
 	[TF_OP_SESSION_RESUME] = op_quarantine,
+	[TF_OP_SESSION_MODE] = op_mode,
 };
 
 json_t *tf_ctl_dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,

@@ -85,6 +85,10 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 /* Quarantine (on) or resume a session; reason is free text (on only). */
 int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, char *err,
 		       size_t errlen);
+/* 1 if the session's denied packets are answered (its on_deny, or the operator's). */
+int tf_sess_rejects(const struct tf_daemon *d, const struct tf_sess *s);
+/* Switch a session to audit (audit = 1) or enforce mode, live (docs/audit-mode.md). */
+int tf_sess_mode(struct tf_daemon *d, const char *id, int audit, char *err, size_t errlen);
 /*
  * Delete: the device goes back to the guard (deny-everything) unless
  * release, which tf_sess_del_check() refuses on a device a guard pattern

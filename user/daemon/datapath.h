@@ -79,7 +79,8 @@ int tf_dp_set_host_floor(struct tf_dp *dp, const struct tf_cidr *host, unsigned 
 	__attribute__((warn_unused_result));
 
 /* The tf_session value a spec stands for (addresses, MACs, flags). */
-void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *out);
+void tf_dp_session_value(const struct tf_dp *dp, const struct tf_spec *spec, __u32 sid, __u32 ver,
+			 struct tf_session *out);
 
 /*
  * Make slot sid ready: a fresh flow table (unless keep_flows and one is

@@ -14,13 +14,19 @@
 
 #include "datapath_int.h"
 
-void tf_dp_session_value(const struct tf_spec *spec, __u32 sid, __u32 ver, struct tf_session *v)
+void tf_dp_session_value(const struct tf_dp *dp, const struct tf_spec *spec, __u32 sid, __u32 ver,
+			 struct tf_session *v)
 {
 	unsigned int i;
 
 	memset(v, 0, sizeof(*v));
 	v->sid = sid;
 	v->policy_ver = ver;
+	if (spec->audit)
+		v->flags |= TF_SF_AUDIT;
+	if (spec->on_deny == TF_ON_DENY_REJECT ||
+	    (spec->on_deny == TF_ON_DENY_DEFAULT && dp->cfg->on_deny_reject))
+		v->flags |= TF_SF_REJECT;
 	memcpy(v->guest_mac, spec->guest_mac, 6);
 	memcpy(v->gw_mac, spec->gw_mac, 6);
 	if (spec->has_ip4) {
@@ -263,7 +269,7 @@ int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *d
 	 * to learnt addresses wait, as they would after).
 	 */
 	tf_dp_names_rebase(dp, sid, to->ver, from->policy, to->policy);
-	tf_dp_session_value(to->spec, sid, to->ver, &v);
+	tf_dp_session_value(dp, to->spec, sid, to->ver, &v);
 	err = tf_dp_session_set(dp, dev, &v);
 	if (err)
 		tf_dp_names_rebase(dp, sid, from->ver, to->policy, from->policy);
@@ -341,7 +347,7 @@ int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const st
 	if (!err && keep)
 		tf_dp_names_rebase(dp, sid, ver, p, p);
 	if (!err) {
-		tf_dp_session_value(spec, sid, ver, &v);
+		tf_dp_session_value(dp, spec, sid, ver, &v);
 		err = tf_dp_session_set(dp, dev, &v);
 	}
 	return err;

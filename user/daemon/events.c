@@ -245,6 +245,8 @@ static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lo
 		put_lit(&l, ",\"direction\":\"to_guest\"");
 	if (e->verdict == TF_VERDICT_ALLOW)
 		put_lit(&l, ",\"verdict\":\"allow\",\"reason\":\"");
+	else if (e->verdict == TF_VERDICT_AUDIT)
+		put_lit(&l, ",\"verdict\":\"audit\",\"reason\":\"");
 	else
 		put_lit(&l, ",\"verdict\":\"deny\",\"reason\":\"");
 	put_cstr(&l, tf_reason_name(e->reason));

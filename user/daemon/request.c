@@ -86,6 +86,22 @@ static int parse_quarantine(struct tf_request *r, const struct tf_spec_limits *l
 	return 0;
 }
 
+/* session.mode: the id and "mode": "enforce" or "audit". */
+static int parse_mode(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
+		      size_t errlen)
+{
+	const char *m = json_string_value(json_object_get(r->root, "mode"));
+
+	if (parse_id(r, lim, err, errlen))
+		return -EINVAL;
+	if (!m || (strcmp(m, "enforce") && strcmp(m, "audit"))) {
+		snprintf(err, errlen, "mode: expected \"enforce\" or \"audit\"");
+		return -EINVAL;
+	}
+	r->audit = !strcmp(m, "audit");
+	return 0;
+}
+
 static int parse_rule(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
 		      size_t errlen)
 {
@@ -113,6 +129,7 @@ static const char *const f_rule[] = { "id", "rule", NULL };
 static const char *const f_del[] = { "id", "release", NULL };
 static const char *const f_quarantine[] = { "id", "reason", NULL };
 static const char *const f_sub[] = { "session", NULL };
+static const char *const f_mode[] = { "id", "mode", NULL };
 
 static const struct op_desc ops[TF_OP_MAX] = {
 	[TF_OP_VERSION] = { "version", f_none, NULL },
@@ -129,6 +146,7 @@ static const struct op_desc ops[TF_OP_MAX] = {
 	[TF_OP_GUARD_LIST] = { "guard.list", f_none, NULL },
 	[TF_OP_SESSION_QUARANTINE] = { "session.quarantine", f_quarantine, parse_quarantine },
 	[TF_OP_SESSION_RESUME] = { "session.resume", f_id, parse_id },
+	[TF_OP_SESSION_MODE] = { "session.mode", f_mode, parse_mode },
 };
 
 static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)

@@ -26,6 +26,7 @@ enum tf_op {
 	TF_OP_GUARD_LIST,
 	TF_OP_SESSION_QUARANTINE,
 	TF_OP_SESSION_RESUME,
+	TF_OP_SESSION_MODE,
 	TF_OP_MAX
 };
 
@@ -46,6 +47,7 @@ struct tf_request {
 	struct tf_rule rule;
 	int release;	    /* session.del: leave the device unfiltered (docs/guard.md) */
 	const char *reason; /* session.quarantine: why, printable, or NULL */
+	int audit;	    /* session.mode: "audit" (1) or "enforce" (0) */
 };
 
 int tf_request_parse(const char *line, size_t len, const struct tf_spec_limits *lim,

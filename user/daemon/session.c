@@ -123,6 +123,7 @@ static int qspec_make(const struct tf_daemon *d, const struct tf_spec *spec, str
 
 	if (ret)
 		return ret;
+	out->audit = 0; /* a quarantine is enforced, whatever the session's mode */
 	tf_spec_free_rules(out);
 	for (i = 0; !ret && i < d->cfg.nq_open; i++)
 		ret = tf_spec_add_rule(out, &d->cfg.q_open[i], TF_Q_OPEN_MAX);
@@ -661,6 +662,62 @@ int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *
 cleanup:
 	tf_policy_free(&pol);
 	tf_spec_free(&next);
+	return ret;
+}
+
+int tf_sess_rejects(const struct tf_daemon *d, const struct tf_sess *s)
+{
+	return s->spec.on_deny == TF_ON_DENY_REJECT ||
+	       (s->spec.on_deny == TF_ON_DENY_DEFAULT && d->cfg.on_deny_reject);
+}
+
+int tf_sess_mode(struct tf_daemon *d, const char *id, int audit, char *err, size_t errlen)
+{
+	struct tf_sess *s = tf_sess_find(d, id);
+	struct tf_spec spec = {}, next = {};
+	struct tf_policy pol = {};
+	int ret;
+
+	if (!s) {
+		snprintf(err, errlen, "id: no session `%s'", id);
+		return -ENOENT;
+	}
+	if (!!s->spec.audit == !!audit) {
+		snprintf(err, errlen, "mode: session `%s' is in %s mode already", id,
+			 audit ? "audit" : "enforce");
+		return -EALREADY;
+	}
+	ret = tf_spec_copy(&spec, &s->spec);
+	if (!ret)
+		ret = tf_spec_copy(&next, in_force(s));
+	if (ret)
+		goto cleanup;
+	spec.audit = audit;
+	if (!s->q.on)
+		next.audit = audit; /* a quarantine stays enforced */
+	ret = tf_policy_compile(next.rules, next.nrules, &pol);
+	if (ret) {
+		snprintf(err, errlen, "cannot compile the policy: %s", strerror(-ret));
+		goto cleanup;
+	}
+	/* A new generation: flows opened in audit mode are re-judged by enforce's at their next packet. */
+	ret = sess_switch(d, s, &next, &pol, &spec, &s->q, err, errlen);
+	if (ret)
+		goto cleanup;
+	tf_spec_free(&s->spec);
+	s->spec = spec;
+	memset(&spec, 0, sizeof(spec));
+	if (s->q.on) {
+		tf_spec_free(&s->qspec);
+		s->qspec = next;
+		memset(&next, 0, sizeof(next));
+	}
+	tf_evidence_policy(d, s, audit ? "mode.audit" : "mode.enforce");
+	pr_info("session %s: %s mode (policy %u)\n", id, audit ? "audit" : "enforce", s->ver);
+cleanup:
+	tf_policy_free(&pol);
+	tf_spec_free(&next);
+	tf_spec_free(&spec);
 	return ret;
 }
 

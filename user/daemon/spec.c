@@ -614,11 +614,38 @@ static int parse_allow(const json_t *j, const struct tf_spec_limits *lim, struct
 	return check_duplicates(s, err, errlen);
 }
 
+/* "mode": "enforce" (default) or "audit"; "on_deny": "drop" or "reject" (default: the operator's). */
+static int parse_modes(const json_t *j, struct tf_spec *s, char *err, size_t errlen)
+{
+	const char *mode, *on_deny;
+	char q[TF_JQUOTE_MAX];
+	int ret = tf_jget_str(j, "", "mode", 0, &mode, err, errlen);
+
+	if (!ret)
+		ret = tf_jget_str(j, "", "on_deny", 0, &on_deny, err, errlen);
+	if (ret)
+		return ret;
+	if (mode && strcmp(mode, "enforce") && strcmp(mode, "audit"))
+		return tf_jfail(err, errlen, "mode: `%s' is not enforce or audit",
+				tf_jquote_str(mode, q));
+	s->audit = mode && !strcmp(mode, "audit");
+	if (!on_deny)
+		return 0;
+	if (!strcmp(on_deny, "drop"))
+		s->on_deny = TF_ON_DENY_DROP;
+	else if (!strcmp(on_deny, "reject"))
+		s->on_deny = TF_ON_DENY_REJECT;
+	else
+		return tf_jfail(err, errlen, "on_deny: `%s' is not drop or reject",
+				tf_jquote_str(on_deny, q));
+	return 0;
+}
+
 int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim, struct tf_spec *out,
 		      char *err, size_t errlen)
 {
-	static const char *const keys[] = { "id",      "ifname",   "netns", "guest",
-					    "gateway", "resolver", "allow", NULL };
+	static const char *const keys[] = { "id",	"ifname", "netns", "guest",   "gateway",
+					    "resolver", "allow",  "mode",  "on_deny", NULL };
 	struct tf_spec s = {};
 	const char *id, *ifname, *netns = NULL;
 	char q[TF_JQUOTE_MAX];
@@ -666,6 +693,8 @@ int tf_spec_from_json(const json_t *j, const struct tf_spec_limits *lim, struct 
 	ret = parse_ends(j, &s, err, errlen);
 	if (!ret)
 		ret = parse_resolver(j, &s, err, errlen);
+	if (!ret)
+		ret = parse_modes(j, &s, err, errlen);
 	if (!ret)
 		ret = parse_allow(j, lim, &s, err, errlen);
 	if (!ret)
@@ -790,10 +819,15 @@ json_t *tf_spec_to_json(const struct tf_spec *s)
 			return NULL;
 		}
 	}
-	/* NULL members make json_pack() fail; it releases the others. */
-	return json_pack("{s:s, s:s, s:s*, s:o, s:o, s:o*, s:o}", "id", s->id, "ifname", s->ifname,
-			 "netns", s->netns[0] ? s->netns : NULL, "guest", guest, "gateway", gw,
-			 "resolver", resolver, "allow", allow);
+	/* NULL members make json_pack() fail; it releases the others. Defaults are left out. */
+	return json_pack("{s:s, s:s, s:s*, s:o, s:o, s:o*, s:s*, s:s*, s:o}", "id", s->id, "ifname",
+			 s->ifname, "netns", s->netns[0] ? s->netns : NULL, "guest", guest,
+			 "gateway", gw, "resolver", resolver, "mode", s->audit ? "audit" : NULL,
+			 "on_deny",
+			 s->on_deny == TF_ON_DENY_DROP	 ? "drop" :
+			 s->on_deny == TF_ON_DENY_REJECT ? "reject" :
+							   NULL,
+			 "allow", allow);
 }
 
 int tf_spec_add_rule(struct tf_spec *s, const struct tf_rule *r, unsigned int max_rules)

@@ -52,6 +52,13 @@ struct tf_rule {
 	struct tf_port_range ranges[TF_RULE_MAX_RANGES];
 };
 
+/* struct tf_spec.on_deny: what a denied packet gets (docs/reject.md). */
+enum tf_on_deny {
+	TF_ON_DENY_DEFAULT, /* absent: the operator's on_deny */
+	TF_ON_DENY_DROP,
+	TF_ON_DENY_REJECT,
+};
+
 struct tf_spec {
 	char id[TF_ID_MAX + 1];
 	char ifname[IF_NAMESIZE];
@@ -63,6 +70,8 @@ struct tf_spec {
 	struct tf_ip gw_ip4, gw_ip6; /* family 0 if absent */
 	struct tf_ip resolver;	     /* family 0 if absent */
 	__u16 resolver_port;	     /* host order, default 53 */
+	int audit;		     /* "mode": "audit" (docs/audit-mode.md); 0: "enforce" */
+	enum tf_on_deny on_deny;
 	unsigned int nrules;
 	struct tf_rule *rules;
 };
@@ -118,7 +127,6 @@ int tf_spec_add_rule(struct tf_spec *s, const struct tf_rule *r, unsigned int ma
 	__attribute__((warn_unused_result));
 int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
 	__attribute__((warn_unused_result));
-/* Deep copy; 0 or -ENOMEM. */
 /*
  * Warnings about s (an array of strings, maybe empty): each wildcard rule
  * `*.x' with no rule for x itself, which it does not match. only: just the
@@ -127,6 +135,7 @@ int tf_spec_del_rule(struct tf_spec *s, const struct tf_rule *r)
 json_t *tf_spec_warnings(const struct tf_spec *s, const struct tf_rule *only);
 /* Drop s's rules (nrules 0). */
 void tf_spec_free_rules(struct tf_spec *s);
+/* Deep copy; 0 or -ENOMEM. */
 int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
 	__attribute__((warn_unused_result));
 void tf_spec_free(struct tf_spec *s); /* frees rules, NULL-safe */
