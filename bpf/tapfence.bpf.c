@@ -21,6 +21,7 @@
 #include "lib/icmp.bpf.h"
 #include "lib/record.bpf.h"
 #include "lib/guard.bpf.h"
+#include "lib/reject.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -134,8 +135,10 @@ int tc_from_guest(struct __sk_buff *skb)
 		v = deny(&j, TF_REASON_UNKNOWN);
 		break;
 	}
+	if (v == JUDGE_DENY)
+		j.reply = reject_wanted(&j, skb_csum_partial(skb), tc_is_gso(skb));
 	if (record(&j, v) != JUDGE_ALLOW)
-		return TC_ACT_SHOT;
+		return j.reply ? tc_reject(skb, &j) : TC_ACT_SHOT;
 	guard_mark(skb);
 	return TC_ACT_UNSPEC;
 }
@@ -146,6 +149,8 @@ int tc_to_guest(struct __sk_buff *skb)
 	struct judge j = { .dev = skb_dev(skb), .vlan = skb->vlan_present };
 	enum judgement v;
 
+	if (reject_passes(skb))
+		return TC_ACT_UNSPEC; /* the answer to a denied packet, redirected here */
 	tc_linearize(skb, tc_first_pull(skb));
 	v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	if (v == JUDGE_NEED_PULL) {
@@ -192,7 +197,11 @@ int xdp_from_guest(struct xdp_md *ctx)
 		v = deny(&j, TF_REASON_UNKNOWN);
 		break;
 	}
-	return record(&j, v) == JUDGE_ALLOW ? XDP_PASS : XDP_DROP;
+	if (v == JUDGE_DENY)
+		j.reply = reject_wanted(&j, 0, 0);
+	if (record(&j, v) != JUDGE_ALLOW)
+		return j.reply ? xdp_reject(ctx, &j) : XDP_DROP;
+	return XDP_PASS;
 }
 
 /*

@@ -17,6 +17,7 @@ PKGS=(
 	valgrind # tests/netns/test_soak.sh: the daemon under memcheck
 	rsyslog # tests/netns/test_audit_ship.sh: the sealed log shipped off the node by a real shipper
 	libcap2-bin # tests/netns/test_operator.sh: capsh, to start the daemon without CAP_SYS_RESOURCE
+	ethtool # tests/netns/test_reject.sh: checksum offload off, so the guest checks every answer
 	containernetworking-plugins jq # tests/netns/test_cni.sh: ptp and host-local (/usr/lib/cni)
 	# ahead of tapfence-cni in a chain, and jq for the configs and results it passes between them
 )

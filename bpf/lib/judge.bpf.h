@@ -52,6 +52,7 @@ struct judge {
 	__u8 name_tls;	/* ... or the SNI in tf_tlsscratch */
 	__u8 trim; /* an allowed ICMP error quoting more than it may: TC cuts it (icmp.bpf.h) */
 	__u8 mode; /* the session's TF_SF_AUDIT and TF_SF_REJECT (j->s is lost past a global call) */
+	__u8 reply; /* a denied packet from the guest is answered so (enum reply, reject.bpf.h) */
 	struct pkt p;
 };
 

@@ -284,6 +284,35 @@ struct {
 	__type(value, __u64);
 } tf_evseen SEC(".maps");
 
+/* Rejections' rate per session and CPU: a GCRA arrival time (reject.bpf.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tf_rjrate SEC(".maps");
+
+/*
+ * A rejection's scratch (reject.bpf.h), per CPU as tf_dnsbuf: what an ICMP
+ * error quotes, a DNS answer's copy to sum, and the mark that lets the
+ * answer through tc_to_guest, which lives from the redirect to that run.
+ */
+struct tf_rjscratch {
+	__u64 pass_ns;	    /* the answer was redirected at this time (0: none waits) ... */
+	__u32 pass_ifindex; /* ... to this device's egress ... */
+	__u32 pass_len;	    /* ... this long */
+	__u8 gw[6];	    /* the denied frame's destination MAC */
+	__u8 quote[40 + 8];
+	__u8 msg[512 + 4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tf_rjscratch);
+} tf_rjscratch SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);

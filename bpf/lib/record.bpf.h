@@ -39,14 +39,17 @@ const volatile __u64 cfg_event_tau_ns = 1995000000;
 /* Over the budget, an event whose (reason, remote end) had one this long ago gets out anyway. */
 #define TF_EVSEEN_NS 1000000000ULL
 
-/* GCRA: 1 if an event may go out now by the bucket whose arrival time is *tat. */
-static __always_inline int gcra(__u64 *tat, __u64 now)
+/*
+ * GCRA: 1 if one more may go now by the bucket whose arrival time is *tat,
+ * at one per interval with a burst of tau / interval + 1.
+ */
+static __always_inline int gcra(__u64 *tat, __u64 now, __u64 interval, __u64 tau)
 {
 	if (*tat < now)
 		*tat = now;
-	if (*tat - now > cfg_event_tau_ns)
+	if (*tat - now > tau)
 		return 0;
-	*tat += cfg_event_interval_ns;
+	*tat += interval;
 	return 1;
 }
 
@@ -79,7 +82,7 @@ static __always_inline int event_novel(const struct judge *j, __u16 reason, __u6
 	seen = bpf_map_lookup_elem(&tf_evseen, &k);
 	if (seen && now - *seen < TF_EVSEEN_NS)
 		return 0;
-	if (!gcra(&b->novel_tat_ns, now))
+	if (!gcra(&b->novel_tat_ns, now, cfg_event_interval_ns, cfg_event_tau_ns))
 		return 0;
 	bpf_map_update_elem(&tf_evseen, &k, &now, BPF_ANY);
 	return 1;
@@ -104,7 +107,8 @@ static __always_inline int event_budget(const struct judge *j, __u16 reason, __u
 	if (!b)
 		return 1;
 	now = bpf_ktime_get_ns();
-	if (!gcra(&b->tat_ns, now) && !event_novel(j, reason, now, b)) {
+	if (!gcra(&b->tat_ns, now, cfg_event_interval_ns, cfg_event_tau_ns) &&
+	    !event_novel(j, reason, now, b)) {
 		b->suppressed++;
 		return 0;
 	}
@@ -153,6 +157,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, enum j
 	__builtin_memcpy(e->daddr, j->p.daddr, 16);
 	__builtin_memcpy(e->smac, j->p.smac, 6);
 	e->suppressed = suppressed;
+	e->rejected = !!j->reply;
 	e->name_len = 0;
 	if (j->name_len && j->name_tls) {
 		t = bpf_map_lookup_elem(&tf_tlsscratch, &zero);

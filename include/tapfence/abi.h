@@ -488,6 +488,7 @@ _Static_assert(sizeof(struct tf_evseen_key) == 28, "tf_evseen_key layout");
  * @smac:      frame's source MAC
  * @suppressed: events of this session the rate limit dropped on this CPU
  *             since the previous event that got through there
+ * @rejected:  the denied packet was answered (on_deny reject, bpf/lib/reject.bpf.h)
  * @netns:     cookie of @ifindex's network namespace (struct tf_sess_key)
  */
 struct tf_event {
@@ -509,7 +510,8 @@ struct tf_event {
 	__u16 name_len;
 	__u8 name[TF_NAME_MAX];
 	__u32 suppressed;
-	__u8 pad[4];
+	__u8 rejected;
+	__u8 pad[3];
 	__u64 netns;
 };
 _Static_assert(sizeof(struct tf_event) == 344, "tf_event layout");

@@ -537,6 +537,12 @@ printf '{"guard":{"interfaces":["t?p"]}}\n' >"$T/bad-guard.json"
 check_says "tapfenced --check-config of a bad config: exit 1, the start's message naming the field" 1 \
 	"guard.interfaces[0]: \`t?p' is not a valid interface name" \
 	"$TF_BUILD/tapfenced" --check-config "$T/bad-guard.json"
+printf '{"on_deny":"bounce"}\n' >"$T/bad-ondeny.json"
+check_says "tapfenced --check-config: an on_deny that is not drop or reject, named" 1 \
+	"on_deny: \`bounce' is not drop or reject" "$TF_BUILD/tapfenced" --check-config "$T/bad-ondeny.json"
+printf '{"limits":{"reject_per_s":0}}\n' >"$T/bad-rate.json"
+check_says "tapfenced --check-config: a rejection rate of 0, named" 1 "reject_per_s" \
+	"$TF_BUILD/tapfenced" --check-config "$T/bad-rate.json"
 
 # --- --cleanup --------------------------------------------------------------------------------
 

@@ -285,6 +285,32 @@ for g in a b; do
 		grep -qE 'BOOTFAIL|Oops|Kernel panic|BUG:' <(vm_console $g)
 done
 
+# --- phase 4: rejections ----------------------------------------------------------------------
+
+note "phase 4: session b answers what it denies (on_deny reject, through virtio-net and a real tap)"
+check "session del b" tfc session del b
+tfjson set "$T/b.json" on_deny '"reject"' || die "cannot write $T/b.json"
+sessions_add b
+# rejected DESC TEXT COMMAND...: the guest's probe fails, saying TEXT (its kernel's errno).
+rejected() {
+	local desc=$1 text=$2
+	shift 2
+	if ! vm_run b "$@" && grep -q "$text" "$VM_OUT"; then
+		pass "reject: $desc: $text"
+	else
+		fail "reject: $desc: want \`$text'"
+		vm_out_note
+	fi
+}
+tf_mark
+rejected "B tcp 198.51.100.10:80 (only A's rule)" "Connection refused" tcp 198.51.100.10 80
+rejected "B tcp [2001:db8:100::10]:80" "Connection refused" tcp 2001:db8:100::10 80
+rejected "B udp 198.51.100.10:7" "No route to host" udp 198.51.100.10 7
+rejected "B nslookup allowed.example.com (A's name)" "REFUSED" dns allowed.example.com $B_GW4
+check "reject: B wget 203.0.113.10:80 (B's rule) still works" vm_run b get 203.0.113.10 80
+expect_event session=b verdict=deny reason=no_rule rejected=True -- "reject: the denials' events say they were answered"
+expect_not_reached "$L_INET" "tcp 198.51.100.10:80 from $B4:" "reject: nothing reached the listener"
+
 tf_unmark "$TF_EVENTS"
 expect_event_schema "event log: every line is JSON with the common keys"
 expect_no_event reason=allow_flow -- "event log: no allow_flow events"

@@ -174,6 +174,10 @@ void tf_dp_set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_to_icmp_s = cfg->to_icmp_s;
 	skel->rodata->cfg_guard_mark = cfg->nguard_if ? cfg->guard_mark : 0;
 	skel->rodata->cfg_to_other_s = cfg->to_other_s;
+	skel->rodata->cfg_reject_floor = cfg->reject_floor;
+	skel->rodata->cfg_reject_interval_ns = 1000000000ULL / cfg->reject_per_s;
+	skel->rodata->cfg_reject_tau_ns =
+		(__u64)(cfg->reject_burst - 1) * skel->rodata->cfg_reject_interval_ns;
 	if (cfg->events_per_s) {
 		skel->rodata->cfg_event_interval_ns = 1000000000ULL / cfg->events_per_s;
 		skel->rodata->cfg_event_tau_ns =

@@ -225,6 +225,8 @@ static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lo
 		put_lit(&l, "null");
 	if (s && s->q.on)
 		put_lit(&l, ",\"quarantined\":true");
+	if (e->rejected)
+		put_lit(&l, ",\"rejected\":true");
 	put_lit(&l, ",\"ifname\":");
 	put_str(&l, ifn, strlen(ifn));
 	put_lit(&l, ",\"ifindex\":");
