@@ -114,6 +114,7 @@ static __always_inline int audit_passes(const struct judge *j, __u16 reason)
 	case TF_REASON_TLS_SNI_DENIED:
 	case TF_REASON_TLS_SNI_MISMATCH:
 	case TF_REASON_TLS_UDP:
+	case TF_REASON_DENY_RULE:
 		return 1;
 	}
 	return 0;

@@ -184,6 +184,29 @@ static __always_inline __u16 rule_reason(__u32 sid, __u32 jver, const struct tf_
 }
 
 /*
+ * TF_REASON_DENY_RULE if a deny rule of the session covers flow k (the
+ * longest TF_FAM_DENY entry containing its remote address allows its
+ * protocol and port: what the deny rules take), else 0. Deny rules win over
+ * every allowance, CIDR or learnt (docs/deny.md).
+ */
+static __always_inline __u16 deny_reason(__u32 sid, __u32 jver, const struct tf_flow_key *k)
+{
+	struct tf_rule_key rk = {
+		.prefixlen = TF_RULE_KEY_FIXED_BITS + (k->family == TF_FAM_IPV4 ? 32 : 128),
+		.sid = sid,
+		.ver = jver,
+		.family = k->family | TF_FAM_DENY,
+	};
+	struct tf_rule_val *v;
+
+	__builtin_memcpy(rk.addr, k->raddr, 16);
+	v = bpf_map_lookup_elem(&tf_rules, &rk);
+	if (!v || flow_perm_reason(sid, k, jver, v))
+		return 0;
+	return TF_REASON_DENY_RULE;
+}
+
+/*
  * An address learnt from a DNS answer (dns.bpf.h): TF_REASON_NO_RULE if
  * there is none (or its TTL ended), else what its permission (*perm, of
  * generation *ver) says. keep: the flow being re-judged was allowed by its
@@ -251,8 +274,8 @@ struct judge_ref {
 
 /*
  * What the session's policy in force says of flow k, as for a new flow:
- * name resolution elsewhere, other sessions, the hard floor, learnt
- * addresses, rules. Returns the deny reason, or 0 with *a saying how it is
+ * name resolution elsewhere, other sessions, the hard floor, deny rules,
+ * learnt addresses, rules. Returns the deny reason, or 0 with *a saying how it is
  * allowed. r->keep: see learned_reason(). Nothing here depends on the
  * packet, only on the flow, so both directions re-judge an established
  * flow with it (policy.bpf.h, to_guest.bpf.h).
@@ -291,6 +314,11 @@ __noinline __u16 policy_judge(const struct judge_ref *r, const struct tf_flow_ke
 	reason = floor_session_reason(sess, k->family, k->raddr);
 	if (reason)
 		return reason;
+	if (r->sflags & TF_SF_DENY) {
+		reason = deny_reason(sid, ver, k);
+		if (reason)
+			return reason;
+	}
 	learned = (r->sflags & TF_SF_HOSTS) ? learned_reason(sid, ver, k, r->keep, &lperm, &lver) :
 					      TF_REASON_NO_RULE;
 	a->tls = 0;

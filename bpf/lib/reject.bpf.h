@@ -50,6 +50,7 @@ static __always_inline int reject_reason(__u16 r)
 	switch (r) {
 	case TF_REASON_NO_RULE:
 	case TF_REASON_PORT_NOT_ALLOWED:
+	case TF_REASON_DENY_RULE:
 	case TF_REASON_TCP_NO_FLOW:
 	case TF_REASON_REVOKED:
 	case TF_REASON_DNS_NOT_RESOLVER:

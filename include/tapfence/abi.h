@@ -17,7 +17,7 @@
 /*
  * 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation;
  * 4: sessions keyed by (network namespace, ifindex), events carry the namespace;
- * 5: audit mode and rejections (session flags, the audit verdict, counter slots)
+ * 5: audit mode and rejections (session flags, the audit verdict, counter slots), deny rules
  */
 #define TF_ABI_VERSION 5
 
@@ -28,6 +28,8 @@
 /* Address families as carried in keys and events (not AF_*). */
 #define TF_FAM_IPV4 4
 #define TF_FAM_IPV6 6
+/* Or'ed into tf_rule_key.family: the entry is of the session's deny rules (docs/deny.md). */
+#define TF_FAM_DENY 0x80
 
 /* Protocol bits used by rules (struct tf_rule_val). */
 #define TF_PB_TCP   0x01
@@ -50,8 +52,10 @@
 #define TF_SF_RESOLVER4 0x0004 /* resolver reachable over IPv4 */
 #define TF_SF_RESOLVER6 0x0008 /* resolver reachable over IPv6 */
 #define TF_SF_HOSTS	0x0010 /* the session has host rules (learnt addresses count) */
-#define TF_SF_AUDIT	0x0020 /* audit mode: what the policy denies passes, reported (docs/audit-mode.md) */
-#define TF_SF_REJECT	0x0040 /* on_deny reject: a denied packet is answered (docs/reject.md) */
+#define TF_SF_AUDIT \
+	0x0020 /* audit mode: what the policy denies passes, reported (docs/audit-mode.md) */
+#define TF_SF_REJECT 0x0040 /* on_deny reject: a denied packet is answered (docs/reject.md) */
+#define TF_SF_DENY   0x0080 /* the session has CIDR deny rules (TF_FAM_DENY entries) */
 
 /**
  * struct tf_sess_key - key of tf_sessions: the device a packet arrives on or

@@ -93,7 +93,8 @@
 	X(74, TLS_SECOND_HELLO,                                                                   \
 	  "tls_second_hello") /* a later ClientHello (or unreadable record) on a TLS flow */      \
 	X(75, TLS_FRAGMENTED, "tls_fragmented")	  /* a hello in more segments than are read */    \
-	X(76, GUARD_UNCLAIMED, "guard_unclaimed") /* a guarded device no session claims */
+	X(76, GUARD_UNCLAIMED, "guard_unclaimed") /* a guarded device no session claims */   \
+	X(77, DENY_RULE, "deny_rule")		  /* a deny rule of the session covers it */
 /* clang-format on */
 
 #define TF_REASON_ENUM_(num, name, str) TF_REASON_##name = num,

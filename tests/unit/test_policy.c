@@ -49,25 +49,40 @@ static __u8 proto_bit(__u8 family, __u8 proto)
 	return TF_PB_OTHER;
 }
 
-/* The oracle, straight from the rules: does any rule containing ip allow (proto, port)? */
+/* Does rule r's protocol and port part cover (bit, port)? */
+static int rule_covers(const struct tf_rule *r, __u8 bit, __u16 port)
+{
+	unsigned int k;
+
+	if (!(r->protos & bit))
+		return 0;
+	if (!r->nranges || (bit & (TF_PB_ICMP | TF_PB_OTHER)))
+		return 1;
+	for (k = 0; k < r->nranges; k++)
+		if (port >= r->ranges[k].lo && port <= r->ranges[k].hi)
+			return 1;
+	return 0;
+}
+
+/* The oracle: some allow rule containing ip covers it, and no deny rule does. */
 static int rules_allow(const struct tf_rule *rules, unsigned int n, const struct tf_ip *ip,
 		       __u8 proto, __u16 port)
 {
 	__u8 bit = proto_bit(ip->family, proto);
-	unsigned int i, k;
+	unsigned int i;
+	int allowed = 0;
 
 	for (i = 0; i < n; i++) {
 		const struct tf_rule *r = &rules[i];
 
-		if (!tf_cidr_contains(&r->cidr, ip) || !(r->protos & bit))
+		if (r->kind != TF_RULE_CIDR || !tf_cidr_contains(&r->cidr, ip) ||
+		    !rule_covers(r, bit, port))
 			continue;
-		if (!r->nranges || (bit & (TF_PB_ICMP | TF_PB_OTHER)))
-			return 1;
-		for (k = 0; k < r->nranges; k++)
-			if (port >= r->ranges[k].lo && port <= r->ranges[k].hi)
-				return 1;
+		if (r->deny)
+			return 0;
+		allowed = 1;
 	}
-	return 0;
+	return allowed;
 }
 
 /* The permission bit of a chunk's set: TCP ports, UDP ports or TLS ports (TF_PORTS_TLS). */
@@ -593,6 +608,8 @@ static void random_rule_json(char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, "]");
 	if (proto && (!strcmp(proto, "tcp") || !strcmp(proto, "any")) && !rnd(3))
 		n += (size_t)snprintf(buf + n, size - n, ",'tls':%s", rnd(2) ? "true" : "false");
+	else if (!rnd(4))
+		n += (size_t)snprintf(buf + n, size - n, ",'action':'deny'");
 	snprintf(buf + n, size - n, "}");
 }
 
@@ -723,26 +740,25 @@ static int rules_allow_name(const struct tf_rule *rules, unsigned int n, const c
 			    __u16 port)
 {
 	size_t ql = strlen(q), hl;
-	unsigned int i, k;
+	unsigned int i;
 	__u8 bit = proto_bit(TF_FAM_IPV4, proto);
+	int allowed = 0;
 
 	for (i = 0; i < n; i++) {
 		const struct tf_rule *r = &rules[i];
 
-		if (r->kind != TF_RULE_HOST || !(r->protos & bit))
+		if (r->kind != TF_RULE_HOST || !rule_covers(r, bit, port))
 			continue;
 		hl = strlen(r->host);
 		if (r->wildcard ? !(ql > hl + 1 && q[ql - hl - 1] == '.' &&
 				    !strcmp(q + ql - hl, r->host)) :
 				  strcmp(q, r->host))
 			continue;
-		if (!r->nranges || (bit & (TF_PB_ICMP | TF_PB_OTHER)))
-			return 1;
-		for (k = 0; k < r->nranges; k++)
-			if (port >= r->ranges[k].lo && port <= r->ranges[k].hi)
-				return 1;
+		if (r->deny)
+			return 0;
+		allowed = 1;
 	}
-	return 0;
+	return allowed;
 }
 
 /* The compiled answer, as the datapath computes it from tf_names and tf_ports. */
@@ -821,11 +837,12 @@ static void test_names(void)
 				off += (size_t)snprintf(json + off, sizeof(json) - off, "%s.",
 							labels[rnd(4)]);
 			ports = rnd(3);
-			snprintf(json + off, sizeof(json) - off, "zz','proto':'%s'%s}",
+			snprintf(json + off, sizeof(json) - off, "zz','proto':'%s'%s%s}",
 				 rnd(2) ? "tcp" : "udp",
 				 ports == 0 ? "" :
 				 ports == 1 ? ",'ports':[80,'1000-1300']" :
-					      ",'ports':[443]");
+					      ",'ports':[443]",
+				 rnd(4) ? "" : ",'action':'deny'");
 			if (!parse_rule(json, &rr[k]))
 				k++;
 		}
@@ -934,8 +951,68 @@ static void test_tls_ports(void)
 	tf_policy_free(&p);
 }
 
+/* The two shapes docs/deny.md promises, named. */
+static void test_deny(void)
+{
+	static const char *const cidrs[] = {
+		"{'cidr':'0.0.0.0/0','proto':'tcp'}",
+		"{'cidr':'203.0.113.0/24','action':'deny'}",
+		"{'cidr':'198.51.100.0/24','proto':'tcp','ports':['1-1000']}",
+		"{'cidr':'198.51.100.7','proto':'tcp','ports':[22,'500-600'],'action':'deny'}",
+		NULL,
+	};
+	static const char *const hosts[] = {
+		"{'host':'*.github.com','proto':'tcp','ports':[443]}",
+		"{'host':'gist.github.com','action':'deny'}",
+		"{'host':'*.raw.github.com','proto':'tcp','ports':[443],'action':'deny'}",
+		NULL,
+	};
+	struct tf_rule rules[MAX_CASE_RULES];
+	struct tf_policy p;
+	struct tf_ip ip;
+	char buf[256];
+
+	CHECK_EQ("deny: CIDR fixture compiles", compile_fixture(cidrs, rules, &p), 4);
+	CHECK_STR("deny: CIDR fixture consistent", policy_check(&p, buf, sizeof(buf)),
+		  "consistent");
+	CHECK_EQ("deny: 192.0.2.1 parses", tf_parse_ip("192.0.2.1", &ip), 0);
+	CHECK_EQ("deny: 0.0.0.0/0 allows 192.0.2.1:80",
+		 tf_policy_allows(&p, ip.family, ip.addr, IPPROTO_TCP, 80), 1);
+	CHECK_EQ("deny: 203.0.113.9 parses", tf_parse_ip("203.0.113.9", &ip), 0);
+	CHECK_EQ("deny: ... except 203.0.113.0/24, denied whatever the port",
+		 tf_policy_allows(&p, ip.family, ip.addr, IPPROTO_TCP, 80), 0);
+	CHECK_EQ("deny: ... 203.0.113.9 is covered by a deny rule",
+		 tf_policy_denies(&p, ip.family, ip.addr, IPPROTO_TCP, 80), 1);
+	CHECK_EQ("deny: 198.51.100.7 parses", tf_parse_ip("198.51.100.7", &ip), 0);
+	CHECK_EQ("deny: a longer deny takes its ports only: 198.51.100.7:22 denied",
+		 tf_policy_allows(&p, ip.family, ip.addr, IPPROTO_TCP, 22), 0);
+	CHECK_EQ("deny: ... :550 denied",
+		 tf_policy_allows(&p, ip.family, ip.addr, IPPROTO_TCP, 550), 0);
+	CHECK_EQ("deny: ... :80 allowed", tf_policy_allows(&p, ip.family, ip.addr, IPPROTO_TCP, 80),
+		 1);
+	CHECK_EQ("deny: ... :2000 allowed by 0.0.0.0/0",
+		 tf_policy_allows(&p, ip.family, ip.addr, IPPROTO_TCP, 2000), 1);
+	tf_policy_free(&p);
+
+	CHECK_EQ("deny: host fixture compiles", compile_fixture(hosts, rules, &p), 3);
+	CHECK_STR("deny: host fixture consistent", policy_check(&p, buf, sizeof(buf)),
+		  "consistent");
+	CHECK_EQ("deny: *.github.com allows api.github.com",
+		 policy_allows_name(&p, "api.github.com", IPPROTO_TCP, 443), 1);
+	CHECK_EQ("deny: ... except gist.github.com",
+		 policy_allows_name(&p, "gist.github.com", IPPROTO_TCP, 443), 0);
+	CHECK_EQ("deny: a deny of gist.github.com is not of the names below it",
+		 policy_allows_name(&p, "x.gist.github.com", IPPROTO_TCP, 443), 1);
+	CHECK_EQ("deny: *.raw.github.com denies below raw.github.com",
+		 policy_allows_name(&p, "a.raw.github.com", IPPROTO_TCP, 443), 0);
+	CHECK_EQ("deny: ... not raw.github.com itself",
+		 policy_allows_name(&p, "raw.github.com", IPPROTO_TCP, 443), 1);
+	tf_policy_free(&p);
+}
+
 int main(void)
 {
+	test_deny();
 	test_names();
 	test_tls_ports();
 	test_policy_cases();

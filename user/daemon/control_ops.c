@@ -217,6 +217,9 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 	o = sess_summary(s);
 	json_object_set_new(o, "mode", json_string(s->spec.audit ? "audit" : "enforce"));
 	json_object_set_new(o, "on_deny", json_string(tf_sess_rejects(d, s) ? "reject" : "drop"));
+	/* The order the datapath decides in, whatever the order of the rules (docs/deny.md). */
+	json_object_set_new(o, "precedence",
+			    json_string("the floor, then deny rules, then allow rules"));
 	json_object_set_new(o, "spec", tf_spec_to_json(&s->spec));
 	json_object_set_new(o, "counters", counters_json(d, s->sid, &lost, &suppressed));
 	json_object_set_new(o, "events_lost", json_integer(lost));

@@ -43,9 +43,12 @@ void tf_dp_session_value(const struct tf_dp *dp, const struct tf_spec *spec, __u
 		tf_ip6_ll_from_mac(spec->gw_mac, v->gw_ip6_ll);
 	}
 	v->resolver_port = htons(spec->resolver_port);
-	for (i = 0; i < spec->nrules; i++)
-		if (spec->rules[i].kind == TF_RULE_HOST)
+	for (i = 0; i < spec->nrules; i++) {
+		if (spec->rules[i].kind == TF_RULE_HOST && !spec->rules[i].deny)
 			v->flags |= TF_SF_HOSTS;
+		if (spec->rules[i].kind == TF_RULE_CIDR && spec->rules[i].deny)
+			v->flags |= TF_SF_DENY;
+	}
 	if (spec->resolver.family == TF_FAM_IPV4) {
 		v->flags |= TF_SF_RESOLVER4;
 		memcpy(&v->resolver_ip4, spec->resolver.addr, 4);

@@ -225,8 +225,12 @@ static unsigned int rule_tls(const struct tf_rule *r, const struct tf_port_range
 	return 1;
 }
 
-/* The permission of the prefix of rules order[from..to): its parent's and its own rules'. */
-static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
+/*
+ * The permission of the prefix of rules order[from..to): its parent's and
+ * its own rules' of the one action (deny: the deny rules, else the allow
+ * rules).
+ */
+static int group_perm(struct compiler *cc, unsigned int from, unsigned int to, int deny,
 		      const struct perm *parent, struct perm *out)
 {
 	const struct pclass *pc = &cc->classes[parent->cls];
@@ -239,6 +243,8 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 	out->protos = parent->protos;
 	for (i = from; i < to; i++) {
 		r = &cc->rules[cc->order[i]];
+		if (r->deny != deny)
+			continue;
 		out->protos |= r->protos;
 		if (!r->nranges)
 			out->all_ports |= r->protos & (TF_PB_TCP | TF_PB_UDP);
@@ -254,6 +260,8 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 		ret = append(cc, k, pc->set[k].r, pc->set[k].n);
 		for (i = from, added = 0; !ret && i < to; i++) {
 			r = &cc->rules[cc->order[i]];
+			if (r->deny != deny)
+				continue;
 			if (k == 2) {
 				n = rule_tls(r, &tls, &all);
 			} else {
@@ -269,6 +277,93 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to,
 			return ret;
 		if (added)
 			cc->nscratch[k] = tf_ranges_merge(cc->scratch[k], cc->nscratch[k]);
+	}
+	out->cls = 0;
+	if (!cc->nscratch[0] && !cc->nscratch[1] && !cc->nscratch[2])
+		return 0;
+	ret = intern(cc);
+	if (ret < 0)
+		return ret;
+	out->cls = (unsigned int)ret;
+	return 0;
+}
+
+/* The ports of set k that p allows: every one (*all), or the ranges returned (*n of them). */
+static const struct tf_port_range *perm_ports(const struct compiler *cc, const struct perm *p,
+					      unsigned int k, int *all, unsigned int *n)
+{
+	const struct pset *ps = &cc->classes[p->cls].set[k];
+
+	*all = !!(p->all_ports & tf_pbit[k]);
+	*n = (p->protos & tf_pbit[k]) && !*all ? ps->n : 0;
+	return ps->r;
+}
+
+/* Append to scratch set k the ports of a (all, or n ranges) not in d (likewise). */
+static int ports_minus(struct compiler *cc, unsigned int k, int a_all,
+		       const struct tf_port_range *a, unsigned int na, int d_all,
+		       const struct tf_port_range *d, unsigned int nd)
+{
+	static const struct tf_port_range every = { 0, 65535 };
+	struct tf_port_range cur;
+	unsigned int i, j = 0;
+	int ret = 0;
+
+	if (d_all)
+		return 0;
+	if (a_all) {
+		a = &every;
+		na = 1;
+	}
+	for (i = 0; !ret && i < na; i++) {
+		cur = a[i];
+		for (; j < nd && d[j].hi < cur.lo; j++)
+			;
+		while (!ret && j < nd && d[j].lo <= cur.hi) {
+			if (d[j].lo > cur.lo) {
+				struct tf_port_range part = { cur.lo, d[j].lo - 1 };
+
+				ret = append(cc, k, &part, 1);
+			}
+			if (d[j].hi >= cur.hi)
+				break;
+			cur.lo = d[j].hi + 1;
+			j++;
+		}
+		if (!ret && (j == nd || d[j].lo > cur.hi))
+			ret = append(cc, k, &cur, 1);
+	}
+	return ret;
+}
+
+/*
+ * What allow permission a leaves once deny permission d is taken out of
+ * it: deny wins, port by port and protocol by protocol. A's TLS ports lose
+ * the TCP ports d takes, so they stay a subset of the TCP ports left.
+ */
+static int perm_minus(struct compiler *cc, const struct perm *a, const struct perm *d,
+		      struct perm *out)
+{
+	const struct tf_port_range *ar, *dr;
+	unsigned int k, na, nd;
+	int a_all, d_all, ret;
+
+	out->protos = a->protos & ~(d->protos & (TF_PB_ICMP | TF_PB_OTHER));
+	out->all_ports = 0;
+	for (k = 0; k < NSETS; k++) {
+		cc->nscratch[k] = 0;
+		ar = perm_ports(cc, a, k, &a_all, &na);
+		/* What d takes from set k: its TCP ports for the TLS set. */
+		dr = perm_ports(cc, d, k == 2 ? 0 : k, &d_all, &nd);
+		if (a_all && !d_all && !nd) {
+			out->all_ports |= tf_pbit[k];
+			continue;
+		}
+		ret = ports_minus(cc, k, a_all, ar, na, d_all, dr, nd);
+		if (ret)
+			return ret;
+		if (!cc->nscratch[k])
+			out->protos &= ~tf_pbit[k];
 	}
 	out->cls = 0;
 	if (!cc->nscratch[0] && !cc->nscratch[1] && !cc->nscratch[2])
@@ -368,14 +463,14 @@ static int compile_names(struct compiler *cc, unsigned int nrules, struct tf_pol
 {
 	struct {
 		unsigned int ref;
-		struct perm sub;
+		struct perm sub, dsub; /* what names below it inherit: allowed, denied */
 	} *stack = NULL;
 	static const struct perm none;
-	const struct perm *parent;
+	const struct perm *parent, *dparent;
 	struct name_ref *refs = NULL;
 	struct tf_policy_name *n;
 	unsigned int *order = NULL, *saved = cc->order, nrefs = 0, depth = 0, i, j, w;
-	struct perm exact, sub;
+	struct perm exact, sub, dexact, dsub, e, b;
 	int ret = -ENOMEM;
 
 	for (i = 0; i < nrules; i++)
@@ -414,18 +509,29 @@ static int compile_names(struct compiler *cc, unsigned int nrules, struct tf_pol
 					  refs[stack[depth - 1].ref].len)))
 			depth--;
 		parent = depth ? &stack[depth - 1].sub : &none;
-		ret = group_perm(cc, i, w, parent, &exact);
+		dparent = depth ? &stack[depth - 1].dsub : &none;
+		/* Allowed and denied are flattened apart; the entry holds what deny leaves. */
+		ret = group_perm(cc, i, w, 0, parent, &exact);
 		if (!ret)
-			ret = group_perm(cc, w, j, parent, &sub);
+			ret = group_perm(cc, w, j, 0, parent, &sub);
+		if (!ret)
+			ret = group_perm(cc, i, w, 1, dparent, &dexact);
+		if (!ret)
+			ret = group_perm(cc, w, j, 1, dparent, &dsub);
+		if (!ret)
+			ret = perm_minus(cc, &exact, &dexact, &e);
+		if (!ret)
+			ret = perm_minus(cc, &sub, &dsub, &b);
 		if (ret)
 			goto cleanup;
 		n = &out->names[out->nnames++];
 		memcpy(n->name, refs[i].rev, sizeof(n->name));
 		n->len = (__u16)refs[i].len;
-		rule_val(&exact, &n->exact);
-		rule_val(&sub, &n->sub);
+		rule_val(&e, &n->exact);
+		rule_val(&b, &n->sub);
 		stack[depth].ref = i;
-		stack[depth++].sub = sub;
+		stack[depth].sub = sub;
+		stack[depth++].dsub = dsub;
 	}
 	ret = 0;
 cleanup:
@@ -453,17 +559,53 @@ int tf_policy_name_perm(const struct tf_policy *p, const __u8 *name, unsigned in
 	return perm->protos ? best : -1;
 }
 
-int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
+/*
+ * The CIDR rules of one action, flattened into out's entries; deny rules'
+ * entries have TF_FAM_DENY in their family (a tf_rules key of its own).
+ */
+static int compile_cidrs(struct compiler *cc, unsigned int nrules, int deny, struct tf_policy *out)
 {
-	struct compiler cc = { .rules = rules, .cap_classes = 64 };
 	struct {
 		struct tf_cidr cidr;
 		struct perm perm;
 	} stack[STACK_MAX];
 	static const struct perm none;
+	const struct tf_rule *rules = cc->rules;
 	struct tf_policy_entry *e;
-	unsigned int depth = 0, i, j, k, ncidr;
+	unsigned int depth = 0, i, j, ncidr;
 	struct perm perm;
+	int ret;
+
+	for (i = 0, ncidr = 0; i < nrules; i++)
+		if (rules[i].kind == TF_RULE_CIDR && rules[i].deny == deny)
+			cc->order[ncidr++] = i;
+	qsort_r(cc->order, ncidr, sizeof(*cc->order), order_cmp, (void *)rules);
+
+	for (i = 0; i < ncidr; i = j) {
+		const struct tf_cidr *c = &rules[cc->order[i]].cidr;
+
+		for (j = i + 1; j < ncidr && !prefix_cmp(c, &rules[cc->order[j]].cidr); j++)
+			;
+		while (depth && !prefix_contains(&stack[depth - 1].cidr, c))
+			depth--;
+		ret = group_perm(cc, i, j, deny, depth ? &stack[depth - 1].perm : &none, &perm);
+		if (ret)
+			return ret;
+		e = &out->entries[out->nentries++];
+		e->family = c->ip.family | (deny ? TF_FAM_DENY : 0);
+		e->prefixlen = c->prefixlen;
+		memcpy(e->addr, c->ip.addr, sizeof(e->addr));
+		rule_val(&perm, &e->val);
+		stack[depth].cidr = *c;
+		stack[depth++].perm = perm;
+	}
+	return 0;
+}
+
+int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
+{
+	struct compiler cc = { .rules = rules, .cap_classes = 64 };
+	unsigned int i, k;
 	int ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -472,33 +614,11 @@ int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct t
 	out->entries = calloc(nrules ? nrules : 1, sizeof(*out->entries));
 	if (!cc.classes || !cc.order || !out->entries || grow_slots(&cc))
 		goto cleanup;
-	for (i = 0, ncidr = 0; i < nrules; i++)
-		if (rules[i].kind == TF_RULE_CIDR)
-			cc.order[ncidr++] = i;
-	qsort_r(cc.order, ncidr, sizeof(*cc.order), order_cmp, (void *)rules);
-
-	for (i = 0; i < ncidr; i = j) {
-		const struct tf_cidr *c = &rules[cc.order[i]].cidr;
-
-		for (j = i + 1; j < ncidr && !prefix_cmp(c, &rules[cc.order[j]].cidr); j++)
-			;
-		while (depth && !prefix_contains(&stack[depth - 1].cidr, c))
-			depth--;
-		ret = group_perm(&cc, i, j, depth ? &stack[depth - 1].perm : &none, &perm);
-		if (ret)
-			goto cleanup;
-		e = &out->entries[out->nentries++];
-		e->family = c->ip.family;
-		e->prefixlen = c->prefixlen;
-		memcpy(e->addr, c->ip.addr, sizeof(e->addr));
-		e->val.cls = (__u16)perm.cls;
-		e->val.all_ports = perm.all_ports;
-		e->val.protos = perm.protos;
-		stack[depth].cidr = *c;
-		stack[depth++].perm = perm;
-	}
-
-	ret = compile_names(&cc, nrules, out);
+	ret = compile_cidrs(&cc, nrules, 0, out);
+	if (!ret)
+		ret = compile_cidrs(&cc, nrules, 1, out);
+	if (!ret)
+		ret = compile_names(&cc, nrules, out);
 	if (ret)
 		goto cleanup;
 
@@ -534,24 +654,44 @@ void tf_policy_free(struct tf_policy *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16], __u8 proto,
-		     __u16 port)
+/* The longest entry of family (TF_FAM_DENY or'ed in for deny entries) containing addr, or NULL. */
+static const struct tf_policy_entry *longest(const struct tf_policy *p, __u8 family,
+					     const __u8 addr[16])
 {
 	const struct tf_policy_entry *best = NULL, *e;
-	struct tf_ip ip = { .family = family };
+	struct tf_ip ip = { .family = family & ~TF_FAM_DENY };
 	struct tf_cidr pfx;
 	unsigned int i;
 
 	memcpy(ip.addr, addr, sizeof(ip.addr));
 	for (i = 0; i < p->nentries; i++) {
 		e = &p->entries[i];
-		pfx.ip.family = e->family;
+		if (e->family != family)
+			continue;
+		pfx.ip.family = e->family & ~TF_FAM_DENY;
 		memcpy(pfx.ip.addr, e->addr, sizeof(pfx.ip.addr));
 		pfx.prefixlen = e->prefixlen;
 		if (tf_cidr_contains(&pfx, &ip) && (!best || e->prefixlen > best->prefixlen))
 			best = e;
 	}
-	return best && tf_policy_perm_allows(p, &best->val, family, proto, port);
+	return best;
+}
+
+int tf_policy_denies(const struct tf_policy *p, __u8 family, const __u8 addr[16], __u8 proto,
+		     __u16 port)
+{
+	const struct tf_policy_entry *d = longest(p, family | TF_FAM_DENY, addr);
+
+	return d && tf_policy_perm_allows(p, &d->val, family, proto, port);
+}
+
+int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16], __u8 proto,
+		     __u16 port)
+{
+	const struct tf_policy_entry *best = longest(p, family, addr);
+
+	return best && tf_policy_perm_allows(p, &best->val, family, proto, port) &&
+	       !tf_policy_denies(p, family, addr, proto, port);
 }
 
 int tf_policy_perm_allows(const struct tf_policy *p, const struct tf_rule_val *v, __u8 family,

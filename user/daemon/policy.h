@@ -10,6 +10,11 @@
  * for an address a is then the union of all rules containing a (any rule
  * containing a either contains P or is contained in it, and P is longest).
  * Port sets are interned as classes so equal unions share one class.
+ *
+ * Deny rules (docs/deny.md) are flattened apart. CIDR ones become entries
+ * of their own (family | TF_FAM_DENY), which the datapath looks up before
+ * any allowance. Host ones are taken out of the name entries here: a name's
+ * entry holds what its allow rules give minus what its deny rules take.
  */
 #ifndef TF_POLICY_H
 #define TF_POLICY_H
@@ -64,6 +69,9 @@ void tf_policy_free(struct tf_policy *p); /* NULL-safe */
  * datapath does with its maps. proto is IPPROTO_TCP/UDP/ICMP/ICMPV6/other.
  */
 int tf_policy_allows(const struct tf_policy *p, __u8 family, const __u8 addr[16], __u8 proto,
+		     __u16 port);
+/* Does a deny rule of p cover (family, addr, proto, port)? What the datapath checks first. */
+int tf_policy_denies(const struct tf_policy *p, __u8 family, const __u8 addr[16], __u8 proto,
 		     __u16 port);
 
 /*

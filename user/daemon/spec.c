@@ -430,11 +430,11 @@ static int host_from_json(const json_t *j, const char *where, struct tf_rule *ou
 int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out, char *err,
 		      size_t errlen)
 {
-	static const char *const cidr_keys[] = { "cidr", "proto", "ports", "tls", NULL };
-	static const char *const host_keys[] = { "host", "proto", "ports", "tls", NULL };
+	static const char *const cidr_keys[] = { "cidr", "proto", "ports", "tls", "action", NULL };
+	static const char *const host_keys[] = { "host", "proto", "ports", "tls", "action", NULL };
 	const char *const *keys = cidr_keys;
 	char path[TF_JPATH_MAX], q[TF_JQUOTE_MAX];
-	const char *cidr = NULL, *proto;
+	const char *cidr = NULL, *proto, *action;
 	json_t *ports, *tls;
 	size_t i;
 	int ret;
@@ -459,8 +459,21 @@ int tf_rule_from_json(const json_t *j, const char *where, struct tf_rule *out, c
 		ret = tf_jget_str(j, where, "proto", 0, &proto, err, errlen);
 	if (!ret)
 		ret = tf_jget(j, where, "ports", JSON_ARRAY, 0, &ports, err, errlen);
+	if (!ret)
+		ret = tf_jget_str(j, where, "action", 0, &action, err, errlen);
 	if (ret)
 		goto cleanup;
+	if (action && strcmp(action, "allow") && strcmp(action, "deny")) {
+		ret = tf_jfail(err, errlen, "%s: `%s' is not allow or deny",
+			       tf_jpath(path, where, "action"), tf_jquote_str(action, q));
+		goto cleanup;
+	}
+	out->deny = action && !strcmp(action, "deny");
+	if (out->deny && json_object_get(j, "tls")) {
+		ret = tf_jfail(err, errlen, "%s: a deny rule has no SNI check",
+			       tf_jpath(path, where, "tls"));
+		goto cleanup;
+	}
 	if (cidr && tf_parse_cidr(cidr, &out->cidr)) {
 		ret = tf_jfail(err, errlen, "%s: invalid CIDR `%s'", tf_jpath(path, where, "cidr"),
 			       tf_jquote_str(cidr, q));
@@ -533,6 +546,8 @@ static int rule_cmp(const struct tf_rule *a, const struct tf_rule *b)
 		d = cmp_u(a->protos, b->protos);
 	if (!d)
 		d = cmp_u(a->tls, b->tls);
+	if (!d)
+		d = cmp_u(a->deny, b->deny);
 	if (!d)
 		d = cmp_u(a->nranges, b->nranges);
 	if (!d)
@@ -776,11 +791,12 @@ json_t *tf_rule_to_json(const struct tf_rule *r)
 		tls = json_boolean(r->tls == TF_TLS_ON);
 	if (r->kind == TF_RULE_HOST) {
 		snprintf(host, sizeof(host), "%s%s", r->wildcard ? "*." : "", r->host);
-		return json_pack("{s:s, s:s, s:o*, s:o*}", "host", host, "proto", proto, "ports",
-				 ports, "tls", tls);
+		return json_pack("{s:s, s:s, s:o*, s:o*, s:s*}", "host", host, "proto", proto,
+				 "ports", ports, "tls", tls, "action", r->deny ? "deny" : NULL);
 	}
-	return json_pack("{s:s, s:s, s:o*, s:o*}", "cidr", tf_fmt_cidr(&r->cidr, buf), "proto",
-			 proto, "ports", ports, "tls", tls);
+	return json_pack("{s:s, s:s, s:o*, s:o*, s:s*}", "cidr", tf_fmt_cidr(&r->cidr, buf),
+			 "proto", proto, "ports", ports, "tls", tls, "action",
+			 r->deny ? "deny" : NULL);
 }
 
 static json_t *end_to_json(const __u8 mac[6], const struct tf_ip *ip4, const struct tf_ip *ip6)

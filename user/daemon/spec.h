@@ -48,6 +48,7 @@ struct tf_rule {
 	int wildcard;		    /* host was "*.<host>": names strictly below it */
 	__u8 protos;
 	__u8 tls;
+	__u8 deny; /* "action": "deny" (docs/deny.md): wins over every allow */
 	unsigned int nranges;
 	struct tf_port_range ranges[TF_RULE_MAX_RANGES];
 };
