@@ -52,10 +52,9 @@
 #define TF_SF_RESOLVER4 0x0004 /* resolver reachable over IPv4 */
 #define TF_SF_RESOLVER6 0x0008 /* resolver reachable over IPv6 */
 #define TF_SF_HOSTS	0x0010 /* the session has host rules (learnt addresses count) */
-#define TF_SF_AUDIT \
-	0x0020 /* audit mode: what the policy denies passes, reported (docs/audit-mode.md) */
-#define TF_SF_REJECT 0x0040 /* on_deny reject: a denied packet is answered (docs/reject.md) */
-#define TF_SF_DENY   0x0080 /* the session has CIDR deny rules (TF_FAM_DENY entries) */
+#define TF_SF_AUDIT	0x0020 /* audit mode: denials pass, reported (docs/audit-mode.md) */
+#define TF_SF_REJECT	0x0040 /* on_deny reject: a denied packet is answered (docs/reject.md) */
+#define TF_SF_DENY	0x0080 /* the session has CIDR deny rules (TF_FAM_DENY entries) */
 
 /**
  * struct tf_sess_key - key of tf_sessions: the device a packet arrives on or
