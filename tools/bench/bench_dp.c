@@ -378,6 +378,9 @@ static void bench_host(unsigned int k, char *buf, size_t len)
  * Slot i's spec: TCP 80, 443, 8000-8100 to 198.51.100.0/24, then nrules - 1
  * TCP 443 rules to hosts of 198.18.0.0/15, and a host rule for DNS_NAME.
  */
+/* Part 6 (modes): what the measured session's spec gets besides its rules. */
+static const char *main_extra_rules = "", *main_extra_fields = "";
+
 static int spec_text(unsigned int i, unsigned int nrules, struct sbuf *s)
 {
 	struct addrs a;
@@ -392,10 +395,11 @@ static int spec_text(unsigned int i, unsigned int nrules, struct sbuf *s)
 		"{\"id\":\"s%u\",\"ifname\":\"tap%u\","
 		"\"guest\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
 		"\"gateway\":{\"mac\":\"%s\",\"ipv4\":\"%s\",\"ipv6\":\"%s\"},"
-		"\"resolver\":{\"ipv4\":\"%s\"},\"allow\":["
+		"\"resolver\":{\"ipv4\":\"%s\"}%s,\"allow\":["
 		"{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,443,\"8000-8100\"]},"
-		"{\"host\":\"" DNS_NAME "\",\"proto\":\"tcp\",\"ports\":[443]}",
-		i, i, a.gmac, a.g4, a.g6, a.hmac, a.gw4, a.gw6, a.gw4);
+		"{\"host\":\"" DNS_NAME "\",\"proto\":\"tcp\",\"ports\":[443]}%s",
+		i, i, a.gmac, a.g4, a.g6, a.hmac, a.gw4, a.gw6, a.gw4,
+		i == MAIN_SID ? main_extra_fields : "", i == MAIN_SID ? main_extra_rules : "");
 	for (k = 0; k + 1 < nrules && !err; k++) {
 		bench_host(k, host, sizeof(host));
 		err = sb_printf(s, ",{\"cidr\":\"%s/32\",\"proto\":\"tcp\",\"ports\":[443]}", host);
@@ -997,6 +1001,173 @@ static int part_paths(struct bench *b, int every, json_t *out)
 	return 0;
 }
 
+/* ---- part 6: modes and deny rules ------------------------------------------------ */
+
+/*
+ * The measured session again, as part 1 sets it up, then with what issue
+ * 15 added in place: CIDR deny rules (one more LPM lookup per new flow),
+ * audit mode, rejections. Each variant is measured on the same three
+ * packets, with the same rounds; its ratio is to the no-op, and to the
+ * plain session ("enforce") measured in the same run.
+ */
+static const struct variant {
+	const char *id, *desc, *rules, *fields;
+	__u16 denied; /* the reason the SYN to NORULE gets */
+} variants[] = {
+	{ "enforce", "10 rules, enforce mode, drop (as part 1)", "", "", R(NO_RULE) },
+	{ "deny", "... and 3 CIDR deny rules, 203.0.113.0/24 among them",
+	  ",{\"cidr\":\"203.0.113.0/24\",\"action\":\"deny\"}"
+	  ",{\"cidr\":\"198.51.100.200\",\"proto\":\"tcp\",\"ports\":[22],\"action\":\"deny\"}"
+	  ",{\"cidr\":\"192.0.2.0/24\",\"action\":\"deny\"}",
+	  "", R(DENY_RULE) },
+	{ "audit", "... in audit mode (the denied SYN passes, audited)", "", ",\"mode\":\"audit\"",
+	  R(NO_RULE) },
+	{ "reject", "... with on_deny reject (the denied SYN gets its RST: single runs)", "",
+	  ",\"on_deny\":\"reject\"", R(NO_RULE) },
+};
+
+enum { M_FAST, M_NEW, M_DENIED, NMCASES };
+
+static const struct pcase mcases[NMCASES] = {
+	[M_FAST] = { "fast_path",
+		     "established flow, ACK",
+		     H(TC_FROM),
+		     D_FROM,
+		     { TCP("G", WEB, 40000, 443, PK_ACK) },
+		     0,
+		     R(ALLOW_FLOW),
+		     0,
+		     0 },
+	[M_NEW] = { "new_flow",
+		    "new flow allowed by a CIDR rule (SYN)",
+		    H(TC_FROM),
+		    D_FROM,
+		    { TCP("G", WEB, 40004, 443, PK_SYN) },
+		    0,
+		    R(ALLOW_RULE),
+		    1,
+		    0 },
+	[M_DENIED] = { "denied",
+		       "new flow no allow rule covers (SYN)",
+		       H(TC_FROM),
+		       D_FROM,
+		       { TCP("G", NORULE, 40003, 80, PK_SYN) },
+		       0,
+		       0,
+		       1,
+		       0 },
+};
+
+/*
+ * Single runs of t (a rejection rewrites its packet, so a repeat would
+ * judge the answer), the no-op once beside each; medians to *ns, *noop_ns.
+ */
+static int measure_rewritten(struct bench *b, const struct target *t, const struct target *noop,
+			     const char *what, double *ns, double *noop_ns)
+{
+	static double a[SINGLES], z[SINGLES];
+	struct check ck;
+	unsigned int i;
+	__u32 d;
+	int err;
+
+	err = check_begin(b, t, &ck);
+	for (i = 0; i < b->singles && !err; i++) {
+		err = test_run(t, 1, &d);
+		a[i] = d;
+		if (!err)
+			err = test_run(noop, 1, &d);
+		z[i] = d;
+	}
+	if (!err)
+		err = check_end(b, t, &ck, b->singles, what);
+	*ns = median(a, b->singles);
+	*noop_ns = median(z, b->singles);
+	return err;
+}
+
+static int part_modes(struct bench *b, json_t *out)
+{
+	static struct series v[N(variants)][NMCASES], base, sbase;
+	static struct target t[N(variants)][NMCASES];
+	struct target noop;
+	static const struct pcase none = { .hooks = NOOP };
+	const struct series *bs;
+	unsigned int k, c, r;
+	double ns, zns;
+	json_t *m;
+	int err = 0;
+
+	series_init(&base, "modes", "noop", "tc", "no-op program (baseline)", -1, 0, "repeat");
+	series_init(&sbase, "modes", "noop", "tc.single", "no-op program, single runs", -1, 0,
+		    "single");
+	for (k = 0; k < N(variants); k++)
+		for (c = 0; c < NMCASES; c++) {
+			char id[40];
+
+			snprintf(id, sizeof(id), "%.15s.%.15s", variants[k].id, mcases[c].id);
+			series_init(&v[k][c], "modes", id, "tc", variants[k].desc, -1, 0,
+				    k == 3 && c == M_DENIED ? "single" : "repeat");
+		}
+	fprintf(stderr, "part 6: modes and deny rules, %u rounds\n", b->rounds);
+	/* Variants in the inner loop: a round sees each of them under the same conditions. */
+	for (r = 0; r < b->rounds && !err; r++) {
+		for (k = 0; k < N(variants) && !err; k++) {
+			main_extra_rules = variants[k].rules;
+			main_extra_fields = variants[k].fields;
+			err = bench_open(b);
+			if (!err)
+				err = sessions_add(b, 1, 10);
+			if (!err)
+				err = prime_flow(b);
+			if (!err)
+				err = target_make(b, &none, TC_NOOP, MAIN_SID, &noop);
+			for (c = 0; c < NMCASES && !err; c++) {
+				err = target_make(b, &mcases[c], TC_FROM, MAIN_SID, &t[k][c]);
+				if (c == M_DENIED)
+					t[k][c].reason = variants[k].denied;
+			}
+			if (!err && k == 0) {
+				err = measure(b, &noop, base.id, &ns);
+				base.s[base.n++] = ns;
+			}
+			for (c = 0; c < NMCASES && !err; c++) {
+				if (v[k][c].mode[0] == 's') {
+					err = measure_rewritten(b, &t[k][c], &noop, v[k][c].id, &ns,
+								&zns);
+					if (!err && sbase.n == r)
+						sbase.s[sbase.n++] = zns;
+				} else {
+					err = measure(b, &t[k][c], v[k][c].id, &ns);
+				}
+				v[k][c].s[v[k][c].n++] = ns;
+			}
+			bench_close(b);
+		}
+	}
+	main_extra_rules = main_extra_fields = "";
+	if (err)
+		return err;
+	progress(&base, NULL);
+	json_array_append_new(out, metric_json(&base, NULL, "modes", b->repeat));
+	progress(&sbase, NULL);
+	json_array_append_new(out, metric_json(&sbase, NULL, "modes", 1));
+	for (k = 0; k < N(variants); k++) {
+		for (c = 0; c < NMCASES; c++) {
+			bs = v[k][c].mode[0] == 's' ? &sbase : &base;
+			progress(&v[k][c], bs);
+			m = metric_json(&v[k][c], bs, "modes", b->repeat);
+			/* Beside the plain session's same packet (not for the single runs). */
+			if (m && k && v[k][c].mode[0] == 'r')
+				json_object_set_new(m, "vs_enforce",
+						    json_real(median(v[k][c].s, v[k][c].n) /
+							      median(v[0][c].s, v[0][c].n)));
+			json_array_append_new(out, m);
+		}
+	}
+	return 0;
+}
+
 /* ---- part 2: scaling -------------------------------------------------------------- */
 
 /* The targets of one point: rule hosts k = nrules - 2 (the last one) and k = nrules (none). */
@@ -1223,7 +1394,7 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	if (err)
 		goto cleanup_dir;
 	sess.sid = MAIN_SID;
-	sess.ifindex = IFINDEX_LO;
+	sess.dev = (struct tf_sess_key){ .netns = tf_ns_self, .ifindex = IFINDEX_LO };
 	sess.ver = 1;
 	d.by_sid[MAIN_SID] = &sess;
 	err = tf_events_open(&d);
@@ -1337,11 +1508,11 @@ int main(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'O':
-			only = optarg; /* "paths", "scaling" or "events" */
+			only = optarg; /* "paths", "scaling", "events" or "modes" */
 			break;
 		default:
 			fprintf(stderr,
-				"Usage: bench_dp [--quick] [--only paths|scaling|events] [--out FILE]\n");
+				"Usage: bench_dp [--quick] [--only paths|scaling|events|modes] [--out FILE]\n");
 			return 2;
 		}
 	}
@@ -1376,6 +1547,11 @@ int main(int argc, char **argv)
 		err = part_scaling(&b, quick, metrics);
 	if (!err && (!only || !strcmp(only, "events")))
 		err = part_events(&b, quick, metrics);
+	if (!err && (!only || !strcmp(only, "modes"))) {
+		tf_config_defaults(&b.cfg);
+		b.cfg.reject_per_s = b.cfg.reject_burst = 10000000; /* every denial answered */
+		err = part_modes(&b, metrics);
+	}
 	if (err)
 		pr_warn("bench_dp: %s\n", strerror(-err));
 	if (!err)

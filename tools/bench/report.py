@@ -259,6 +259,8 @@ GROUPS = [
     ("packet", "Per-packet cost, daemon defaults: events rate limited, so a repeated packet's are "
                "mostly suppressed (BPF_PROG_TEST_RUN; ratio to the no-op of the same hook)"),
     ("packet_events", "Per-packet cost, every packet writing its event (events_per_s = 0)"),
+    ("modes", "Deny rules, audit mode, rejections (TC, guest -> host; ratio to the no-op; vs_enforce: "
+              "to the plain session's same packet, this run)"),
     ("scale", "Scaling (TC, guest -> host; ratio to the no-op)"),
     ("scale_growth", "Scaling: cost at the largest point / at the smallest"),
     ("events", "Event feed: the daemon's drain loop alone (ring buffer -> JSON log file)"),
