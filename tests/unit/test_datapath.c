@@ -1457,6 +1457,129 @@ static void test_config(void)
 	CHECK_STR("config: an unknown timeout is refused", err, "timeouts: unknown field `udp'");
 }
 
+/* Session R: spec A's rules, a deny rule, and on_deny reject (bpf/lib/reject.bpf.h). */
+static const char spec_r[] = SPEC_A_HEAD
+	"'on_deny':'reject','allow':["
+	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[80,443]},"
+	"{'cidr':'198.51.100.128/25','action':'deny'},"
+	"{'cidr':'2001:db8::/32','proto':'tcp','ports':[443]}]}";
+
+#define TC_ACT_REDIRECT 7
+
+/*
+ * The answers, byte by byte: an RST to a refused SYN (IPv4, IPv6), to a
+ * deny rule's; ICMP administratively prohibited quoting a refused UDP
+ * datagram; each from the refused destination to the guest's MAC and
+ * address, checksums right. Never an answer to an RST, the floor or a
+ * spoofed source. Audit mode passes what the rules refuse.
+ */
+static void test_reject(struct env *e)
+{
+	static const struct pk syn4 = { TCP(G4, "203.0.113.50", 40600, 80, SYN) };
+	static const struct pk deny4 = { TCP(G4, "198.51.100.200", 40601, 80, SYN) };
+	static const struct pk syn6 = { TCP(G6, WEB6, 41600, 22, SYN) };
+	static const struct pk udp4 = { UDP(G4, "203.0.113.50", 40602, 7000) };
+	static const struct pk rst4 = { TCP(G4, "203.0.113.50", 40603, 80, PK_RST) };
+	static const struct pk md4 = { TCP(G4, "169.254.169.254", 40604, 80, SYN) };
+	static const struct pk spoof = { TCP("10.10.0.3", "203.0.113.50", 40605, 80, SYN) };
+	struct bpf_program *from = e->dp.skel->progs.tc_from_guest;
+	__u8 out[PK_MAX], ph[12];
+	__u64 c0[TF_CNT_SLOTS] = {}, c1[TF_CNT_SLOTS] = {};
+	struct pk_frame f;
+	struct sess r;
+	__u32 len = 0, seq;
+	char buf[64];
+	int rv;
+
+	CHECK_EQ("reject: set up session R", session_add(e, &r, spec_r, SID_A, IFINDEX_LO), 0);
+	tf_dp_counters(&e->dp, SID_A, c0);
+
+	CHECK_EQ("reject: SYN builds", pk_build(&syn4, e->gmac, e->hmac, &f), 0);
+	seq = (__u32)f.data[38] << 24 | f.data[39] << 16 | f.data[40] << 8 | f.data[41];
+	CHECK_EQ("reject: SYN: a test run", run_skb(from, &f, 0, out, &len, &rv), 0);
+	CHECK_EQ("reject: a refused SYN is redirected, answered", rv, TC_ACT_REDIRECT);
+	CHECK_EQ("reject: RST: 14 + 20 + 20 bytes", len, 54);
+	CHECK_EQ("reject: RST: to the guest's MAC, from the gateway's",
+		 !memcmp(out, f.data + 6, 6) && !memcmp(out + 6, f.data, 6), 1);
+	CHECK_EQ("reject: RST: from the refused destination to the guest",
+		 !memcmp(out + 26, f.data + 30, 4) && !memcmp(out + 30, f.data + 26, 4), 1);
+	CHECK_EQ("reject: RST: IPv4 total length 40, checksum",
+		 (out[16] << 8 | out[17]) == 40 && csum_ok(csum_add(out + 14, 20, 0)), 1);
+	CHECK_EQ("reject: RST: ports swapped",
+		 !memcmp(out + 34, f.data + 36, 2) && !memcmp(out + 36, f.data + 34, 2), 1);
+	CHECK_EQ("reject: RST: RST|ACK, seq 0, acking the SYN",
+		 out[47] == (0x04 | 0x10) && !(out[38] | out[39] | out[40] | out[41]) &&
+			 ((__u32)out[42] << 24 | out[43] << 16 | out[44] << 8 | out[45]) == seq + 1,
+		 1);
+	memcpy(ph, out + 26, 8);
+	ph[8] = 0, ph[9] = IPPROTO_TCP, ph[10] = 0, ph[11] = 20;
+	CHECK_EQ("reject: RST: TCP checksum over the pseudo header",
+		 csum_ok(csum_add(out + 34, 20, csum_add(ph, 12, 0))), 1);
+
+	CHECK_STR("reject: a deny rule's SYN is deny_rule",
+		  run_moved(e, from, &deny4, 0, &rv, buf, sizeof(buf)), "deny_rule+1,slot+1");
+	CHECK_EQ("reject: ... and answered", rv, TC_ACT_REDIRECT);
+
+	CHECK_EQ("reject: IPv6 SYN builds", pk_build(&syn6, e->gmac, e->hmac, &f), 0);
+	CHECK_EQ("reject: IPv6 SYN: a test run", run_skb(from, &f, 0, out, &len, &rv), 0);
+	CHECK_EQ("reject: IPv6: answered, 14 + 40 + 20 bytes", rv == TC_ACT_REDIRECT && len == 74,
+		 1);
+	memset(ph, 0, sizeof(ph));
+	ph[3] = 20, ph[7] = IPPROTO_TCP;
+	CHECK_EQ("reject: IPv6 RST: TCP checksum over the pseudo header",
+		 csum_ok(csum_add(out + 54, 20, csum_add(ph, 8, csum_add(out + 22, 32, 0)))), 1);
+
+	CHECK_EQ("reject: UDP builds", pk_build(&udp4, e->gmac, e->hmac, &f), 0);
+	CHECK_EQ("reject: UDP: a test run", run_skb(from, &f, 0, out, &len, &rv), 0);
+	CHECK_EQ("reject: UDP: answered with 14 + 20 + 8 + 28 bytes",
+		 rv == TC_ACT_REDIRECT && len == 70, 1);
+	CHECK_EQ("reject: ICMP: type 3 code 13", out[34] == 3 && out[35] == 13, 1);
+	CHECK_EQ("reject: ICMP: IP and ICMP checksums",
+		 csum_ok(csum_add(out + 14, 20, 0)) && csum_ok(csum_add(out + 34, 36, 0)), 1);
+	CHECK_EQ("reject: ICMP: quotes the datagram's IP header and 8 bytes",
+		 memcmp(out + 42, f.data + 14, 28), 0);
+
+	CHECK_STR("reject: an RST from the guest is never answered",
+		  run_moved(e, from, &rst4, 0, &rv, buf, sizeof(buf)), "tcp_no_flow+1");
+	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
+	CHECK_STR("reject: the floor is not answered",
+		  run_moved(e, from, &md4, 0, &rv, buf, sizeof(buf)), "floor_metadata+1");
+	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
+	CHECK_STR("reject: a spoofed source is not answered",
+		  run_moved(e, from, &spoof, 0, &rv, buf, sizeof(buf)), "spoofed_src+1");
+	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
+	tf_dp_counters(&e->dp, SID_A, c1);
+	CHECK_EQ("reject: four answers counted", c1[TF_CNT_REJECTED] - c0[TF_CNT_REJECTED], 4);
+	session_del(e, &r);
+}
+
+static const char spec_audit[] = SPEC_A_HEAD
+	"'mode':'audit','allow':["
+	"{'cidr':'198.51.100.0/24','proto':'tcp','ports':[80]}]}";
+
+/* Audit mode: a SYN no rule allows passes as an audited flow; the floor stays denied. */
+static void test_audit(struct env *e)
+{
+	static const struct pk syn = { TCP(G4, "203.0.113.50", 40700, 80, SYN) };
+	static const struct pk ack = { TCP(G4, "203.0.113.50", 40700, 80, ACK) };
+	static const struct pk md = { TCP(G4, "169.254.169.254", 40701, 80, SYN) };
+	struct bpf_program *from = e->dp.skel->progs.tc_from_guest;
+	struct sess a;
+	char buf[64];
+	int rv;
+
+	CHECK_EQ("audit: set up the session", session_add(e, &a, spec_audit, SID_A, IFINDEX_LO), 0);
+	CHECK_STR("audit: a SYN no rule allows: no_rule, audited",
+		  run_moved(e, from, &syn, 0, &rv, buf, sizeof(buf)), "no_rule+1,slot+1");
+	CHECK_EQ("audit: ... and passed", rv, TC_ACT_UNSPEC);
+	CHECK_STR("audit: its next segment takes the fast path",
+		  run_moved(e, from, &ack, 0, &rv, buf, sizeof(buf)), "allow_flow+1");
+	CHECK_STR("audit: the floor stays denied",
+		  run_moved(e, from, &md, 0, &rv, buf, sizeof(buf)), "floor_metadata+1");
+	CHECK_EQ("audit: ... dropped", rv, TC_ACT_SHOT);
+	session_del(e, &a);
+}
+
 int main(void)
 {
 	static struct env e;
@@ -1485,6 +1608,8 @@ int main(void)
 		e.xdp = 0;
 		test_rate_limit(&e);
 		test_gso_cut(&e);
+		test_reject(&e);
+		test_audit(&e);
 	}
 	session_del(&e, &b);
 	env_close(&e);
