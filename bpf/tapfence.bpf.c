@@ -136,7 +136,7 @@ int tc_from_guest(struct __sk_buff *skb)
 		break;
 	}
 	if (v == JUDGE_DENY)
-		j.reply = reject_wanted(&j, skb_csum_partial(skb), tc_is_gso(skb));
+		j.reply = reject_wanted(&j, skb_csum_partial(skb, &j), tc_is_gso(skb));
 	if (record(&j, v) != JUDGE_ALLOW)
 		return j.reply ? tc_reject(skb, &j) : TC_ACT_SHOT;
 	guard_mark(skb);
@@ -149,7 +149,7 @@ int tc_to_guest(struct __sk_buff *skb)
 	struct judge j = { .dev = skb_dev(skb), .vlan = skb->vlan_present };
 	enum judgement v;
 
-	if (reject_passes(skb))
+	if (skb->mark == TF_RJ_MARK && reject_passes(skb))
 		return TC_ACT_UNSPEC; /* the answer to a denied packet, redirected here */
 	tc_linearize(skb, tc_first_pull(skb));
 	v = judge_to_guest(&j, (void *)(long)skb->data, (void *)(long)skb->data_end);
@@ -198,7 +198,7 @@ int xdp_from_guest(struct xdp_md *ctx)
 		break;
 	}
 	if (v == JUDGE_DENY)
-		j.reply = reject_wanted(&j, 0, 0);
+		j.reply = reject_wanted(&j, 0, xdp_on_skb(ctx));
 	if (record(&j, v) != JUDGE_ALLOW)
 		return j.reply ? xdp_reject(ctx, &j) : XDP_DROP;
 	return XDP_PASS;

@@ -299,7 +299,8 @@ struct {
  */
 struct tf_rjscratch {
 	__u64 pass_ns;	    /* the answer was redirected at this time (0: none waits) ... */
-	__u32 pass_ifindex; /* ... to this device's egress ... */
+	__u64 pass_netns;   /* ... to the egress of the device in this namespace ... */
+	__u32 pass_ifindex; /* ... at this index ... */
 	__u32 pass_len;	    /* ... this long */
 	__u8 gw[6];	    /* the denied frame's destination MAC */
 	__u8 quote[40 + 8];

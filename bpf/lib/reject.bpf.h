@@ -18,17 +18,19 @@
  *
  * At TC the answer is redirected to the device's egress, where
  * tc_to_guest lets exactly it through (reject_passes()); at XDP it goes
- * back by XDP_TX, which tun hands the guest directly.
+ * back by XDP_TX, which tun hands the guest directly (driver XDP only:
+ * xdp_on_skb()).
  */
 #ifndef TF_REJECT_BPF_H
 #define TF_REJECT_BPF_H
 
+#include <bpf/bpf_core_read.h>
 #include "icmp.bpf.h"
 #include "record.bpf.h"
 #include "tls.bpf.h"
 
-/* Set by the daemon at load: the floor is answered too (1), and the rate (GCRA, as events'). */
-const volatile __u8 cfg_reject_floor = 0;
+/* Set by the daemon at load: the floor is answered too (1, on_deny_floor), and the rate (GCRA). */
+const volatile __u8 cfg_reject_floor = 1;
 const volatile __u64 cfg_reject_interval_ns = 10000000;
 const volatile __u64 cfg_reject_tau_ns = 1990000000;
 
@@ -39,9 +41,15 @@ enum reply { RJ_NONE, RJ_RST, RJ_ICMP, RJ_DNS };
 #define ICMP_PKT_FILTERED     13 /* RFC 1812 5.2.7.1: communication administratively prohibited */
 #define ICMPV6_ADM_PROHIBITED 1
 #define CHECKSUM_PARTIAL      3
-#define TF_RJ_PASS_NS	      1000000 /* the answer's tc_to_guest run follows within this */
+#define TF_RJ_PASS_NS	      1000000	 /* the answer's tc_to_guest run follows within this */
+#define TF_RJ_MARK	      0x7466726a /* "tfrj": the skb mark of an answer on its way out */
 
-/* The reasons an answer can explain; the floor's only with cfg_reject_floor. */
+/*
+ * The reasons an answer can explain. The floor's too, by default: an
+ * answer to every address but the floor's would tell the guest where the
+ * floor is (other sessions' addresses, the host's); an operator may drop
+ * them all silently instead (cfg_reject_floor 0).
+ */
 static __always_inline int reject_reason(__u16 r)
 {
 	if ((r >= TF_REASON_FLOOR_THIS_NET && r <= TF_REASON_OTHER_SESSION) ||
@@ -84,11 +92,35 @@ static __always_inline int reject_reason(__u16 r)
  * do; an ICMP error does only for UDP (the word tun would finish falls in
  * its unused field).
  */
+/*
+ * 1 if the denied packet's destination may be an answer's source: not this
+ * network, loopback, multicast, the reserved and broadcast range, or
+ * IPv4-mapped (RFC 1122 3.2.1.3, RFC 4291 2.5.5.2), whatever the reason
+ * (DNS elsewhere and tcp_no_flow are decided before the floor).
+ */
+static __always_inline int reply_source_ok(const struct judge *j)
+{
+	const __u8 *a = j->p.daddr;
+	int i, zero = 1;
+
+	if (j->p.family == TF_FAM_IPV4)
+		return a[0] != 0 && a[0] != 127 && a[0] < 224;
+	if (a[0] == 0xff)
+		return 0;
+	for (i = 0; i < 10; i++)
+		zero &= !a[i];
+	if (zero && a[10] == 0xff && a[11] == 0xff)
+		return 0; /* ::ffff:0:0/96 */
+	for (i = 10; i < 15; i++)
+		zero &= !a[i];
+	return !zero || a[15] > 1; /* not :: or ::1 */
+}
+
 static __always_inline __u8 reply_kind(const struct judge *j, int partial)
 {
 	if (!(j->mode & TF_SF_REJECT) || j->dir != TF_DIR_FROM_GUEST || !reject_reason(j->reason))
 		return RJ_NONE;
-	if (j->p.family != TF_FAM_IPV4 && j->p.family != TF_FAM_IPV6)
+	if ((j->p.family != TF_FAM_IPV4 && j->p.family != TF_FAM_IPV6) || !reply_source_ok(j))
 		return RJ_NONE;
 	if (j->p.proto == IPPROTO_TCP)
 		return j->p.tcp_flags & TCP_FLAG_RST ? RJ_NONE : RJ_RST;
@@ -116,7 +148,7 @@ static __always_inline struct tf_rjscratch *rj_scratch(void)
  */
 static __always_inline __u8 reject_wanted(const struct judge *j, int partial, int gso)
 {
-	__u8 kind = gso ? RJ_NONE : reply_kind(j, partial);
+	__u8 kind = gso || partial < 0 ? RJ_NONE : reply_kind(j, partial);
 	__u32 sid = j->sid;
 	__u64 *tat;
 
@@ -271,8 +303,8 @@ static __always_inline int reply_dns(const struct judge *j, void *ctx, const int
 			return -1;
 		check = csum_fold32(
 			bpf_csum_diff(NULL, 0, (void *)sc->msg, ((ulen & 0x1ff) + 3) & 0x3fc, sum));
-		if (!check && j->p.family == TF_FAM_IPV4)
-			check = 0xffff; /* 0 would say "no checksum" */
+		if (!check)
+			check = 0xffff; /* 0 says "no checksum" (IPv4), is refused (IPv6, RFC 8200 8.1) */
 	}
 	/* Pointers are void once a helper read the packet: find the field again. */
 	return xdp ? bpf_xdp_store_bytes(ctx, l4_off + 6, &check, 2) :
@@ -367,12 +399,29 @@ static __always_inline int reply_build(const struct judge *j, void *ctx, const i
 	return reply_icmp(j, data + l4_off, end, partial, sc);
 }
 
-/* 1 if the packet's checksum is the device's to finish (virtio-net NEEDS_CSUM from the guest). */
-static __always_inline int skb_csum_partial(struct __sk_buff *skb)
+/*
+ * Whether the packet's checksum is the device's to finish (virtio-net
+ * NEEDS_CSUM from the guest): 0 no, 1 yes, at the L4 checksum field of TCP
+ * or UDP (what the answers keep in place), -1 somewhere else, as the guest
+ * may say: no answer then, the device would write into it there.
+ */
+static __always_inline int skb_csum_partial(struct __sk_buff *skb, const struct judge *j)
 {
 	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	__u64 head = 0, data = 0;
+	__u16 start, off;
 
-	return kskb->ip_summed == CHECKSUM_PARTIAL;
+	if (kskb->ip_summed != CHECKSUM_PARTIAL)
+		return 0;
+	start = kskb->csum_start;
+	off = kskb->csum_offset;
+	bpf_probe_read_kernel(&head, sizeof(head), &kskb->head);
+	bpf_probe_read_kernel(&data, sizeof(data), &kskb->data);
+	if (start != data - head + ETH_HLEN + (j->p.family == TF_FAM_IPV4 ? IP4_HLEN : IP6_HLEN))
+		return -1;
+	if (off != (j->p.proto == IPPROTO_TCP ? 16 : j->p.proto == IPPROTO_UDP ? 6 : 0xffff))
+		return -1;
+	return 1;
 }
 
 /*
@@ -382,7 +431,7 @@ static __always_inline int skb_csum_partial(struct __sk_buff *skb)
 static __noinline int tc_reject(struct __sk_buff *skb, const struct judge *j)
 {
 	struct tf_rjscratch *sc = rj_scratch();
-	int partial = skb_csum_partial(skb);
+	int partial = skb_csum_partial(skb, j) > 0;
 	__u32 len = reply_len(j, j->reply);
 
 	if (!sc || reply_save(j, skb, 0, j->reply, sc))
@@ -391,10 +440,32 @@ static __noinline int tc_reject(struct __sk_buff *skb, const struct judge *j)
 	    reply_build(j, skb, 0, j->reply, len, partial, sc))
 		return TC_ACT_SHOT;
 	sc->pass_ns = bpf_ktime_get_ns();
+	sc->pass_netns = j->dev.netns;
 	sc->pass_ifindex = skb->ifindex;
 	sc->pass_len = skb->len;
+	skb->mark = TF_RJ_MARK;
 	count(j->sid, TF_CNT_REJECTED);
 	return bpf_redirect(skb->ifindex, 0);
+}
+
+/*
+ * 1 if the XDP program runs on an skb (generic XDP, do_xdp_generic()): tun
+ * does so for a GSO write, whose answer would leave by generic_xdp_tx()
+ * with the write's GSO metadata, past validate_xmit_skb(). Such a frame's
+ * rxq is one of its device's own rx queues; a driver's XDP (tun's, veth's)
+ * has its own.
+ */
+static __always_inline int xdp_on_skb(struct xdp_md *ctx)
+{
+	struct xdp_buff *x = bpf_cast_to_kern_ctx(ctx);
+	__u64 rxq = 0, rx = 0;
+	__u32 n = 0;
+
+	if (bpf_probe_read_kernel(&rxq, sizeof(rxq), &x->rxq) ||
+	    bpf_probe_read_kernel(&rx, sizeof(rx), &x->rxq->dev->_rx) ||
+	    bpf_probe_read_kernel(&n, sizeof(n), &x->rxq->dev->num_rx_queues))
+		return 1;
+	return rxq >= rx && rxq < rx + (__u64)n * bpf_core_type_size(struct netdev_rx_queue);
 }
 
 /* XDP: the same, sent back by XDP_TX; XDP_DROP if it cannot be made. */
@@ -416,22 +487,25 @@ static __noinline int xdp_reject(struct xdp_md *ctx, const struct judge *j)
 }
 
 /*
- * tc_to_guest: 1 if skb is the answer tc_reject() just redirected here:
- * it came in by this very device, on this CPU, within TF_RJ_PASS_NS, as
- * long as the answer was. The mark is spent either way. The redirect runs
- * tcx egress before returning, so nothing else reaches it between.
+ * tc_to_guest, for a packet carrying TF_RJ_MARK: 1 if it is the answer
+ * tc_reject() just redirected here. It came in by this very device (its
+ * namespace, its ifindex), on this CPU, within TF_RJ_PASS_NS, as long as
+ * the answer was. The redirect runs tcx egress before returning, so
+ * nothing else comes between. The token is spent and the mark cleared
+ * either way; a guest cannot set a mark, and the host would have to set
+ * this one on a packet that came in by the device and went back out.
  */
 static __noinline int reject_passes(struct __sk_buff *skb)
 {
-	struct tf_rjscratch *sc;
+	struct tf_rjscratch *sc = rj_scratch();
+	struct tf_sess_key dev = skb_dev(skb);
 	int ok;
 
-	if (skb->ingress_ifindex != skb->ifindex)
-		return 0;
-	sc = rj_scratch();
+	skb->mark = 0;
 	if (!sc || !sc->pass_ns)
 		return 0;
-	ok = sc->pass_ifindex == skb->ifindex && sc->pass_len == skb->len &&
+	ok = skb->ingress_ifindex == skb->ifindex && sc->pass_ifindex == skb->ifindex &&
+	     sc->pass_netns == dev.netns && sc->pass_len == skb->len &&
 	     bpf_ktime_get_ns() - sc->pass_ns < TF_RJ_PASS_NS;
 	sc->pass_ns = 0;
 	return ok;

@@ -6,9 +6,10 @@
 # once; nothing reaches the listeners. Each three times: as the guest sends them (checksums left
 # to offload), with the guest's offload off (the guest's stack checks every answer's checksum),
 # and with the host's off (the host finishes the answers' checksums, and the guest checks them).
-# The floor and a spoofed source get nothing; with "drop", nothing comes back; a quarantine resets
-# an established connection. The operator's on_deny and on_deny_floor apply, and the rate limit
-# holds a flood to its budget, counted.
+# The floor is answered like the rest (so silence tells nothing), but multicast and a spoofed
+# source get nothing; with "drop", nothing comes back; a quarantine resets an established
+# connection. The operator's on_deny and on_deny_floor apply, and the rate limit holds a flood to
+# its budget, counted.
 #
 #   guest ga 10.10.1.2 ─ ha ─ host (router, tapfenced, dnsmasq 10.10.1.1) ─ inet: 198.51.100.10
 #   fd00:a:1::2                                                   (tcp 80, 7001), 203.0.113.10,
@@ -115,9 +116,11 @@ answered "host finishes checksums"
 setup ip netns exec "$host" ethtool -K ha tx on >/dev/null
 
 note "what is never answered"
-gets "the metadata server (the floor drops silently by default)" ETIMEDOUT tcp $MD:80
-expect_event session=r verdict=deny reason=floor_metadata -- "the floor's denial is an event"
-expect_no_event session=r reason=floor_metadata rejected=True -- "... not answered"
+note "the floor is answered like the rest (on_deny_floor reject, the default), but for addresses no answer may come from"
+fails_fast "the metadata server" ECONNREFUSED tcp $MD:80
+expect_event session=r verdict=deny reason=floor_metadata rejected=True -- "the floor's denial is answered"
+gets "UDP to multicast 224.0.0.251" ETIMEDOUT udp 224.0.0.251:5353
+expect_no_event session=r rejected=True dst=224.0.0.251 -- "... multicast is not answered"
 setup ip -n "$guest" addr add 10.10.1.99/24 dev ga
 tf_mark
 check_not "a connect from a spoofed 10.10.1.99 gets nothing back" tcp_get "$guest" --src 10.10.1.99 $FAR 80
@@ -155,14 +158,14 @@ tfc session del d >/dev/null 2>&1
 
 note "the operator's on_deny and on_deny_floor, and the rate limit"
 tfd_stop
-tfd_config "$T/tf.json" "\"on_deny\":\"reject\",\"on_deny_floor\":\"reject\",\"limits\":{\"reject_per_s\":5,\"reject_burst\":5}${TF_ATTACH_MODE:+,\"attach_mode\":\"$TF_ATTACH_MODE\"}"
+tfd_config "$T/tf.json" "\"on_deny\":\"reject\",\"on_deny_floor\":\"drop\",\"limits\":{\"reject_per_s\":5,\"reject_burst\":5}${TF_ATTACH_MODE:+,\"attach_mode\":\"$TF_ATTACH_MODE\"}"
 tfd_start "$host"
 spec "$T/o.json" o -
 sessions_add o
 tfc --json session show o >"$T/show.json" 2>&1
 check "session show: on_deny reject, the operator's" tfjson check "$T/show.json" 'd["session"]["on_deny"] == "reject"'
 fails_fast "the operator's on_deny: TCP connect to $FAR:80" ECONNREFUSED tcp $FAR:80
-fails_fast "on_deny_floor reject: the metadata server" ECONNREFUSED tcp $MD:80
+gets "on_deny_floor drop: the metadata server gets nothing" ETIMEDOUT tcp $MD:80
 check "a flood of 200 denied datagrams" rp flood $FAR:7000 200
 tfc --json session show o >"$T/show.json" 2>&1
 check "the flood: at most its burst answered, the rest counted as limited" tfjson check "$T/show.json" \

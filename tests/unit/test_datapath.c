@@ -1470,8 +1470,9 @@ static const char spec_r[] = SPEC_A_HEAD
  * The answers, byte by byte: an RST to a refused SYN (IPv4, IPv6), to a
  * deny rule's; ICMP administratively prohibited quoting a refused UDP
  * datagram; each from the refused destination to the guest's MAC and
- * address, checksums right. Never an answer to an RST, the floor or a
- * spoofed source. Audit mode passes what the rules refuse.
+ * address, checksums right; the floor's too. Never an answer to an RST, a
+ * spoofed source, loopback or multicast. Audit mode passes what the rules
+ * refuse.
  */
 static void test_reject(struct env *e)
 {
@@ -1481,6 +1482,9 @@ static void test_reject(struct env *e)
 	static const struct pk udp4 = { UDP(G4, "203.0.113.50", 40602, 7000) };
 	static const struct pk rst4 = { TCP(G4, "203.0.113.50", 40603, 80, PK_RST) };
 	static const struct pk md4 = { TCP(G4, "169.254.169.254", 40604, 80, SYN) };
+	static const struct pk lo4 = { TCP(G4, "127.0.0.1", 40606, 80, SYN) };
+	static const struct pk mc4 = { UDP(G4, "224.0.0.251", 5353, 5353) };
+	static const struct pk mc6 = { UDP(G6, "ff02::fb", 5353, 5353) };
 	static const struct pk spoof = { TCP("10.10.0.3", "203.0.113.50", 40605, 80, SYN) };
 	struct bpf_program *from = e->dp.skel->progs.tc_from_guest;
 	__u8 out[PK_MAX], ph[12];
@@ -1542,14 +1546,23 @@ static void test_reject(struct env *e)
 	CHECK_STR("reject: an RST from the guest is never answered",
 		  run_moved(e, from, &rst4, 0, &rv, buf, sizeof(buf)), "tcp_no_flow+1");
 	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
-	CHECK_STR("reject: the floor is not answered",
-		  run_moved(e, from, &md4, 0, &rv, buf, sizeof(buf)), "floor_metadata+1");
+	CHECK_STR("reject: the floor is answered like the rest (on_deny_floor's default)",
+		  run_moved(e, from, &md4, 0, &rv, buf, sizeof(buf)), "floor_metadata+1,slot+1");
+	CHECK_EQ("reject: ... redirected", rv, TC_ACT_REDIRECT);
+	CHECK_STR("reject: loopback, no source an answer may have, is not answered",
+		  run_moved(e, from, &lo4, 0, &rv, buf, sizeof(buf)), "floor_loopback+1");
+	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
+	CHECK_STR("reject: nor multicast (mDNS: refused before the floor)",
+		  run_moved(e, from, &mc4, 0, &rv, buf, sizeof(buf)), "dns_not_resolver+1");
+	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
+	CHECK_STR("reject: nor IPv6 multicast", run_moved(e, from, &mc6, 0, &rv, buf, sizeof(buf)),
+		  "dns_not_resolver+1");
 	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
 	CHECK_STR("reject: a spoofed source is not answered",
 		  run_moved(e, from, &spoof, 0, &rv, buf, sizeof(buf)), "spoofed_src+1");
 	CHECK_EQ("reject: ... dropped", rv, TC_ACT_SHOT);
 	tf_dp_counters(&e->dp, SID_A, c1);
-	CHECK_EQ("reject: four answers counted", c1[TF_CNT_REJECTED] - c0[TF_CNT_REJECTED], 4);
+	CHECK_EQ("reject: five answers counted", c1[TF_CNT_REJECTED] - c0[TF_CNT_REJECTED], 5);
 	session_del(e, &r);
 }
 

@@ -41,6 +41,7 @@ void tf_config_defaults(struct tf_config *c)
 	c->tls_timeout_s = 10;
 	c->events_per_s = 200;
 	c->events_burst = 400;
+	c->reject_floor = 1;
 	c->reject_per_s = 100;
 	c->reject_burst = 200;
 	c->ringbuf_bytes = 8u << 20;
