@@ -3,7 +3,8 @@
 # Quarantine (docs/quarantine.md): `session quarantine' cuts a session off at once, its established
 # TCP connection and UDP stream included, but for what the operator's quarantine.keep_open keeps
 # (here one TCP service, whose open connection goes on); events say so; rules cannot change
-# meanwhile; it survives a restart; `session resume' gives the session its policy back.
+# meanwhile; it survives a restart; `session resume' gives the session its policy back; with
+# --reset, the cut TCP connection is reset toward the guest.
 #
 #   $g (guest) gq 10.21.1.2 ─ hq ─ $host (router, tapfenced) ─ $inet: 198.51.100.10 udp 7000,
 #                                                                    tcp 7001; 203.0.113.10 tcp 7001
@@ -123,5 +124,23 @@ check "resumed: rule changes work again" tfc rule add q '{"cidr":"192.0.2.0/24",
 tf_unmark "$TF_EVENTS"
 expect_event kind=session session=q resumed=True -- "the sealed log says q was resumed"
 touch "$T/stop"
+
+note "quarantine --reset: the cut connection is reset toward the guest (the session drops otherwise)"
+: >"$T/rs.log"
+bg rs "$g" "$PY" "$FP" stream --tcp "$CUT:7001" --sport 42030 --tag rs --interval 0.2 \
+	--log "$T/rs.log" --stop "$T/stop2" --ready "$T/rs.ready"
+wait_ready "$T/rs.ready"
+sleep 1
+check "session quarantine q --reset" tfc session quarantine q --reset --reason "reset test"
+if wait_for 3 grep -q "error.*[Rr]eset" "$T/rs.log"; then
+	pass "quarantine --reset: the guest's connection is reset ($(grep -m1 error "$T/rs.log"))"
+else
+	fail "quarantine --reset: the guest's connection is not reset: $(tail -n 2 "$T/rs.log")"
+fi
+tfc --json session show q >"$T/show.json" 2>&1
+check "session show: quarantined with reset" tfjson check "$T/show.json" \
+	'd["session"]["quarantined"]["reset"] is True and d["session"]["on_deny"] == "drop"'
+check "session resume q" tfc session resume q
+touch "$T/stop2"
 
 tf_done

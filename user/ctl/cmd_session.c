@@ -120,18 +120,29 @@ static int session_del(const struct ctl_opts *o, const struct ctl_cmd *self, int
 	return ctl_call(o, req, print_del, NULL);
 }
 
-/* session quarantine ID [--reason TEXT] / session resume ID */
+/* session quarantine ID [--reason TEXT] [--reset] / session resume ID */
 static int session_quarantine(const struct ctl_opts *o, const struct ctl_cmd *self, int argc,
 			      char *argv[])
 {
+	const char *reason = NULL;
+	int reset = 0, a;
 	json_t *req;
 
-	if (argc != 2 && (argc != 4 || strcmp(argv[2], "--reason"))) {
+	for (a = 2; a < argc; a++) {
+		if (!strcmp(argv[a], "--reason") && a + 1 < argc && !reason)
+			reason = argv[++a];
+		else if (!strcmp(argv[a], "--reset") && !reset)
+			reset = 1;
+		else
+			break;
+	}
+	if (a < argc) {
 		ctl_err("usage: %s", self->synopsis);
 		return -EINVAL;
 	}
 	req = ctl_req_id(ctl_req("session.quarantine"), "id", argv[1]);
-	if (req && argc == 4 && json_object_set_new(req, "reason", json_string(argv[3]))) {
+	if (req && ((reason && json_object_set_new(req, "reason", json_string(reason))) ||
+		    (reset && json_object_set_new(req, "reset", json_true())))) {
 		json_decref(req);
 		req = NULL;
 	}
@@ -336,8 +347,10 @@ const struct ctl_cmd ctl_session_cmds[] = {
 	{ "list", session_list, NULL, 0, 0, "session list", "list sessions" },
 	{ "mode", session_mode, NULL, 2, 2, "session mode ID enforce|audit",
 	  "switch a session between enforcing and auditing its policy (docs/audit-mode.md)" },
-	{ "quarantine", session_quarantine, NULL, 1, 3, "session quarantine ID [--reason TEXT]",
-	  "cut a session off at once, established flows included (docs/quarantine.md)" },
+	{ "quarantine", session_quarantine, NULL, 1, 4,
+	  "session quarantine ID [--reason TEXT] [--reset]",
+	  "cut a session off at once, established flows included; --reset: its TCP connections "
+	  "reset toward the guest (docs/quarantine.md)" },
 	{ "resume", session_resume, NULL, 1, 1, "session resume ID",
 	  "give a quarantined session its own policy back" },
 	{ "show", session_show, NULL, 1, 1, "session show ID",

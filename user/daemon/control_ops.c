@@ -105,7 +105,7 @@ static json_t *op_quarantine(struct tf_daemon *d, struct tf_client *c, struct tf
 	int on = r->op == TF_OP_SESSION_QUARANTINE;
 
 	(void)c;
-	if (tf_sess_quarantine(d, r->id, on, r->reason, err, errlen))
+	if (tf_sess_quarantine(d, r->id, on, r->reason, r->reset, err, errlen))
 		return NULL;
 	d->policy_changes++;
 	if (on)
@@ -228,8 +228,8 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 	json_object_set_new(o, "first", json_boolean(tf_attest_first(d, s)));
 	if (s->q.on)
 		json_object_set_new(o, "quarantined",
-				    json_pack("{s:s, s:I}", "reason", s->q.reason, "since",
-					      (json_int_t)s->q.since));
+				    json_pack("{s:s, s:I, s:b}", "reason", s->q.reason, "since",
+					      (json_int_t)s->q.since, "reset", s->q.reset));
 	return json_pack("{s:b, s:o}", "ok", 1, "session", o);
 }
 

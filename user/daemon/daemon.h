@@ -19,6 +19,7 @@ struct tf_evidence;
 /* A session's quarantine (docs/quarantine.md): on, since when, and why. */
 struct tf_quarantine {
 	int on;
+	int reset; /* its cut TCP connections are reset toward the guest (on_deny reject) */
 	time_t since;
 	char reason[TF_QREASON_MAX + 1];
 };
@@ -82,9 +83,9 @@ struct tf_daemon {
  */
 int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, __u64 want_netns,
 		const struct tf_quarantine *q, char *err, size_t errlen);
-/* Quarantine (on) or resume a session; reason is free text (on only). */
-int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, char *err,
-		       size_t errlen);
+/* Quarantine (on) or resume a session; reason is free text, reset answers the cut (on only). */
+int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, int reset,
+		       char *err, size_t errlen);
 /* 1 if the session's denied packets are answered (its on_deny, or the operator's). */
 int tf_sess_rejects(const struct tf_daemon *d, const struct tf_sess *s);
 /* Switch a session to audit (audit = 1) or enforce mode, live (docs/audit-mode.md). */

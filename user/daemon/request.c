@@ -64,15 +64,20 @@ static int parse_del(struct tf_request *r, const struct tf_spec_limits *lim, cha
 	return 0;
 }
 
-/* session.quarantine: the id, and an optional "reason": at most 200 printable characters. */
+/* session.quarantine: the id, an optional "reason" (at most 200 printable characters), "reset". */
 static int parse_quarantine(struct tf_request *r, const struct tf_spec_limits *lim, char *err,
 			    size_t errlen)
 {
-	json_t *v = json_object_get(r->root, "reason");
+	json_t *v = json_object_get(r->root, "reason"), *reset = json_object_get(r->root, "reset");
 	const char *p;
 
 	if (parse_id(r, lim, err, errlen))
 		return -EINVAL;
+	if (reset && !json_is_boolean(reset)) {
+		snprintf(err, errlen, "reset: expected true or false");
+		return -EINVAL;
+	}
+	r->reset = json_is_true(reset);
 	if (!v)
 		return 0;
 	r->reason = json_string_value(v);
@@ -127,7 +132,7 @@ static const char *const f_spec[] = { "spec", NULL };
 static const char *const f_id[] = { "id", NULL };
 static const char *const f_rule[] = { "id", "rule", NULL };
 static const char *const f_del[] = { "id", "release", NULL };
-static const char *const f_quarantine[] = { "id", "reason", NULL };
+static const char *const f_quarantine[] = { "id", "reason", "reset", NULL };
 static const char *const f_sub[] = { "session", NULL };
 static const char *const f_mode[] = { "id", "mode", NULL };
 

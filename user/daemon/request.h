@@ -46,7 +46,8 @@ struct tf_request {
 	struct tf_spec spec;
 	struct tf_rule rule;
 	int release;	    /* session.del: leave the device unfiltered (docs/guard.md) */
-	const char *reason; /* session.quarantine: why, printable, or NULL */
+	const char *reason; /* session.quarantine: why, printable, or NULL ... */
+	int reset;	    /* ... and whether its cut connections are reset */
 	int audit;	    /* session.mode: "audit" (1) or "enforce" (0) */
 };
 

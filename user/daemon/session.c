@@ -65,8 +65,8 @@ static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
 		      "spec", tf_spec_to_json(spec));
 	if (o && q && q->on &&
 	    json_object_set_new(o, "quarantine",
-				json_pack("{s:s, s:I}", "reason", q->reason, "since",
-					  (json_int_t)q->since))) {
+				json_pack("{s:s, s:I, s:b}", "reason", q->reason, "since",
+					  (json_int_t)q->since, "reset", q->reset))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -114,9 +114,11 @@ static void sess_free(struct tf_sess *s)
 
 /*
  * A quarantined session's policy (docs/quarantine.md): its own spec with
- * the operator's keep_open rules in place of its allowlist.
+ * the operator's keep_open rules in place of its allowlist; with q->reset,
+ * its denials answered (an RST for a cut connection).
  */
-static int qspec_make(const struct tf_daemon *d, const struct tf_spec *spec, struct tf_spec *out)
+static int qspec_make(const struct tf_daemon *d, const struct tf_spec *spec,
+		      const struct tf_quarantine *q, struct tf_spec *out)
 {
 	unsigned int i;
 	int ret = tf_spec_copy(out, spec);
@@ -124,6 +126,8 @@ static int qspec_make(const struct tf_daemon *d, const struct tf_spec *spec, str
 	if (ret)
 		return ret;
 	out->audit = 0; /* a quarantine is enforced, whatever the session's mode */
+	if (q->reset)
+		out->on_deny = TF_ON_DENY_REJECT;
 	tf_spec_free_rules(out);
 	for (i = 0; !ret && i < d->cfg.nq_open; i++)
 		ret = tf_spec_add_rule(out, &d->cfg.q_open[i], TF_Q_OPEN_MAX);
@@ -271,7 +275,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	if (q && q->on) {
 		/* Restored quarantined: its first generation is the quarantine's. */
 		s->q = *q;
-		ret = qspec_make(d, spec, &s->qspec);
+		ret = qspec_make(d, spec, q, &s->qspec);
 		if (ret) {
 			snprintf(err, errlen, "quarantine: cannot build its policy: %s",
 				 strerror(-ret));
@@ -612,8 +616,8 @@ static int restore_gone(struct tf_daemon *d, const struct tf_spec *spec, __u32 s
 	return 0;
 }
 
-int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, char *err,
-		       size_t errlen)
+int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *reason, int reset,
+		       char *err, size_t errlen)
 {
 	struct tf_sess *s = tf_sess_find(d, id);
 	struct tf_quarantine q = {};
@@ -632,10 +636,11 @@ int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *
 	}
 	if (on) {
 		q.on = 1;
+		q.reset = reset;
 		q.since = time(NULL);
 		snprintf(q.reason, sizeof(q.reason), "%s", reason ? reason : "");
 	}
-	ret = on ? qspec_make(d, &s->spec, &next) : tf_spec_copy(&next, &s->spec);
+	ret = on ? qspec_make(d, &s->spec, &q, &next) : tf_spec_copy(&next, &s->spec);
 	if (!ret)
 		ret = tf_policy_compile(next.rules, next.nrules, &pol);
 	if (ret) {
@@ -743,6 +748,7 @@ static int restore_one(struct tf_daemon *d, const char *path)
 	if (qo) {
 		q.on = 1;
 		q.since = (time_t)json_integer_value(json_object_get(qo, "since"));
+		q.reset = json_is_true(json_object_get(qo, "reset"));
 		snprintf(q.reason, sizeof(q.reason), "%s",
 			 json_string_value(json_object_get(qo, "reason")) ?: "");
 	}
