@@ -215,24 +215,32 @@ test-vm: deps all vm-image
 
 # --- install (docs/operations.md#installing) ----------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=] [CNIDIR=$(PREFIX)/lib/cni]: the daemon, the CLI, the
-# CNI plugin (CNIDIR=/usr/lib/cni for Debian's plugin directory) and an example config. The BPF
+# CNI plugin (CNIDIR=/usr/lib/cni for Debian's plugin directory), an example config and the systemd
+# unit (UNITDIR, with SBINDIR and DOCDIR filled in; docs/systemd.md). The BPF
 # programs are inside tapfenced (the skeleton): no object file to install.
 PREFIX  ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 BINDIR  ?= $(PREFIX)/bin
 CNIDIR  ?= $(PREFIX)/lib/cni
 DOCDIR  ?= $(PREFIX)/share/doc/tapfence
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 .PHONY: install uninstall
 install: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni
 	$(Q)install -D -m 0755 $(BUILD)/tapfenced $(DESTDIR)$(SBINDIR)/tapfenced
 	$(Q)install -D -m 0755 $(BUILD)/tapfence $(DESTDIR)$(BINDIR)/tapfence
 	$(Q)install -D -m 0755 $(BUILD)/tapfence-cni $(DESTDIR)$(CNIDIR)/tapfence-cni
 	$(Q)install -D -m 0644 docs/examples/tapfence.json $(DESTDIR)$(DOCDIR)/examples/tapfence.json
+	$(Q)install -D -m 0644 docs/systemd.md $(DESTDIR)$(DOCDIR)/systemd.md
+	$(Q)mkdir -p $(DESTDIR)$(UNITDIR)
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g; s|@DOCDIR@|$(DOCDIR)|g' tools/systemd/tapfenced.service \
+		>$(DESTDIR)$(UNITDIR)/tapfenced.service
+	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/tapfenced.service
 
 # Removes what install put there; never state, pins or enforcement (tapfenced --cleanup does).
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(SBINDIR)/tapfenced $(DESTDIR)$(BINDIR)/tapfence \
-		$(DESTDIR)$(CNIDIR)/tapfence-cni $(DESTDIR)$(DOCDIR)/examples/tapfence.json
+		$(DESTDIR)$(CNIDIR)/tapfence-cni $(DESTDIR)$(DOCDIR)/examples/tapfence.json \
+		$(DESTDIR)$(DOCDIR)/systemd.md $(DESTDIR)$(UNITDIR)/tapfenced.service
 	$(Q)rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 # --- end of install ------------------------------------------------------------------------------
 

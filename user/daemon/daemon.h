@@ -76,6 +76,9 @@ struct tf_daemon {
 	char time_prefix[32];
 };
 
+/* Tell the service manager (sd_notify(3), notify.c): READY=1, STATUS=..., STOPPING=1. */
+void tf_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Sessions (session.c). Errors are written to err naming the field. */
 /*
  * want_sid, want_netns, q (restore): the slot, namespace cookie and

@@ -325,10 +325,12 @@ static int on_signal(struct tf_daemon *d, int sfd)
 		return 0;
 	if (si.ssi_signo != SIGHUP)
 		return 1;
+	tf_notify("RELOADING=1");
 	if (tf_events_reopen(d))
 		pr_warn("SIGHUP: cannot reopen the event log; still writing the old one\n");
 	else
 		pr_info("SIGHUP: event log reopened\n");
+	tf_notify("READY=1\nSTATUS=serving %u sessions; event log reopened", d->nsessions);
 	return 0;
 }
 
@@ -350,6 +352,9 @@ static int run(struct tf_daemon *d)
 	epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, d->host.fd, &ev);
 
 	pr_info("ready: %u sessions, control socket %s\n", d->nsessions, d->cfg.control_socket);
+	/* Only now: the socket serves and every saved session is re-adopted (or reported). */
+	tf_notify("READY=1\nSTATUS=serving %u sessions on %s\nMAINPID=%d", d->nsessions,
+		  d->cfg.control_socket, (int)getpid());
 	while (!stop) {
 		n = epoll_wait(d->epoll_fd, evs, 32, 250);
 		if (n < 0 && errno != EINTR)
@@ -374,6 +379,7 @@ static int run(struct tf_daemon *d)
 		tf_ctl_reap(d);
 	}
 	pr_info("stopping; enforcement stays in place (pinned under %s)\n", d->cfg.pin_dir);
+	tf_notify("STOPPING=1\nSTATUS=stopped; enforcement stays in place");
 	close(sfd);
 	return 0;
 }
@@ -487,6 +493,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (tf_attest_init(&d, config))
 		goto cleanup;
+	tf_notify("STATUS=re-adopting saved sessions");
 	tf_sess_restore(&d);
 	tf_sess_reconcile(&d);
 	if (tf_guard_start(&d))
