@@ -39,6 +39,8 @@ storm() { n "$1" "$PY" "$TF_NETNS_DIR/tapstorm.py" storm --prefix "$2" --count 3
 write() { n "$1" "$PY" "$TF_NETNS_DIR/tapstorm.py" write --dev "$2" --frames 5 "${FRAME[@]}" \
 	>"$T/storm.out" 2>&1; }
 reached() { since "$L_INET" | grep -c "from 10.50.0.2:40000"; }
+# some_reached: at least one did (for wait_for, which re-runs it: $(reached) in its arguments would not).
+some_reached() { [ "$(reached)" -ge 1 ]; }
 # guarded IFNAME: `tapfence guard' lists IFNAME with its guard programs attached.
 guarded() { tfc --json guard 2>/dev/null | tfjson check /dev/stdin \
 	'any(e["ifname"] == a[0] and e["programs"] for e in d["devices"])' "$1" >/dev/null; }
@@ -86,7 +88,7 @@ check "session c: tapfence heads tapc's chains (its programs ahead of the guard'
 	"$T/c.show" 'd["session"]["first"] is True'
 tf_mark
 setup write "$host" tapc
-check "claimed: tapc's frames reach the far side" wait_for 2 test "$(reached)" -ge 1
+check "claimed: tapc's frames reach the far side" wait_for 2 some_reached
 check_says "--release on a guarded device is refused" 1 "matches guard.interfaces" \
 	tfc session del c --release
 tfc session del c >/dev/null 2>&1 || fail "session del c"
@@ -116,7 +118,7 @@ tfc session del c >/dev/null 2>&1
 sessions_add c
 tf_mark
 setup write "$host" tapc
-check "re-claimed (session del, session add): tapc's frames pass" wait_for 2 test "$(reached)" -ge 1
+check "re-claimed (session del, session add): tapc's frames pass" wait_for 2 some_reached
 tfc session del c >/dev/null 2>&1
 
 note "the nftables guard flushed away (a reload of nftables.service)"
@@ -146,7 +148,7 @@ sessions_add x
 check "session del --release" tfc session del x --release
 tf_mark
 setup write "$host" vmx0
-check "after --release, vmx0 is unfiltered" wait_for 2 test "$(reached)" -ge 1
+check "after --release, vmx0 is unfiltered" wait_for 2 some_reached
 
 note "the daemon down"
 kill_pid "$TFD_PID"
