@@ -4,7 +4,8 @@
 # order and the lengths. "Allow 0.0.0.0/0 except this range" (IPv4 and IPv6), a deny of some
 # ports inside an allowed range, "allow *.app.test except gist.app.test" (a lookup refused, the
 # names below it still resolving), a CIDR deny over an address a host rule learnt, a deny added
-# live cutting an established connection and deleted again; session show says the precedence.
+# live cutting an established connection and deleted again, a host deny added live taking back an
+# address learnt through a wildcard; session show says the precedence.
 #
 #   guest ga 10.10.1.2 ─ ha ─ host (router, tapfenced, dnsmasq 10.10.1.1) ─ inet: 198.51.100.10
 #   fd00:a:1::2                                          (tcp 80, 8080, 7001), 203.0.113.10 (tcp 80),
@@ -104,5 +105,19 @@ check_not "a new connection to $OK:7001 fails" n "$guest" "$PY" "$FP" once --tcp
 	--tag once
 check "rule del a (the deny)" tfc rule del a "$DENY"
 check "a new connection to $OK:7001 works again" n "$guest" "$PY" "$FP" once --tcp $OK:7001 --sport 42003 --tag once
+
+note "a host deny rule added live reaches an address already learnt through a wildcard"
+tfc session del a >/dev/null 2>&1
+session_spec "$T/b.json" b ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 \
+	fd00:a:1::1 '[{"host":"*.app.test","proto":"tcp","ports":[80]}]'
+sessions_add b
+check "b: GET http://www.app.test/ (learnt through *.app.test)" get_name www.app.test
+probe_tcp "b: $OK:80 by address, learnt for www.app.test" "$L_INET" "$guest" 10.10.1.2 $OK 80 reached
+check "rule add b (a deny of www.app.test)" tfc rule add b '{"host":"www.app.test","action":"deny"}'
+probe_tcp "b: $OK:80 by address after the deny" "$L_INET" "$guest" 10.10.1.2 $OK 80 blocked
+check_not "b: GET http://www.app.test/ after the deny" get_name www.app.test
+tfc --json session show b >"$T/show.json" 2>&1
+check "b: nothing learnt for www.app.test is left" tfjson check --learned "$T/show.json" \
+	'not any(e.get("name") == "www.app.test" for e in L)'
 
 tf_done

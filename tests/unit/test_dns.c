@@ -1444,11 +1444,11 @@ static void test_rebase_race(void)
 	CHECK_EQ("rebase race: policy 2 compiles",
 		 tf_policy_compile(n.spec.rules, n.spec.nrules, &n.pol), 0);
 	CHECK_EQ("rebase race: policy 2 written", tf_dp_policy_write(&e.dp, SID_A, 2, &n.pol), 0);
-	tf_dp_names_rebase(&e.dp, SID_A, 2, &a.pol, &n.pol);
+	tf_dp_names_rebase(&e.dp, SID_A, 2, &n.pol);
 	m_answer(&m, 0x3000, 0, "c.test", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "192.0.2.77");
 	answer(&e, "rebase race: the answer lands mid-rebase", 41000, &m, 1, NULL, NULL);
-	tf_dp_names_rebase(&e.dp, SID_A, 2, &a.pol, &n.pol);
+	tf_dp_names_rebase(&e.dp, SID_A, 2, &n.pol);
 	tf_dp_session_value(&e.dp, &n.spec, SID_A, 2, &v);
 	CHECK_EQ("rebase race: switched to policy 2", tf_dp_session_set(&e.dp, &a.dev, &v), 0);
 	syn(&e, "rebase race: c.test's address keeps c.test's ports (22 denied)", "192.0.2.77", 22,

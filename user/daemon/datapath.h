@@ -102,12 +102,12 @@ void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver);
 
 /*
  * Move sid's learnt addresses and outstanding queries (the tables with
- * generation fields) to generation ver (policy new, replacing old),
- * dropping those the new policy no longer allows; new = NULL drops them
- * all. Part of tf_dp_policy_switch() and of re-adopting a slot.
+ * generation fields) to generation ver (policy new), each with what new
+ * gives the name it was asked for, dropping those new no longer allows;
+ * new = NULL drops them all. Part of tf_dp_policy_switch() and of
+ * re-adopting a slot.
  */
-void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
-			const struct tf_policy *new);
+void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *new);
 /* One policy generation of a session: the spec it was compiled from and what it wrote. */
 struct tf_dp_gen {
 	const struct tf_spec *spec;

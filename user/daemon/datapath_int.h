@@ -15,10 +15,11 @@
 /**
  * struct tf_slot_gen - where a table's values name the policy generation
  * that allowed them: offsets of __u32 ver, struct tf_rule_val perm, __u16
- * name_idx and __u8 sub in the value. tf_dp_names_rebase() rewrites them.
+ * name_idx and __u8 sub in the value, which tf_dp_names_rebase() rewrites
+ * from the name the guest asked: __u16 name_len and its reversed form, name.
  */
 struct tf_slot_gen {
-	size_t ver, perm, name_idx, sub;
+	size_t ver, perm, name_idx, sub, name, name_len;
 };
 
 /**

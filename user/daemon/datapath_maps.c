@@ -177,19 +177,20 @@ void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver)
 }
 
 /*
- * What an entry allowed through old->names[*idx] (half *sub) gets under
- * new: 0 with *idx, *sub and *perm rewritten, or -1 if new gives it nothing.
+ * What an entry for the name the guest asked (reversed form, len bytes)
+ * gets under new, as a query for it would: 0 with *idx, *sub and *perm
+ * rewritten, or -1 if new gives it nothing. By the name itself, not by the
+ * entry that allowed it: a deny rule added for gist.github.com must reach
+ * an address learnt for it through an allow of *.github.com.
  */
-static int rederive(const struct tf_policy *old, const struct tf_policy *new, __u16 *idx, __u8 *sub,
+static int rederive(const struct tf_policy *new, const __u8 *name, __u16 len, __u16 *idx, __u8 *sub,
 		    struct tf_rule_val *perm)
 {
-	const struct tf_policy_name *n;
 	int s, i;
 
-	if (*idx >= old->nnames)
+	if (!len || len > TF_DNS_NAME_MAX)
 		return -1;
-	n = &old->names[*idx];
-	i = tf_policy_name_perm(new, n->name, n->len, *sub, perm, &s);
+	i = tf_policy_name_perm(new, name, len, 0, perm, &s);
 	if (i < 0)
 		return -1;
 	*idx = (__u16)i;
@@ -199,15 +200,14 @@ static int rederive(const struct tf_policy *old, const struct tf_policy *new, __
 
 /* Rebase the entries of slot sid's table which (one with generation fields, g). */
 static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct tf_slot_gen *g,
-			 __u32 sid, __u32 ver, const struct tf_policy *old,
-			 const struct tf_policy *new)
+			 __u32 sid, __u32 ver, const struct tf_policy *new)
 {
 	const struct tf_slot_desc *t = &tf_slot_descs[which];
 	int fd = tf_dp_slot_map(dp, which, sid), more;
 	__u8 key[512], next[512], val[512];
 	struct tf_rule_val perm;
 	__u32 cur;
-	__u16 idx;
+	__u16 idx, len;
 	__u8 sub;
 
 	if (t->key_size > sizeof(key) || t->value_size > sizeof(val))
@@ -226,10 +226,8 @@ static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct 
 		memcpy(&cur, val + g->ver, sizeof(cur));
 		if (new &&cur == ver)
 			continue;
-		memcpy(&idx, val + g->name_idx, sizeof(idx));
-		memcpy(&sub, val + g->sub, sizeof(sub));
-		memcpy(&perm, val + g->perm, sizeof(perm));
-		if (new && !rederive(old, new, &idx, &sub, &perm)) {
+		memcpy(&len, val + g->name_len, sizeof(len));
+		if (new && !rederive(new, val + g->name, len, &idx, &sub, &perm)) {
 			memcpy(val + g->name_idx, &idx, sizeof(idx));
 			memcpy(val + g->sub, &sub, sizeof(sub));
 			memcpy(val + g->perm, &perm, sizeof(perm));
@@ -247,14 +245,13 @@ static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct 
  * this runs (tf_dp_policy_switch()), so an entry always points at a
  * generation whose port classes exist.
  */
-void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *old,
-			const struct tf_policy *new)
+void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *new)
 {
 	enum tf_slot_map m;
 
 	for (m = 0; m < TF_SLOT_MAPS; m++)
 		if (tf_slot_descs[m].gen)
-			rebase_table(dp, m, tf_slot_descs[m].gen, sid, ver, old, new);
+			rebase_table(dp, m, tf_slot_descs[m].gen, sid, ver, new);
 }
 
 int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
@@ -271,11 +268,11 @@ int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *d
 	 * judged by the old generation and need no address (only new flows
 	 * to learnt addresses wait, as they would after).
 	 */
-	tf_dp_names_rebase(dp, sid, to->ver, from->policy, to->policy);
+	tf_dp_names_rebase(dp, sid, to->ver, to->policy);
 	tf_dp_session_value(dp, to->spec, sid, to->ver, &v);
 	err = tf_dp_session_set(dp, dev, &v);
 	if (err)
-		tf_dp_names_rebase(dp, sid, from->ver, to->policy, from->policy);
+		tf_dp_names_rebase(dp, sid, from->ver, from->policy);
 	return err;
 }
 
@@ -348,7 +345,7 @@ int tf_dp_session_install(struct tf_dp *dp, const struct tf_spec *spec, const st
 	 * entries, so they carry over).
 	 */
 	if (!err && keep)
-		tf_dp_names_rebase(dp, sid, ver, p, p);
+		tf_dp_names_rebase(dp, sid, ver, p);
 	if (!err) {
 		tf_dp_session_value(dp, spec, sid, ver, &v);
 		err = tf_dp_session_set(dp, dev, &v);

@@ -16,16 +16,19 @@
 #define OUTER(m) offsetof(struct tapfence_bpf, maps.m)
 #define LIMIT(f) offsetof(struct tf_config, f)
 
-#define GEN(v)                                                                               \
-	{                                                                                    \
-		offsetof(v, ver), offsetof(v, perm), offsetof(v, name_idx), offsetof(v, sub) \
+#define GEN(v)                                                                                \
+	{                                                                                     \
+		offsetof(v, ver), offsetof(v, perm), offsetof(v, name_idx), offsetof(v, sub), \
+			offsetof(v, name), offsetof(v, name_len)                              \
 	}
 /* The types rebase_table() (datapath_maps.c) reads and writes them as. */
 #define GEN_TYPES(v)                                                                   \
 	_Static_assert(sizeof(((v *)0)->ver) == sizeof(__u32) &&                       \
 			       sizeof(((v *)0)->perm) == sizeof(struct tf_rule_val) && \
 			       sizeof(((v *)0)->name_idx) == sizeof(__u16) &&          \
-			       sizeof(((v *)0)->sub) == sizeof(__u8),                  \
+			       sizeof(((v *)0)->sub) == sizeof(__u8) &&                \
+			       sizeof(((v *)0)->name) == TF_DNS_NAME_MAX &&            \
+			       sizeof(((v *)0)->name_len) == sizeof(__u16),            \
 		       #v " generation fields")
 
 GEN_TYPES(struct tf_dnsq);

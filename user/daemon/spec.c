@@ -902,7 +902,8 @@ json_t *tf_spec_warnings(const struct tf_spec *s, const struct tf_rule *only)
 	for (i = 0; arr && i < s->nrules; i++) {
 		const struct tf_rule *r = &s->rules[i];
 
-		if (r->kind != TF_RULE_HOST || !r->wildcard ||
+		/* A wildcard deny that spares its apex says so by itself. */
+		if (r->kind != TF_RULE_HOST || !r->wildcard || r->deny ||
 		    (only && (only->kind != TF_RULE_HOST || !only->wildcard ||
 			      strcmp(only->host, r->host))))
 			continue;
