@@ -16,8 +16,11 @@
 static const struct ctl_cmd top_cmds[] = {
 	{ "session", NULL, ctl_session_cmds, 0, 0, "session", "manage sessions" },
 	{ "rule", NULL, ctl_rule_cmds, 0, 0, "rule", "change a session's allowlist" },
-	{ "events", cmd_events, NULL, -1, -1, "events [--follow] [--session ID]",
-	  "print verdict events (until idle for 0.5 s, or with --follow until interrupted)" },
+	{ "events", cmd_events, NULL, -1, -1,
+	  "events [--follow] [--session ID] [--verdict allow|deny|audit] [--reason R[,R...]] "
+	  "[--proto P] [--since T] [--until T] [--last N] [--log FILE] [-o compact|table|json]",
+	  "print verdict events, live (until idle for 0.5 s, or with --follow until interrupted), "
+	  "or from the event log with --since, --until, --last or --log" },
 	{ "log", NULL, ctl_log_cmds, 0, 0, "log", "the sealed event log, offline" },
 	{ "policy", NULL, ctl_policy_cmds, 0, 0, "policy",
 	  "allowlists from what happened, offline" },
