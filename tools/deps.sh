@@ -18,6 +18,7 @@ PKGS=(
 	rsyslog # tests/netns/test_audit_ship.sh: the sealed log shipped off the node by a real shipper
 	libcap2-bin # tests/netns/test_operator.sh: capsh, to start the daemon without CAP_SYS_RESOURCE
 	ethtool # tests/netns/test_reject.sh: checksum offload off, so the guest checks every answer
+	prometheus prometheus-node-exporter # tests/netns/test_metrics.sh: the textfile read and scraped
 	containernetworking-plugins jq # tests/netns/test_cni.sh: ptp and host-local (/usr/lib/cni)
 	# ahead of tapfence-cni in a chain, and jq for the configs and results it passes between them
 )

@@ -57,6 +57,7 @@ extern const struct ctl_cmd ctl_policy_cmds[];
 int cmd_events(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_attest(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
+int cmd_metrics(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_guard(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_version(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 

@@ -59,6 +59,7 @@ struct tf_audit {
 	__u64 sealed_size;	 /* tree size of the last checkpoint */
 	__u64 lines_since;	 /* leaves since the last checkpoint */
 	struct timespec last_cp; /* CLOCK_MONOTONIC */
+	time_t last_cp_wall;	 /* the last checkpoint written, unix seconds (0: none yet) */
 	int failing;		 /* the last batch failed (warned once) */
 	char note[TF_NOTE_MAX];	 /* the last checkpoint, signed (a continue line carries it) */
 	time_t opened;		 /* CLOCK_MONOTONIC seconds the current file was opened */
@@ -315,6 +316,7 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 	}
 	a->committed += n;
 	a->checkpoints++;
+	a->last_cp_wall = time(NULL);
 	a->sealed_size = cp.size;
 	memcpy(a->note, note, len + 1);
 	a->lines_since = 0;
@@ -1066,6 +1068,11 @@ void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, 
 	*size = a ? a->tree.size : 0;
 	*checkpoints = a ? a->checkpoints : 0;
 	*unwritten = a ? a->unwritten : 0;
+}
+
+time_t tf_audit_last_checkpoint(const struct tf_daemon *d)
+{
+	return d->audit ? d->audit->last_cp_wall : 0;
 }
 
 void tf_audit_close_fd(struct tf_daemon *d)

@@ -42,6 +42,7 @@ void tf_config_defaults(struct tf_config *c)
 	c->events_per_s = 200;
 	c->events_burst = 400;
 	c->reject_floor = 1;
+	c->metrics_interval_s = 15;
 	c->reject_per_s = 100;
 	c->reject_burst = 200;
 	c->ringbuf_bytes = 8u << 20;
@@ -193,6 +194,37 @@ static int set_u64(const json_t *v, const char *field, unsigned long long lo, un
 }
 
 /* "log": the sealed event log's key, name, checkpoints, segments and retention (docs/audit.md). */
+/* "metrics": {"textfile": PATH, "interval_s": N, "per_session": BOOL} */
+static int parse_metrics(const json_t *o, struct tf_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	int ret;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "metrics: expected an object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, key, v) {
+		if (!strcmp(key, "textfile"))
+			ret = set_path(v, "metrics.textfile", c->metrics_textfile,
+				       sizeof(c->metrics_textfile), err, errlen);
+		else if (!strcmp(key, "interval_s"))
+			ret = set_uint(v, "metrics.interval_s", 1, 3600, &c->metrics_interval_s,
+				       err, errlen);
+		else if (!strcmp(key, "per_session"))
+			ret = set_bool(v, "metrics.per_session", &c->metrics_per_session, err,
+				       errlen);
+		else {
+			snprintf(err, errlen, "metrics: unknown field `%s'", key);
+			ret = -EINVAL;
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int parse_log(const json_t *o, struct tf_config *c, char *err, size_t errlen)
 {
 	const char *key, *s, *p;
@@ -584,6 +616,8 @@ int tf_config_parse(const char *buf, size_t len, struct tf_config *c, char *err,
 			ret = parse_quarantine(v, c, err, errlen);
 		} else if (!strcmp(key, "log")) {
 			ret = parse_log(v, c, err, errlen);
+		} else if (!strcmp(key, "metrics")) {
+			ret = parse_metrics(v, c, err, errlen);
 		} else if (!strcmp(key, "limits")) {
 			ret = parse_limits(v, c, err, errlen);
 		} else if (!strcmp(key, "timeouts")) {

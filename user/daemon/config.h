@@ -61,6 +61,10 @@ struct tf_config {
 	char guard_if[TF_GUARD_MAX][16];
 	char guard_netns[TF_GUARD_MAX][TF_PATH_MAX];
 	__u32 guard_mark; /* the skb mark bit tapfence sets on what it passes (guard only) */
+	/* Metrics (docs/metrics.md): a node_exporter textfile kept up to date ("" = none) ... */
+	char metrics_textfile[TF_PATH_MAX];
+	unsigned int metrics_interval_s; /* ... rewritten this often ... */
+	int metrics_per_session;	 /* ... with per-session deny counters (opt-in) */
 	/* Rejections (docs/reject.md): sessions without on_deny reject (1) or drop (0) ... */
 	int on_deny_reject;
 	int reject_floor; /* ... and the floor is answered too (1) or dropped silently (0) */

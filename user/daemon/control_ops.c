@@ -5,6 +5,7 @@
  * (docs/control-protocol.md). The transport is control.c.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -130,6 +131,23 @@ static json_t *op_mode(struct tf_daemon *d, struct tf_client *c, struct tf_reque
 	return json_pack("{s:b, s:s, s:s, s:i}", "ok", 1, "id", r->id, "mode",
 			 r->audit ? "audit" : "enforce", "policy_version",
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
+}
+
+static json_t *op_metrics(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
+			  size_t errlen)
+{
+	size_t len = 0;
+	char *text = tf_metrics_text(d, &len);
+	json_t *resp;
+
+	(void)c, (void)r;
+	if (!text) {
+		snprintf(err, errlen, "cannot format the metrics: out of memory");
+		return NULL;
+	}
+	resp = json_pack("{s:b, s:s%}", "ok", 1, "metrics", text, len);
+	free(text);
+	return resp;
 }
 
 static json_t *op_guard_list(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
@@ -367,6 +385,7 @@ static tf_op_fn *const handlers[TF_OP_MAX] = {
 	[TF_OP_SESSION_QUARANTINE] = op_quarantine,
 	[TF_OP_SESSION_RESUME] = op_quarantine,
 	[TF_OP_SESSION_MODE] = op_mode,
+	[TF_OP_METRICS] = op_metrics,
 };
 
 json_t *tf_ctl_dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,

@@ -65,11 +65,13 @@ struct tf_daemon {
 	unsigned int nsubscribers;
 	/* event feed */
 	struct ring_buffer *rb;
-	struct tf_audit *audit;	  /* the sealed event log (auditlog.c) */
-	struct tf_attest *attest; /* measurements and the last attestation (attest.c) */
-	__u64 policy_changes;	  /* session adds, deletes and rule changes (attest.c) */
-	__u64 lost_reported;	  /* tf_stats lost count already accounted */
-	__u64 lost_pending;	  /* lost since the last line, for the next line */
+	struct tf_audit *audit;	      /* the sealed event log (auditlog.c) */
+	struct tf_attest *attest;     /* measurements and the last attestation (attest.c) */
+	__u64 policy_changes;	      /* session adds, deletes and rule changes (attest.c) */
+	__u64 gone_cnt[TF_CNT_SLOTS]; /* counters of the sessions deleted since the start */
+	time_t metrics_at;	      /* the textfile was last written then */
+	__u64 lost_reported;	      /* tf_stats lost count already accounted */
+	__u64 lost_pending;	      /* lost since the last line, for the next line */
 	__u64 events_written;
 	__s64 mono_off;	 /* CLOCK_REALTIME - CLOCK_MONOTONIC, per drain */
 	time_t time_sec; /* the second time_prefix formats */
@@ -199,6 +201,12 @@ int tf_audit_seal(struct tf_daemon *d, const char *why);
 void tf_audit_tick(struct tf_daemon *d);
 int tf_audit_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));
 void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, __u64 *unwritten);
+/* When the last checkpoint was written (unix seconds), 0 before the first. */
+time_t tf_audit_last_checkpoint(const struct tf_daemon *d);
+
+/* Metrics (metrics.c, docs/metrics.md): the Prometheus text, malloc'ed; the textfile's upkeep. */
+char *tf_metrics_text(struct tf_daemon *d, size_t *len);
+void tf_metrics_tick(struct tf_daemon *d);
 /* A sealed line of the log's own: fmt gives the members after "time" and "kind". */
 void tf_audit_note(struct tf_daemon *d, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -390,8 +390,9 @@ int tf_sess_del_check(struct tf_daemon *d, const struct tf_sess *s, int release,
 int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, size_t errlen)
 {
 	char path[PATH_MAX], pin[TF_PIN_NAME_MAX + 1];
+	__u64 cnt[TF_CNT_SLOTS];
 	struct tf_sess **pp, *s;
-	int ret;
+	int ret, i;
 
 	for (pp = &d->sessions; *pp && strcmp((*pp)->spec.id, id); pp = &(*pp)->next)
 		;
@@ -418,6 +419,10 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 	pin_name(id, s->dev.netns, pin);
 	tf_dp_session_unset(&d->dp, &s->dev);
 	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
+	/* Node totals stay monotonic (metrics.c): what the slot counted outlives it. */
+	if (!tf_dp_counters(&d->dp, s->sid, cnt))
+		for (i = 0; i < TF_CNT_SLOTS; i++)
+			d->gone_cnt[i] += cnt[i];
 	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, &s->dev);
 	sess_path(d, id, path, sizeof(path));
 	unlink(path);
