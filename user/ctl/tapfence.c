@@ -49,35 +49,23 @@ void ctl_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static size_t synopsis_width(const struct ctl_cmd *table, size_t w)
+/* Each command's synopsis, then what it does, indented below it: readable in 80 columns. */
+static void print_commands(FILE *f, const struct ctl_cmd *table)
 {
 	for (; table->name; table++) {
 		if (table->sub)
-			w = synopsis_width(table->sub, w);
-		else if (strlen(table->synopsis) > w)
-			w = strlen(table->synopsis);
-	}
-	return w;
-}
-
-static void print_commands(FILE *f, const struct ctl_cmd *table, size_t w)
-{
-	for (; table->name; table++) {
-		if (table->sub)
-			print_commands(f, table->sub, w);
+			print_commands(f, table->sub);
 		else
-			fprintf(f, "  %-*s  %s\n", (int)w, table->synopsis, table->help);
+			fprintf(f, "  %s\n      %s\n", table->synopsis, table->help);
 	}
 }
 
 static void show_usage(FILE *f)
 {
-	size_t w = synopsis_width(top_cmds, 0);
-
 	fprintf(f,
 		"Usage: " CTL_PROG " [--socket PATH] [--json] [--timeout SEC] COMMAND [ARGS...]\n\n"
 		"Commands:\n");
-	print_commands(f, top_cmds, w);
+	print_commands(f, top_cmds);
 	fprintf(f,
 		"\nOptions:\n"
 		"  --socket PATH  control socket (default: $" CTL_SOCKET_ENV
