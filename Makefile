@@ -56,7 +56,17 @@ UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRCS   := $(wildcard tests/tools/*.c)
 TOOL_BINS   := $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
-all: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni $(UNIT_BINS) $(TOOL_BINS)
+MAN_PAGES := tapfenced.8 tapfence.8 tapfence.conf.5 tapfence-events.7
+
+all: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni $(UNIT_BINS) $(TOOL_BINS) man
+
+# The man pages, from the programs' --help and docs/ (tools/man/mkman.py): they cannot drift.
+.PHONY: man
+man: $(MAN_PAGES:%=$(BUILD)/man/%)
+$(MAN_PAGES:%=$(BUILD)/man/%) &: tools/man/mkman.py docs/operations.md docs/events.md \
+		$(BUILD)/tapfenced $(BUILD)/tapfence
+	$(call msg,MAN,$(BUILD)/man)
+	$(Q)python3 tools/man/mkman.py $(BUILD) $(BUILD)/man $(VERSION)
 
 deps:
 	$(Q)tools/deps.sh
@@ -215,8 +225,8 @@ test-vm: deps all vm-image
 
 # --- install (docs/operations.md#installing) ----------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=] [CNIDIR=$(PREFIX)/lib/cni]: the daemon, the CLI, the
-# CNI plugin (CNIDIR=/usr/lib/cni for Debian's plugin directory), an example config and the systemd
-# unit (UNITDIR, with SBINDIR and DOCDIR filled in; docs/systemd.md). The BPF
+# CNI plugin (CNIDIR=/usr/lib/cni for Debian's plugin directory), an example config, the systemd
+# unit (UNITDIR, with SBINDIR and DOCDIR filled in; docs/systemd.md) and the man pages (MANDIR). The BPF
 # programs are inside tapfenced (the skeleton): no object file to install.
 PREFIX  ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
@@ -224,8 +234,9 @@ BINDIR  ?= $(PREFIX)/bin
 CNIDIR  ?= $(PREFIX)/lib/cni
 DOCDIR  ?= $(PREFIX)/share/doc/tapfence
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+MANDIR  ?= $(PREFIX)/share/man
 .PHONY: install uninstall
-install: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni
+install: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni man
 	$(Q)install -D -m 0755 $(BUILD)/tapfenced $(DESTDIR)$(SBINDIR)/tapfenced
 	$(Q)install -D -m 0755 $(BUILD)/tapfence $(DESTDIR)$(BINDIR)/tapfence
 	$(Q)install -D -m 0755 $(BUILD)/tapfence-cni $(DESTDIR)$(CNIDIR)/tapfence-cni
@@ -235,12 +246,15 @@ install: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni
 	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g; s|@DOCDIR@|$(DOCDIR)|g' tools/systemd/tapfenced.service \
 		>$(DESTDIR)$(UNITDIR)/tapfenced.service
 	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/tapfenced.service
+	$(Q)for m in $(MAN_PAGES); do \
+		install -D -m 0644 $(BUILD)/man/$$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m || exit; done
 
 # Removes what install put there; never state, pins or enforcement (tapfenced --cleanup does).
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(SBINDIR)/tapfenced $(DESTDIR)$(BINDIR)/tapfence \
 		$(DESTDIR)$(CNIDIR)/tapfence-cni $(DESTDIR)$(DOCDIR)/examples/tapfence.json \
 		$(DESTDIR)$(DOCDIR)/systemd.md $(DESTDIR)$(UNITDIR)/tapfenced.service
+	$(Q)for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; done
 	$(Q)rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 # --- end of install ------------------------------------------------------------------------------
 
