@@ -226,7 +226,8 @@ test-vm: deps all vm-image
 # --- install (docs/operations.md#installing) ----------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=] [CNIDIR=$(PREFIX)/lib/cni]: the daemon, the CLI, the
 # CNI plugin (CNIDIR=/usr/lib/cni for Debian's plugin directory), an example config, the systemd
-# unit (UNITDIR, with SBINDIR and DOCDIR filled in; docs/systemd.md) and the man pages (MANDIR). The BPF
+# unit (UNITDIR, with SBINDIR and DOCDIR filled in; docs/systemd.md), the man pages (MANDIR) and the
+# bash completion (COMPDIR). The BPF
 # programs are inside tapfenced (the skeleton): no object file to install.
 PREFIX  ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
@@ -235,6 +236,7 @@ CNIDIR  ?= $(PREFIX)/lib/cni
 DOCDIR  ?= $(PREFIX)/share/doc/tapfence
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 MANDIR  ?= $(PREFIX)/share/man
+COMPDIR ?= $(PREFIX)/share/bash-completion/completions
 .PHONY: install uninstall
 install: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni man
 	$(Q)install -D -m 0755 $(BUILD)/tapfenced $(DESTDIR)$(SBINDIR)/tapfenced
@@ -248,6 +250,7 @@ install: $(BUILD)/tapfenced $(BUILD)/tapfence $(BUILD)/tapfence-cni man
 	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/tapfenced.service
 	$(Q)for m in $(MAN_PAGES); do \
 		install -D -m 0644 $(BUILD)/man/$$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m || exit; done
+	$(Q)install -D -m 0644 tools/completion/tapfence.bash $(DESTDIR)$(COMPDIR)/tapfence
 
 # Removes what install put there; never state, pins or enforcement (tapfenced --cleanup does).
 uninstall:
@@ -255,6 +258,7 @@ uninstall:
 		$(DESTDIR)$(CNIDIR)/tapfence-cni $(DESTDIR)$(DOCDIR)/examples/tapfence.json \
 		$(DESTDIR)$(DOCDIR)/systemd.md $(DESTDIR)$(UNITDIR)/tapfenced.service
 	$(Q)for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; done
+	$(Q)rm -f $(DESTDIR)$(COMPDIR)/tapfence
 	$(Q)rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 # --- end of install ------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # `tapfence events' filters and outputs (docs/events.md#the-cli): --verdict, --reason (a list),
 # --proto, --session; live from the daemon's stream and offline from the event log (--log, --since,
-# --until, --last N); -o compact|table|json; bad values named; `--follow | head -n 1' exits 0.
+# --until, --last N); -o compact|table|json; bad values named; `--follow | head -n 1' exits 0; the
+# bash completion offers commands, session ids from the daemon, reasons and modes.
 set -u
 . "$(dirname "$0")/lib.sh"
 tf_init
@@ -75,6 +76,24 @@ check_says "-o xml: named" 64 "-o: \`xml' is not compact, table or json" tfc eve
 check_says "--follow with --last: refused" 64 "--follow reads the daemon's stream" \
 	tfc events --follow --last 3
 check_says "--log of a missing file: named" 1 "--log: cannot read" tfc events --log "$T/none.jsonl"
+
+note "bash completion (tools/completion/tapfence.bash)"
+# comp WORD...: what completing the last WORD offers, with this test's daemon as the default one.
+comp() {
+	TAPFENCE_SOCKET=$TF_SOCK PATH=$TF_BUILD:$PATH bash -c '
+		. "$0"; COMP_WORDS=("${@}"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _tapfence
+		printf "%s\n" "${COMPREPLY[@]}"' "$TF_ROOT/tools/completion/tapfence.bash" "$@"
+}
+comp tapfence "" >"$T/c1"
+check "completion: every top command" sh -c "grep -qx session '$T/c1' && grep -qx events '$T/c1' && grep -qx metrics '$T/c1'"
+comp tapfence session "" >"$T/c2"
+check "completion: session's subcommands" sh -c "grep -qx quarantine '$T/c2' && grep -qx mode '$T/c2'"
+comp tapfence session show "" >"$T/c3"
+check "completion: session ids from the daemon" grep -qx a "$T/c3"
+comp tapfence events --reason no_rule,deny_r >"$T/c4"
+check "completion: reasons, after a comma too" grep -qx "no_rule,deny_rule" "$T/c4"
+comp tapfence session mode a "" >"$T/c5"
+check "completion: the modes" sh -c "grep -qx audit '$T/c5' && grep -qx enforce '$T/c5'"
 
 note "--follow | head -n 1"
 ( sleep 1; traffic ) &

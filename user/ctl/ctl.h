@@ -60,6 +60,7 @@ int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, ch
 int cmd_metrics(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_guard(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_version(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
+int cmd_reasons(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 
 /* Errors and usage (tapfence.c). ctl_usage() prints one command's usage, returns -CTL_EUSAGE. */
 void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -32,6 +32,8 @@ static const struct ctl_cmd top_cmds[] = {
 	{ "stats", cmd_stats, NULL, 0, 0, "stats", "show daemon-wide counters" },
 	{ "guard", cmd_guard, NULL, 0, 0, "guard",
 	  "list the guarded devices: their session, guard programs and drops" },
+	{ "reasons", cmd_reasons, NULL, 0, 0, "reasons",
+	  "list every verdict reason the feed reports (no daemon needed; docs/events.md)" },
 	{ "version", cmd_version, NULL, 0, 0, "version",
 	  "show the CLI's and the daemon's versions" },
 	{ "help", NULL, NULL, 0, 0, "help", "show this help" },
