@@ -19,7 +19,7 @@ endif
 
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
-ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DTF_VERSION='"$(VERSION)"' \
+ALL_CFLAGS := $(CPPFLAGS) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -DTF_VERSION='"$(VERSION)"' \
 	      -Iinclude -Iuser -I$(BUILD) -MMD -MP
 LDLIBS    := -lbpf -lelf -lz -lxdp -ljansson -lcap -lcrypto
 BPF_CFLAGS := -O2 -g $(WARN) -Wno-unused-function -target bpf -D__TARGET_ARCH_$(BPF_ARCH) \
@@ -98,17 +98,17 @@ $(CORE_LIB): $(CORE_OBJS)
 
 $(BUILD)/tapfenced: $(BUILD)/obj/user/daemon/main.o $(DAEMON_OBJS) $(COMMON_OBJS) $(CORE_LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The CLI parses specs as the daemon does (tapfence attest verify --spec): the core.
 $(BUILD)/tapfence: $(call obj,$(CTL_SRCS)) $(COMMON_OBJS) $(CORE_LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The CNI plugin (user/cni, docs/integration.md): the core for its JSON checks and ids.
 $(BUILD)/tapfence-cni: $(call obj,$(wildcard user/cni/*.c)) $(CORE_LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $^ -ljansson -lcrypto -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -ljansson -lcrypto -o $@
 
 # Unit test binaries link the daemon's library objects (not its main) and the core.
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(DAEMON_OBJS) $(COMMON_OBJS) $(CORE_LIB)
@@ -261,6 +261,23 @@ uninstall:
 	$(Q)rm -f $(DESTDIR)$(COMPDIR)/tapfence
 	$(Q)rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 # --- end of install ------------------------------------------------------------------------------
+
+# --- make deb (docs/packaging.md) -----------------------------------------------------------------
+# The Debian package, built by dpkg-buildpackage from the tracked files and tools/deb/debian, into
+# $(BUILD)/deb (its own build there, with Debian's hardening flags), then checked by lintian. This
+# make's variables stay out of it (MAKEFLAGS would hand the copy our BUILD, and its clean ours).
+DEB := $(BUILD)/deb/tapfence_$(VERSION)_amd64.deb
+.PHONY: deb
+deb:
+	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/tapfence-$(VERSION)
+	$(Q)git ls-files -z | xargs -0 cp -p --parents -t $(BUILD)/deb/tapfence-$(VERSION)
+	$(Q)cp -pr tools/deb/debian $(BUILD)/deb/tapfence-$(VERSION)/debian
+	$(Q)cd $(BUILD)/deb/tapfence-$(VERSION) && \
+		env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		DEB_BUILD_OPTIONS="nocheck parallel=$$(nproc)" dpkg-buildpackage -us -uc -b \
+		>../build.log 2>&1 || { tail -n 30 ../build.log; exit 1; }
+	$(Q)lintian --fail-on error,warning $(DEB)
+	@echo "  DEB      $(DEB)"
 
 clean:
 	$(call msg,CLEAN,$(BUILD))

@@ -19,6 +19,7 @@ PKGS=(
 	libcap2-bin # tests/netns/test_operator.sh: capsh, to start the daemon without CAP_SYS_RESOURCE
 	ethtool # tests/netns/test_reject.sh: checksum offload off, so the guest checks every answer
 	prometheus prometheus-node-exporter # tests/netns/test_metrics.sh: the textfile read and scraped
+	debhelper dpkg-dev fakeroot lintian # make deb, tests/netns/test_deb.sh
 	containernetworking-plugins jq # tests/netns/test_cni.sh: ptp and host-local (/usr/lib/cni)
 	# ahead of tapfence-cni in a chain, and jq for the configs and results it passes between them
 )

@@ -38,20 +38,16 @@ rsyslogd_start() {
 	defer kill_pid "$RS_PID"
 }
 
-rsyslogd_start "$coll" coll "global(workDirectory=\"$T/rs-coll\" maxMessageSize=\"64k\")
-module(load=\"imtcp\")
-input(type=\"imtcp\" address=\"10.77.0.2\" port=\"5514\")
-template(name=\"raw\" type=\"string\" string=\"%rawmsg%\\n\")
-action(type=\"omfile\" file=\"$COLLECTED\" template=\"raw\")"
+# The configs are docs/examples', placeholders filled: the example docs/fleet.md gives is this one.
+EX=$TF_ROOT/docs/examples
+rsyslogd_start "$coll" coll "$(sed "s|@WORKDIR@|$T/rs-coll|; s|@LISTEN@|10.77.0.2|; s|@PORT@|5514|;
+	s|@OUT@|$COLLECTED|" "$EX/rsyslog-tapfence-collector.conf")"
 wait_for 5 n "$coll" sh -c 'ss -ltn | grep -q 10.77.0.2:5514' || die "the collector does not listen: $(tail -n 3 "$T/rs-coll.out")"
 
 tfd_start "$host"
 check "session a added" tfc session add "$T/a.json"
-rsyslogd_start "$host" node "global(workDirectory=\"$T/rs-node\" maxMessageSize=\"64k\")
-module(load=\"imfile\")
-input(type=\"imfile\" file=\"$TF_EVENTS\" tag=\"tapfence\" freshStartTail=\"off\")
-template(name=\"raw\" type=\"string\" string=\"%msg%\")
-action(type=\"omfwd\" target=\"10.77.0.2\" port=\"5514\" protocol=\"tcp\" template=\"raw\")"
+rsyslogd_start "$host" node "$(sed "s|@WORKDIR@|$T/rs-node|; s|@EVENT_LOG@|$TF_EVENTS|;
+	s|@COLLECTOR@|10.77.0.2|; s|@PORT@|5514|" "$EX/rsyslog-tapfence-node.conf")"
 
 n "$g" "$PY" -c 'import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
