@@ -58,6 +58,7 @@ int cmd_events(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, c
 int cmd_attest(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_stats(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_metrics(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
+int cmd_top(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_guard(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_version(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);
 int cmd_reasons(const struct ctl_opts *o, const struct ctl_cmd *self, int argc, char *argv[]);

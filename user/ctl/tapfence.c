@@ -16,6 +16,8 @@
 static const struct ctl_cmd top_cmds[] = {
 	{ "session", NULL, ctl_session_cmds, 0, 0, "session", "manage sessions" },
 	{ "rule", NULL, ctl_rule_cmds, 0, 0, "rule", "change a session's allowlist" },
+	{ "top", cmd_top, NULL, -1, -1, "top [--interval SEC] [--once] [--log FILE]",
+	  "the node at a glance, refreshed: sessions by denials, reasons, denied destinations (docs/top.md)" },
 	{ "metrics", cmd_metrics, NULL, 0, 0, "metrics",
 	  "the node's metrics in the Prometheus text format (docs/metrics.md)" },
 	{ "events", cmd_events, NULL, -1, -1,

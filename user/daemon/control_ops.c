@@ -133,6 +133,71 @@ static json_t *op_mode(struct tf_daemon *d, struct tf_client *c, struct tf_reque
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
 
+static int learned_count(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx)
+{
+	(void)k, (void)v;
+	(*(unsigned int *)ctx)++;
+	return 0;
+}
+
+/*
+ * "top": what `tapfence top' shows of each session, in one request: its
+ * packets allowed and denied so far (the CLI makes rates of two polls), its
+ * three largest deny reasons, learnt addresses, lost and held-back events.
+ */
+static json_t *op_top(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
+		      size_t errlen)
+{
+	__u64 cnt[TF_CNT_SLOTS], st[TF_STAT_MAX] = {}, allowed, denied;
+	json_t *arr = json_array(), *top;
+	unsigned int i, k, best[3], learned;
+	struct tf_sess *s;
+
+	(void)c, (void)r, (void)err, (void)errlen;
+	tf_dp_stats(&d->dp, st);
+	for (s = d->sessions; arr && s; s = s->next) {
+		if (tf_dp_counters(&d->dp, s->sid, cnt))
+			continue;
+		allowed = denied = 0;
+		for (i = 0; i < TF_REASON_MAX; i++) {
+			if (!strncmp(tf_reason_name(i), "allow_", 6))
+				allowed += cnt[i];
+			else
+				denied += cnt[i];
+		}
+		/* The three largest deny reasons, by a pass each (there are 78). */
+		top = json_array();
+		for (k = 0; k < 3; k++) {
+			best[k] = TF_REASON_MAX;
+			for (i = 0; i < TF_REASON_MAX; i++)
+				if (cnt[i] && strncmp(tf_reason_name(i), "allow_", 6) &&
+				    (k < 1 || i != best[0]) && (k < 2 || i != best[1]) &&
+				    (best[k] == TF_REASON_MAX || cnt[i] > cnt[best[k]]))
+					best[k] = i;
+			if (best[k] == TF_REASON_MAX)
+				break;
+			json_array_append_new(top, json_pack("[s, I]", tf_reason_name(best[k]),
+							     (json_int_t)cnt[best[k]]));
+		}
+		learned = 0;
+		tf_dp_learned(&d->dp, s->sid, learned_count, &learned);
+		json_array_append_new(
+			arr,
+			json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:s, s:b, s:o}", "id",
+				  s->spec.id, "allowed", (json_int_t)allowed, "denied",
+				  (json_int_t)denied, "audited", (json_int_t)cnt[TF_CNT_AUDITED],
+				  "rejected", (json_int_t)cnt[TF_CNT_REJECTED], "events_lost",
+				  (json_int_t)cnt[TF_CNT_EVENTS_LOST], "events_suppressed",
+				  (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "learned", learned,
+				  "mode", s->spec.audit ? "audit" : "enforce", "quarantined",
+				  s->q.on, "top_denied", top));
+	}
+	return json_pack("{s:b, s:o, s:{s:I, s:I, s:I}}", "ok", 1, "sessions", arr, "events",
+			 "emitted", (json_int_t)st[TF_STAT_EVENTS], "lost",
+			 (json_int_t)st[TF_STAT_EVENTS_LOST], "written",
+			 (json_int_t)d->events_written);
+}
+
 static json_t *op_metrics(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,
 			  size_t errlen)
 {
@@ -386,6 +451,7 @@ static tf_op_fn *const handlers[TF_OP_MAX] = {
 	[TF_OP_SESSION_RESUME] = op_quarantine,
 	[TF_OP_SESSION_MODE] = op_mode,
 	[TF_OP_METRICS] = op_metrics,
+	[TF_OP_TOP] = op_top,
 };
 
 json_t *tf_ctl_dispatch(struct tf_daemon *d, struct tf_client *c, struct tf_request *r, char *err,

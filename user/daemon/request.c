@@ -153,6 +153,7 @@ static const struct op_desc ops[TF_OP_MAX] = {
 	[TF_OP_SESSION_RESUME] = { "session.resume", f_id, parse_id },
 	[TF_OP_SESSION_MODE] = { "session.mode", f_mode, parse_mode },
 	[TF_OP_METRICS] = { "metrics", f_none, NULL },
+	[TF_OP_TOP] = { "top", f_none, NULL },
 };
 
 static int check_fields(json_t *req, const char *const *fields, char *err, size_t errlen)
