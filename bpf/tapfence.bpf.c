@@ -272,3 +272,22 @@ int tc_guard_to_guest(struct __sk_buff *skb)
 {
 	return guard(skb, TF_DIR_TO_GUEST);
 }
+
+/*
+ * How full every hash table is, for the daemon's metrics (user/daemon/
+ * metrics.c): one line "<map id> <entries>" per map on the system, from the
+ * counts the kernel keeps per CPU for hash maps. A walk of one iterator,
+ * where counting each session's tables' entries from userspace would be a
+ * system call per entry.
+ */
+extern __s64 bpf_map_sum_elem_count(const struct bpf_map *map) __ksym;
+
+SEC("iter/bpf_map")
+int tf_map_fill(struct bpf_iter__bpf_map *ctx)
+{
+	struct bpf_map *map = ctx->map;
+
+	if (map)
+		BPF_SEQ_PRINTF(ctx->meta->seq, "%u %lld\n", map->id, bpf_map_sum_elem_count(map));
+	return 0;
+}

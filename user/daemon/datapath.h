@@ -46,6 +46,7 @@ struct tf_dp {
 	unsigned int floor_host;   /* host entries in tf_floor */
 	unsigned int floor_failed; /* host entries the last write could not store: 0 = complete */
 	unsigned long long floor_errors; /* host entries that could not be written, since start */
+	struct bpf_link *fill;		 /* tf_map_fill's iterator (NULL: table fill unknown) */
 };
 
 /* One attachment of a session; fds are -1 when not attached. */
@@ -91,6 +92,8 @@ int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
 void tf_dp_slot_release(struct tf_dp *dp, __u32 sid);
 /* Slot sid's table of kind which: an fd the datapath keeps (do not close it), or -ENOENT. */
 int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid);
+/* Entries in each kind of per-session table, all sessions together; -ENOTSUP without the iterator. */
+int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS]);
 
 /* Write policy p as generation ver of slot sid. */
 int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)

@@ -249,6 +249,13 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		if (err)
 			goto cleanup;
 	}
+	/* Metrics only: without it the tables' fill is not reported, nothing else changes. */
+	dp->fill = bpf_program__attach_iter(skel->progs.tf_map_fill, NULL);
+	if (!dp->fill) {
+		pr_warn("cannot attach the table-fill iterator: %s (no fill in the metrics)\n",
+			strerror(errno));
+		dp->fill = NULL;
+	}
 	abi = TF_ABI_VERSION;
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.tf_abi), &zero, &abi, BPF_ANY)) {
 		err = -errno;
@@ -270,6 +277,8 @@ void tf_dp_close(struct tf_dp *dp)
 {
 	if (!dp)
 		return;
+	bpf_link__destroy(dp->fill);
+	dp->fill = NULL;
 	tf_dp_slots_close(dp);
 	free(dp->host);
 	dp->host = NULL;

@@ -6,8 +6,10 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -496,4 +498,78 @@ int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS])
 int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX])
 {
 	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_stats), 0, TF_STAT_MAX, out);
+}
+
+struct fill_pair {
+	__u32 id;
+	__u64 n;
+};
+
+static int fill_cmp(const void *a, const void *b)
+{
+	const struct fill_pair *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
+{
+	struct fill_pair *pairs = NULL, *p, key;
+	size_t npairs = 0, cap = 0, len = 0;
+	char *text = NULL, *line, *save;
+	struct bpf_map_info info;
+	__u32 ilen, sid;
+	unsigned long id;
+	unsigned long long n;
+	FILE *f;
+	int fd, m, c;
+
+	memset(out, 0, sizeof(__u64) * TF_SLOT_MAPS);
+	if (!dp->fill)
+		return -ENOTSUP;
+	fd = bpf_iter_create(bpf_link__fd(dp->fill));
+	if (fd < 0)
+		return -errno;
+	f = open_memstream(&text, &len);
+	if (f) {
+		char buf[8192];
+		ssize_t r;
+
+		while ((r = read(fd, buf, sizeof(buf))) > 0)
+			fwrite(buf, 1, (size_t)r, f);
+		fclose(f);
+	}
+	close(fd);
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%lu %llu", &id, &n) != 2)
+			continue;
+		if (npairs == cap) {
+			cap = cap ? 2 * cap : 256;
+			p = realloc(pairs, cap * sizeof(*p));
+			if (!p)
+				break;
+			pairs = p;
+		}
+		pairs[npairs].id = (__u32)id;
+		pairs[npairs++].n = n;
+	}
+	free(text);
+	qsort(pairs, npairs, sizeof(*pairs), fill_cmp);
+	for (m = 0; m < TF_SLOT_MAPS; m++)
+		for (sid = 1; sid < TF_MAX_SESSIONS; sid++) {
+			c = dp->slot_fd[m][sid];
+			if (c < 0)
+				continue;
+			memset(&info, 0, sizeof(info));
+			ilen = sizeof(info);
+			if (bpf_obj_get_info_by_fd(c, &info, &ilen))
+				continue;
+			key.id = info.id;
+			p = npairs ? bsearch(&key, pairs, npairs, sizeof(*pairs), fill_cmp) : NULL;
+			if (p)
+				out[m] += p->n;
+		}
+	free(pairs);
+	return 0;
 }

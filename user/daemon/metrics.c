@@ -72,7 +72,7 @@ static void programs(FILE *f, struct tf_dp *dp)
 
 static void write_metrics(struct tf_daemon *d, FILE *f)
 {
-	__u64 tot[TF_CNT_SLOTS], cnt[TF_CNT_SLOTS], st[TF_STAT_MAX] = {};
+	__u64 tot[TF_CNT_SLOTS], cnt[TF_CNT_SLOTS], st[TF_STAT_MAX] = {}, fill[TF_SLOT_MAPS];
 	const struct tf_config *c = &d->cfg;
 	struct tf_sess *s;
 	unsigned int r;
@@ -146,6 +146,18 @@ static void write_metrics(struct tf_daemon *d, FILE *f)
 	fprintf(f, "tapfence_table_capacity_entries{table=\"learned\"} %u\n", c->learned_entries);
 	fprintf(f, "tapfence_table_capacity_entries{table=\"dns_queries\"} %u\n", c->dns_queries);
 	fprintf(f, "tapfence_table_capacity_entries{table=\"tls_buffers\"} %u\n", c->tls_pending);
+	if (!tf_dp_fill(&d->dp, fill)) {
+		head(f, "tapfence_table_entries", "gauge",
+		     "Entries in each kind of per-session table, all sessions together.");
+		fprintf(f, "tapfence_table_entries{table=\"flows\"} %llu\n",
+			(unsigned long long)fill[TF_SLOT_FLOWS]);
+		fprintf(f, "tapfence_table_entries{table=\"learned\"} %llu\n",
+			(unsigned long long)fill[TF_SLOT_LEARNED]);
+		fprintf(f, "tapfence_table_entries{table=\"dns_queries\"} %llu\n",
+			(unsigned long long)fill[TF_SLOT_DNSQ]);
+		fprintf(f, "tapfence_table_entries{table=\"tls_buffers\"} %llu\n",
+			(unsigned long long)fill[TF_SLOT_TLSBUF]);
+	}
 	head(f, "tapfence_table_full_packets_total", "counter",
 	     "Packets denied because a table was full.");
 	fprintf(f, "tapfence_table_full_packets_total{table=\"flows\"} %llu\n",
