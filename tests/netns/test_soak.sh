@@ -121,10 +121,22 @@ print(sum(n) if len(n) == 4 else "")' <"$1"
 }
 fd_is() { [ "$(fd_count)" -eq "$1" ]; }
 
+# fd_settled: the count once it has held for half a second (the daemon closes a client's
+# connection at its next turn of the loop, slowly under valgrind).
+fd_settled() {
+	local a b i
+	b=$(fd_count)
+	for i in $(seq 20); do
+		sleep 0.5
+		a=$(fd_count)
+		[ "$a" -eq "$b" ] && break
+		b=$a
+	done
+	echo "$b"
+}
 # Counted once the daemon has answered: it opens its signalfd in its loop, after the socket.
 tfc version >/dev/null || die "tapfenced does not answer"
-sleep 1	# and has closed that client's connection (slow under valgrind)
-FD_START=$(fd_count)
+FD_START=$(fd_settled)
 note "daemon's fds at start, no session, no client: $FD_START"
 
 # --- the permanent session, warm-up -----------------------------------------------------------
@@ -147,8 +159,7 @@ for c in version stats "session list" "session show g1"; do
 done
 expect_event session=g1 reason=no_rule dst=203.0.113.10 -- "warm-up: the denied connection is in the feed"
 
-sleep 1 # the CLI's connections are closed by now; give the daemon a moment to see it
-FD_WARM=$(fd_count)
+FD_WARM=$(fd_settled) # the CLI's connections closed
 HEAP_WARM=$(heap_bytes "$T/heap-warm.txt")
 note "after warm-up (session g1, no client): $FD_WARM fds, heap ${HEAP_WARM:-?} bytes"
 [ -n "$HEAP_WARM" ] || fail "vgdb: no heap summary from the daemon (see $VG_LOG)"
