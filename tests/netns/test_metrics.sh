@@ -64,6 +64,17 @@ more() { awk -v a="$(value 'tapfence_packets_total{reason="no_rule",verdict="den
 check "the query shows the counter moved by the traffic (from $before)" wait_for 15 more
 check "the per-session series is there" wait_for 5 has_value 'tapfence_session_denied_packets_total{session="a"}'
 
+note "program run times, with kernel.bpf_stats_enabled"
+STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+defer sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
+setup sysctl -qw kernel.bpf_stats_enabled=1
+guest_probe "with stats: 203.0.113.10:80" 203.0.113.10 blocked
+check "tapfence metrics (stats on)" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' metrics >'$T/m2.txt'"
+check "tc_from_guest's runs are counted" grep -qE '^tapfence_program_runs_total\{program="tc_from_guest"\} [1-9]' "$T/m2.txt"
+check "... and its run time" grep -qE '^tapfence_program_run_seconds_total\{program="tc_from_guest"\} [0-9.]+' "$T/m2.txt"
+setup sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
+check "the sealed log's last checkpoint time" grep -qE '^tapfence_log_last_checkpoint_timestamp_seconds [1-9][0-9]{9}$' "$T/m2.txt"
+
 note "per-session series go with their session"
 check "session del a" tfc session del a
 sleep 2
