@@ -41,6 +41,9 @@ write() { n "$1" "$PY" "$TF_NETNS_DIR/tapstorm.py" write --dev "$2" --frames 5 "
 reached() { since "$L_INET" | grep -c "from 10.50.0.2:40000"; }
 # some_reached: at least one did (for wait_for, which re-runs it: $(reached) in its arguments would not).
 some_reached() { [ "$(reached)" -ge 1 ]; }
+# write_reached: write tapc's frames again, then some_reached (the first frames after a claim can
+# wait on the host's neighbour resolution towards the far side, and be dropped there).
+write_reached() { write "$host" tapc >/dev/null 2>&1; sleep 0.3; some_reached; }
 # guarded IFNAME: `tapfence guard' lists IFNAME with its guard programs attached.
 guarded() { tfc --json guard 2>/dev/null | tfjson check /dev/stdin \
 	'any(e["ifname"] == a[0] and e["programs"] for e in d["devices"])' "$1" >/dev/null; }
@@ -87,8 +90,7 @@ tfc --json session show c >"$T/c.show" 2>&1
 check "session c: tapfence heads tapc's chains (its programs ahead of the guard's)" tfjson check \
 	"$T/c.show" 'd["session"]["first"] is True'
 tf_mark
-setup write "$host" tapc
-check "claimed: tapc's frames reach the far side" wait_for 2 some_reached
+check "claimed: tapc's frames reach the far side" wait_for 5 write_reached
 check_says "--release on a guarded device is refused" 1 "matches guard.interfaces" \
 	tfc session del c --release
 tfc session del c >/dev/null 2>&1 || fail "session del c"
@@ -117,8 +119,7 @@ expect_event verdict=deny reason=guard_unclaimed ifname=tapc -- "the re-created 
 tfc session del c >/dev/null 2>&1
 sessions_add c
 tf_mark
-setup write "$host" tapc
-check "re-claimed (session del, session add): tapc's frames pass" wait_for 2 some_reached
+check "re-claimed (session del, session add): tapc's frames pass" wait_for 5 write_reached
 tfc session del c >/dev/null 2>&1
 
 note "the nftables guard flushed away (a reload of nftables.service)"
