@@ -135,7 +135,8 @@ int tc_from_guest(struct __sk_buff *skb)
 		v = deny(&j, TF_REASON_UNKNOWN);
 		break;
 	}
-	if (v == JUDGE_DENY)
+	/* Only a session that answers pays for the checksum state's reads. */
+	if (v == JUDGE_DENY && (j.mode & TF_SF_REJECT))
 		j.reply = reject_wanted(&j, skb_csum_partial(skb, &j), tc_is_gso(skb));
 	if (record(&j, v) != JUDGE_ALLOW)
 		return j.reply ? tc_reject(skb, &j) : TC_ACT_SHOT;
@@ -197,7 +198,7 @@ int xdp_from_guest(struct xdp_md *ctx)
 		v = deny(&j, TF_REASON_UNKNOWN);
 		break;
 	}
-	if (v == JUDGE_DENY)
+	if (v == JUDGE_DENY && (j.mode & TF_SF_REJECT))
 		j.reply = reject_wanted(&j, 0, xdp_on_skb(ctx));
 	if (record(&j, v) != JUDGE_ALLOW)
 		return j.reply ? xdp_reject(ctx, &j) : XDP_DROP;
