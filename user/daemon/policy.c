@@ -197,6 +197,21 @@ static int intern(struct compiler *cc)
 	return (int)id;
 }
 
+/* out's port class: the scratch sets interned (0 if they are all empty). 0 or -errno. */
+static int take_class(struct compiler *cc, struct perm *out)
+{
+	int ret;
+
+	out->cls = 0;
+	if (!cc->nscratch[0] && !cc->nscratch[1] && !cc->nscratch[2])
+		return 0;
+	ret = intern(cc);
+	if (ret < 0)
+		return ret;
+	out->cls = (unsigned int)ret;
+	return 0;
+}
+
 /*
  * The TLS ports rule r adds: with "tls": true all its TCP ports, with
  * "tls": false none, else (host rules only) port 443 if it allows it.
@@ -278,14 +293,7 @@ static int group_perm(struct compiler *cc, unsigned int from, unsigned int to, i
 		if (added)
 			cc->nscratch[k] = tf_ranges_merge(cc->scratch[k], cc->nscratch[k]);
 	}
-	out->cls = 0;
-	if (!cc->nscratch[0] && !cc->nscratch[1] && !cc->nscratch[2])
-		return 0;
-	ret = intern(cc);
-	if (ret < 0)
-		return ret;
-	out->cls = (unsigned int)ret;
-	return 0;
+	return take_class(cc, out);
 }
 
 /* The ports of set k that p allows: every one (*all), or the ranges returned (*n of them). */
@@ -365,14 +373,7 @@ static int perm_minus(struct compiler *cc, const struct perm *a, const struct pe
 		if (!cc->nscratch[k])
 			out->protos &= ~tf_pbit[k];
 	}
-	out->cls = 0;
-	if (!cc->nscratch[0] && !cc->nscratch[1] && !cc->nscratch[2])
-		return 0;
-	ret = intern(cc);
-	if (ret < 0)
-		return ret;
-	out->cls = (unsigned int)ret;
-	return 0;
+	return take_class(cc, out);
 }
 
 /* Bits lo..hi (0..255) of a chunk; bit i is bit i % 64 of w[i / 64]. */
