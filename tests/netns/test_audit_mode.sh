@@ -28,11 +28,7 @@ SLOG=$T/tls.log
 tlsserver_start "$inet" "$SLOG" --cert "www.app.test:$T/www.app.test.pem:$T/www.app.test.key" \
 	--cert "other.test:$T/other.test.pem:$T/other.test.key" --tcp $WEB:443
 FP=$TF_NETNS_DIR/flowpeer.py L_FP=$T/fp.log
-ip netns exec "$inet" "$PY" "$FP" serve --log "$L_FP" --ready "$T/fp.ready" --tcp $FAR:7001 \
-	>>"$T/fp.out" 2>&1 &
-defer kill_pid $!
-wait_for 5 test -e "$T/fp.ready" || die "flowpeer did not start"
-tf_watch "$L_FP"
+flowpeer_start "$inet" "$L_FP" --tcp $FAR:7001
 DNS_LOG=$T/dns.log
 dnsmasq_start "$host" "$DNS_LOG" 10.10.1.1 --host-record=www.app.test,$WEB \
 	--host-record=name.test,$WEB --host-record=other.test,$WEB
@@ -109,12 +105,7 @@ check "session show: the audited counter" tfjson check "$T/show.json" \
 	'd["session"]["counters"]["audited"] >= 3'
 
 note "a live switch: a connection audit mode opened"
-: >"$T/st.log"
-ip netns exec "$guest" "$PY" "$FP" stream --tcp $FAR:7001 --sport 42001 --tag st --log "$T/st.log" \
-	--stop "$T/stop" --ready "$T/st.ready" >>"$T/st.out" 2>&1 &
-defer kill_pid $!
-wait_for 5 test -e "$T/st.ready" || die "the stream did not connect"
-tf_watch "$T/st.log"
+flowpeer_stream "$guest" "$T/st.log" --tcp $FAR:7001 --sport 42001 --tag st --stop "$T/stop"
 sleep 1
 tf_mark
 sleep 1
@@ -147,10 +138,7 @@ check "restarted: GET http://name.test/ still passes" get_name name.test
 
 note "a quarantine is enforced in audit mode"
 rm -f "$T/stop"
-ip netns exec "$guest" "$PY" "$FP" stream --tcp $FAR:7001 --sport 42003 --tag st2 --log "$T/st2.log" \
-	--stop "$T/stop" --ready "$T/st2.ready" >>"$T/st.out" 2>&1 &
-defer kill_pid $!
-wait_for 5 test -e "$T/st2.ready" || die "the second stream did not connect"
+flowpeer_stream "$guest" "$T/st2.log" --tcp $FAR:7001 --sport 42003 --tag st2 --stop "$T/stop"
 sleep 1
 tf_mark
 sleep 1

@@ -25,11 +25,7 @@ done
 L2=$T/inet2.log
 listener_start "$inet" "$L2" tcp:$OK:8080 "tcp:[$V6A]:80" "tcp:[$V6B]:80"
 FP=$TF_NETNS_DIR/flowpeer.py L_FP=$T/fp.log
-ip netns exec "$inet" "$PY" "$FP" serve --log "$L_FP" --ready "$T/fp.ready" --tcp $OK:7001 \
-	>>"$T/fp.out" 2>&1 &
-defer kill_pid $!
-wait_for 5 test -e "$T/fp.ready" || die "flowpeer did not start"
-tf_watch "$L_FP"
+flowpeer_start "$inet" "$L_FP" --tcp $OK:7001
 DNS_LOG=$T/dns.log
 dnsmasq_start "$host" "$DNS_LOG" 10.10.1.1 --host-record=www.app.test,$OK \
 	--host-record=gist.app.test,$OK --host-record=x.gist.app.test,$OK --host-record=cdn.app.test,$FAR
@@ -83,11 +79,7 @@ expect_not_reached "$L_INET" "tcp $FAR:80 from" "cdn.app.test's address never re
 expect_event session=a verdict=deny reason=deny_rule dst=$FAR -- "the learnt address is deny_rule"
 
 note "a deny rule added live cuts an established connection"
-: >"$T/st.log"
-ip netns exec "$guest" "$PY" "$FP" stream --tcp $OK:7001 --sport 42001 --tag st --log "$T/st.log" \
-	--stop "$T/stop" --ready "$T/st.ready" >>"$T/st.out" 2>&1 &
-defer kill_pid $!
-wait_for 5 test -e "$T/st.ready" || die "the stream did not connect"
+flowpeer_stream "$guest" "$T/st.log" --tcp $OK:7001 --sport 42001 --tag st --stop "$T/stop"
 sleep 1
 tf_mark
 sleep 1

@@ -27,12 +27,8 @@ setup ip -n "$host" -6 route add $FAR6/128 via fd00:99::2 dev hi
 setup ip -n "$inet" addr add $FAR6/128 dev lo nodad
 L6=$T/inet6.log
 listener_start "$inet" "$L6" "tcp:[$FAR6]:80"
-FP=$TF_NETNS_DIR/flowpeer.py L_FP=$T/fp.log
-ip netns exec "$inet" "$PY" "$FP" serve --log "$L_FP" --ready "$T/fp.ready" --tcp $OK:7001 \
-	>>"$T/fp.out" 2>&1 &
-defer kill_pid $!
-wait_for 5 test -e "$T/fp.ready" || die "flowpeer did not start"
-tf_watch "$L_FP"
+L_FP=$T/fp.log
+flowpeer_start "$inet" "$L_FP" --tcp $OK:7001
 DNS_LOG=$T/dns.log
 dnsmasq_start "$host" "$DNS_LOG" 10.10.1.1 --host-record=allowed.test,$OK --host-record=denied.test,$FAR
 
@@ -129,12 +125,8 @@ expect_no_event session=r reason=spoofed_src rejected=True -- "... not answered"
 setup ip -n "$guest" addr del 10.10.1.99/24 dev ga
 
 note "a quarantine resets an established connection"
-: >"$T/st.log"
-ip netns exec "$guest" "$PY" "$FP" stream --tcp $OK:7001 --sport 42001 --tag st --log "$T/st.log" \
-	--stop "$T/stop" --ready "$T/st.ready" --interval 0.2 >>"$T/st.out" 2>&1 &
-defer kill_pid $!
-wait_for 5 test -e "$T/st.ready" || die "the stream did not connect"
-tf_watch "$T/st.log"
+flowpeer_stream "$guest" "$T/st.log" --tcp $OK:7001 --sport 42001 --tag st --stop "$T/stop" \
+	--interval 0.2
 sleep 1
 expect_reached "$L_FP" "from 10.10.1.2:42001 msg st" "the stream reaches its server"
 tf_mark
