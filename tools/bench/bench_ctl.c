@@ -6,7 +6,9 @@
  * request from its first byte written to its response line read. Every
  * response must say "ok": true. Prints JSON metrics (ms percentiles).
  *
- * Usage: bench_ctl SOCKET N OUT.json OP...   (OP: session_add, rule_add, session_del, in order)
+ * Usage: bench_ctl SOCKET N OUT.json [prefix=P] [first=K] [present=M] OP...
+ *   OP: session_add, rule_add, session_del (on sessions K..K+N-1, in order), churn (each of
+ *   them added then deleted in turn); metric ids P.OP.p50|p99|max (P: ctl)
  * The interfaces must exist in tapfenced's network namespace
  * (tools/bench/ctl.sh makes them as tap devices).
  */
@@ -155,10 +157,16 @@ static const struct op {
 	int (*req)(char *b, size_t n, unsigned int i);
 	double p99_max_ms; /* target on p99 (0: none) */
 } ops[] = {
-	{ "session_add", req_session_add, 5.0 },
+	{ "session_add", req_session_add, 0 },
 	{ "rule_add", req_rule_add, 1.0 },
 	{ "session_del", req_session_del, 0 },
+	/* churn: session i added then deleted, for each i in turn, with the others present */
+	{ "churn_add", req_session_add, 5.0 },
+	{ "churn_del", req_session_del, 5.0 },
 };
+
+#define OP_CHURN_ADD 3
+#define OP_CHURN_DEL 4
 
 static double now_ms(void)
 {
@@ -183,40 +191,48 @@ static double pct(const double *v, unsigned int n, double p)
 	return v[(k ? k : 1) - 1];
 }
 
-static int run_op(struct conn *c, const struct op *op, unsigned int n, json_t *metrics)
+/* Time one request of op on index i into *lat. */
+static int timed(struct conn *c, const struct op *op, unsigned int i, double *lat)
 {
-	static double lat[MAX_N];
 	static char req[REQ_MAX];
+	double t0;
+	int len, err;
+
+	len = op->req(req, sizeof(req), i);
+	if (len < 0)
+		return len;
+	t0 = now_ms();
+	err = roundtrip(c, req, (size_t)len);
+	*lat = now_ms() - t0;
+	if (err)
+		return err;
+	if (!response_ok(c->buf)) {
+		fprintf(stderr, "bench_ctl: %s %u: %s\n", op->id, i, c->buf);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Sort lat and append op's percentiles to metrics, named prefix.op.p* */
+static void report(const char *prefix, const struct op *op, double *lat, unsigned int n,
+		   const char *what, json_t *metrics)
+{
 	static const struct {
 		const char *name;
 		double p;
 	} ps[] = { { "p50", 50 }, { "p99", 99 }, { "max", 100 } };
-	char id[64], desc[128];
+	char id[96], desc[256];
+	double sum = 0;
 	unsigned int i, k;
-	double t0, sum = 0;
 	json_t *m;
-	int len, err;
 
-	for (i = 1; i <= n; i++) {
-		len = op->req(req, sizeof(req), i);
-		if (len < 0)
-			return len;
-		t0 = now_ms();
-		err = roundtrip(c, req, (size_t)len);
-		lat[i - 1] = now_ms() - t0;
-		if (err)
-			return err;
-		if (!response_ok(c->buf)) {
-			fprintf(stderr, "bench_ctl: %s %u: %s\n", op->id, i, c->buf);
-			return -EPROTO;
-		}
-		sum += lat[i - 1];
-	}
+	for (i = 0; i < n; i++)
+		sum += lat[i];
 	qsort(lat, n, sizeof(*lat), cmp_double);
 	for (k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
-		snprintf(id, sizeof(id), "ctl.%s.%s", op->id, ps[k].name);
-		snprintf(desc, sizeof(desc), "%s latency, %s over %u requests", op->id, ps[k].name,
-			 n);
+		snprintf(id, sizeof(id), "%s.%s.%s", prefix, op->id, ps[k].name);
+		snprintf(desc, sizeof(desc), "%s latency, %s over %u requests%s", op->id,
+			 ps[k].name, n, what);
 		m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:i}", "id", id, "group", "control",
 			      "desc", desc, "unit", "ms", "value", pct(lat, n, ps[k].p), "n", n);
 		if (m && !strcmp(ps[k].name, "p99") && op->p99_max_ms > 0)
@@ -226,43 +242,83 @@ static int run_op(struct conn *c, const struct op *op, unsigned int n, json_t *m
 		json_array_append_new(metrics, m);
 	}
 	fprintf(stderr,
-		"  %-12s p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  mean %6.2f ms (n = %u)\n",
-		op->id, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100), sum / n, n);
+		"  %-18s p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  mean %6.2f ms (n = %u)\n", id,
+		pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100), sum / n, n);
+}
+
+/*
+ * op on indexes first..first+n-1 in turn; churn (k = OP_CHURN_ADD): each
+ * added then deleted before the next.
+ */
+static int run_op(struct conn *c, const char *prefix, size_t k, unsigned int first, unsigned int n,
+		  const char *what, json_t *metrics)
+{
+	static double lat[MAX_N], lat2[MAX_N];
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		err = timed(c, &ops[k], first + i, &lat[i]);
+		if (!err && k == OP_CHURN_ADD)
+			err = timed(c, &ops[OP_CHURN_DEL], first + i, &lat2[i]);
+	}
+	if (err)
+		return err;
+	report(prefix, &ops[k], lat, n, what, metrics);
+	if (k == OP_CHURN_ADD)
+		report(prefix, &ops[OP_CHURN_DEL], lat2, n, what, metrics);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static struct conn c;
+	const char *prefix = "ctl", *what = "";
+	unsigned int n, first = 1;
 	json_t *root, *metrics;
-	unsigned int n;
+	char whatbuf[128];
 	size_t k;
 	int a, err = 0;
 
 	if (argc < 5 || !(n = (unsigned int)strtoul(argv[2], NULL, 10)) || n > MAX_N) {
-		fprintf(stderr, "Usage: bench_ctl SOCKET N OUT.json OP...   (1 <= N <= %u)\n",
+		fprintf(stderr,
+			"Usage: bench_ctl SOCKET N OUT.json [prefix=P] [first=K] [present=M] OP...\n"
+			"  OP: session_add rule_add session_del churn (1 <= N <= %u)\n",
 			MAX_N);
 		return 2;
 	}
-	for (a = 4; a < argc; a++) {
-		for (k = 0; k < sizeof(ops) / sizeof(ops[0]) && strcmp(argv[a], ops[k].id); k++)
-			;
-		if (k == sizeof(ops) / sizeof(ops[0])) {
-			fprintf(stderr, "bench_ctl: unknown operation `%s'\n", argv[a]);
+	for (a = 4; a < argc && strchr(argv[a], '='); a++) {
+		if (!strncmp(argv[a], "prefix=", 7)) {
+			prefix = argv[a] + 7;
+		} else if (!strncmp(argv[a], "first=", 6)) {
+			first = (unsigned int)strtoul(argv[a] + 6, NULL, 10);
+		} else if (!strncmp(argv[a], "present=", 8)) {
+			snprintf(whatbuf, sizeof(whatbuf), ", %s sessions present", argv[a] + 8);
+			what = whatbuf;
+		} else {
+			fprintf(stderr, "bench_ctl: unknown option `%s'\n", argv[a]);
 			return 2;
 		}
 	}
+	metrics = json_array();
+	root = json_pack("{s:s, s:i, s:o}", "tool", "bench_ctl", "sessions", n, "metrics", metrics);
 	err = conn_open(&c, argv[1]);
 	if (err) {
 		fprintf(stderr, "bench_ctl: cannot connect to `%s': %s\n", argv[1], strerror(-err));
+		json_decref(root);
 		return 1;
 	}
-	metrics = json_array();
-	root = json_pack("{s:s, s:i, s:o}", "tool", "bench_ctl", "sessions", n, "metrics", metrics);
-	for (a = 4; root && a < argc && !err; a++) {
-		for (k = 0; strcmp(argv[a], ops[k].id); k++)
+	for (; root && a < argc && !err; a++) {
+		const char *op = !strcmp(argv[a], "churn") ? "churn_add" : argv[a];
+
+		for (k = 0; k < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[k].id); k++)
 			;
-		err = run_op(&c, &ops[k], n, metrics);
+		if (k == sizeof(ops) / sizeof(ops[0]) || k == OP_CHURN_DEL) {
+			fprintf(stderr, "bench_ctl: unknown operation `%s'\n", argv[a]);
+			err = -EINVAL;
+			break;
+		}
+		err = run_op(&c, prefix, k, first, n, what, metrics);
 	}
 	close(c.fd);
 	if (err)

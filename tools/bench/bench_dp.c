@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -1486,6 +1487,34 @@ static int write_json(json_t *root, const char *path)
 	return rename(tmp, path) ? -errno : 0;
 }
 
+/*
+ * The soft fd limit up to the hard one: every session holds its tables'
+ * fds (TF_SLOT_MAPS each), and the 4095-session point needs more than
+ * systemd's default soft limit of 1024.
+ */
+static int fd_limit_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	rl.rlim_cur = rl.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &rl) ? -errno : 0;
+}
+
+/* After a part: note a failure, write what there is so far. 0, or 1 if anything failed. */
+static int part_done(json_t *root, json_t *failed, const char *part, int err, const char *out)
+{
+	if (err) {
+		pr_warn("bench_dp: part %s: %s\n", part, strerror(-err));
+		json_array_append_new(failed, json_pack("{s:s, s:s}", "part", part, "error",
+							strerror(-err)));
+	}
+	if (out && write_json(root, out))
+		return 1;
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1496,8 +1525,8 @@ int main(int argc, char **argv)
 	};
 	static struct bench b;
 	const char *out = NULL, *only = NULL;
-	json_t *root, *metrics;
-	int quick = 0, every, opt, err;
+	json_t *root, *metrics, *failed;
+	int quick = 0, every, opt, err, rc = 0;
 
 	while ((opt = getopt_long(argc, argv, "qo:O:", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -1517,6 +1546,10 @@ int main(int argc, char **argv)
 		}
 	}
 	libbpf_set_print(libbpf_print);
+	err = fd_limit_raise();
+	if (err)
+		pr_warn("bench_dp: cannot raise the fd limit: %s (the 4095-session point may fail)\n",
+			strerror(-err));
 	err = private_netns();
 	if (err) {
 		pr_warn("cannot make a private network namespace: %s\n", strerror(-err));
@@ -1532,8 +1565,14 @@ int main(int argc, char **argv)
 	if (!root)
 		return 1;
 
-	err = 0;
-	for (every = 0; every < 2 && !err && (!only || !strcmp(only, "paths")); every++) {
+	/*
+	 * Each part runs whatever an earlier one did; the file is rewritten
+	 * after each, so a part that fails loses only its own metrics (the
+	 * failures are listed in it).
+	 */
+	failed = json_array();
+	json_object_set_new(root, "failed", failed);
+	for (every = 0; every < 2 && (!only || !strcmp(only, "paths")); every++) {
 		tf_config_defaults(&b.cfg);
 		if (every)
 			b.cfg.events_per_s = 0;
@@ -1542,20 +1581,19 @@ int main(int argc, char **argv)
 			err = part_paths(&b, every, metrics);
 			bench_close(&b);
 		}
+		rc |= part_done(root, failed, every ? "paths (every event)" : "paths", err, out);
 	}
-	if (!err && (!only || !strcmp(only, "scaling")))
-		err = part_scaling(&b, quick, metrics);
-	if (!err && (!only || !strcmp(only, "events")))
-		err = part_events(&b, quick, metrics);
-	if (!err && (!only || !strcmp(only, "modes"))) {
+	if (!only || !strcmp(only, "scaling"))
+		rc |= part_done(root, failed, "scaling", part_scaling(&b, quick, metrics), out);
+	if (!only || !strcmp(only, "events"))
+		rc |= part_done(root, failed, "events", part_events(&b, quick, metrics), out);
+	if (!only || !strcmp(only, "modes")) {
 		tf_config_defaults(&b.cfg);
 		b.cfg.reject_per_s = b.cfg.reject_burst = 10000000; /* every denial answered */
-		err = part_modes(&b, metrics);
+		rc |= part_done(root, failed, "modes", part_modes(&b, metrics), out);
 	}
-	if (err)
-		pr_warn("bench_dp: %s\n", strerror(-err));
-	if (!err)
-		err = write_json(root, out);
+	if (!out && write_json(root, NULL))
+		rc = 1;
 	json_decref(root);
-	return err ? 1 : 0;
+	return rc;
 }

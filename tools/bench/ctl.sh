@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Control-plane latency and memory: tapfenced in a namespace of its own with N tap devices, driven
-# by build/bench/bench_ctl over its control socket (session add, rule add, session del, one
-# connection), and the BPF memory the sessions take, read from the daemon's own pinned maps.
+# Control-plane latency and memory: tapfenced in a namespace of its own with N + C tap devices,
+# driven by build/bench/bench_ctl over its control socket, in two configurations, each a fresh
+# daemon:
+#   tc     the default: each session attaches its own tcx links
+#   guard  guard.interfaces ["d*"]: the guard's programs hold every device, so a session judged
+#          through them attaches nothing (docs/guard.md, TF_SF_VIA_GUARD)
+# In each: N sessions added in a row (from an empty daemon), a rule added to each, then C sessions
+# added and deleted in turn with the N present (churn: what a platform does all day), then the N
+# deleted. Memory and fds (tc): read from the daemon's own pinned maps and /proc.
 #
-#  ┌──────────────────────────────────────────────┐
-#  │ $ns: d1 .. dN (taps, up); tapfenced (TC)     │   bench_ctl ── control socket ($T/control.sock)
-#  └──────────────────────────────────────────────┘
+#  ┌────────────────────────────────────────────────┐
+#  │ $ns: d1 .. dN+C (taps, up); tapfenced (TC)     │   bench_ctl ── control socket ($T/control.sock)
+#  └────────────────────────────────────────────────┘
 #
 # No packet is sent: the taps (persistent, no VMM attached; this kernel has no dummy driver) only
 # give the sessions a device to attach to, as a VMM's taps would.
-# Usage: ctl.sh OUT.json [N]
+# Usage: ctl.sh OUT.json [N [C]]
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
 
-OUT=${1:?usage: ctl.sh OUT.json [N]}
+OUT=${1:?usage: ctl.sh OUT.json [N [C]]}
 N=${2:-1000}
+C=${3:-200}
 CTL=$TF_BUILD/bench/bench_ctl
 
 tf_init
@@ -27,20 +34,23 @@ trap cleanup EXIT
 
 [ -x "$CTL" ] || die "$CTL is not built (make bench)"
 ns_add "$ns" || die "setup: namespace $ns"
-for ((i = 1; i <= N; i++)); do
+for ((i = 1; i <= N + C; i++)); do
 	printf 'tuntap add dev d%d mode tap\nlink set d%d up\n' "$i" "$i"
 done >"$T/links.batch"
-ip -n "$ns" -batch "$T/links.batch" || die "setup: $N tap devices"
+ip -n "$ns" -batch "$T/links.batch" || die "setup: $((N + C)) tap devices"
 
 bpffs_mount "$T/bpffs"
-tfd_config "$T/tapfenced.json" "\"limits\":{\"max_sessions\":$((N > 1024 ? N : 1024))}"
-# Not tfd_start: its --verbose would put debug logging on the measured path. Same bookkeeping.
-TFD_NS=$ns
-ip netns exec "$ns" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
-TFD_PID=$!
-defer tfd_stop
-wait_for 10 test -S "$TF_SOCK" || { tfd_log_tail 20; die "tapfenced did not open $TF_SOCK"; }
 
+# daemon_start EXTRA: a fresh tapfenced, config EXTRA.
+daemon_start() {
+	tfd_config "$T/tapfenced.json" "\"limits\":{\"max_sessions\":$((N + C > 1024 ? N + C : 1024))}$1"
+	# Not tfd_start: its --verbose would put debug logging on the measured path. Same bookkeeping.
+	TFD_NS=$ns
+	ip netns exec "$ns" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
+	TFD_PID=$!
+	defer tfd_stop # idempotent: the run's own stop comes first
+	wait_for 60 test -S "$TF_SOCK" || { tfd_log_tail 20; die "tapfenced did not open $TF_SOCK"; }
+}
 # bpf_memlock: bytes of the daemon's pinned maps (an array of maps counts only itself).
 bpf_memlock() {
 	local m total=0 b
@@ -69,24 +79,66 @@ print(int.from_bytes(bytes(int(x, 16) for x in v), "little") if isinstance(v, li
 	echo "${names[*]} $total"
 }
 
-mem0=$(bpf_memlock)
-"$CTL" "$TF_SOCK" "$N" "$T/add.json" session_add rule_add || { tfd_log_tail 10; die "bench_ctl add"; }
-mem1=$(bpf_memlock)
-read -r -a slot <<<"$(slot_memlock)"
-"$CTL" "$TF_SOCK" "$N" "$T/del.json" session_del || { tfd_log_tail 10; die "bench_ctl del"; }
+# fds: the daemon's open file descriptors.
+fds() { find "/proc/$TFD_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 
-"$PY" - "$OUT" "$N" "$mem0" "$mem1" "${slot[*]}" "$T/add.json" "$T/del.json" <<'EOF' || die "cannot write $OUT"
+# guarded_all: every device has its guard programs.
+guarded_all() {
+	tfc --json guard 2>/dev/null | "$PY" -c '
 import json, sys
-out, n, mem0, mem1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-*parts, slot = sys.argv[5].split()
+d = json.load(sys.stdin)
+sys.exit(sum(1 for e in d.get("devices", []) if e.get("programs")) < int(sys.argv[1]))' "$((N + C))"
+}
+
+# pool_full: limits.warm_slots (32, the default) slots are ready.
+pool_full() { tfc metrics 2>/dev/null | grep -qE '^tapfence_slots_ready (3[2-9]|[4-9][0-9]|[0-9]{3,})$'; }
+
+# run_config NAME PREFIX EXTRA: one daemon, config EXTRA, metrics PREFIX.*
+run_config() {
+	local name=$1 prefix=$2 t0 mem0 mem1 fd0 fd1
+	daemon_start "$3"
+	if [ "$name" = guard ]; then
+		t0=$SECONDS
+		wait_for 600 guarded_all || { tfd_log_tail 10; die "guard: not every device got its programs"; }
+		echo "  guard: $((N + C)) devices guarded in $((SECONDS - t0)) s" >&2
+	fi
+	mem0=$(bpf_memlock) fd0=$(fds)
+	"$CTL" "$TF_SOCK" "$N" "$T/$name-add.json" prefix="$prefix" session_add rule_add ||
+		{ tfd_log_tail 10; die "bench_ctl $name add"; }
+	mem1=$(bpf_memlock) fd1=$(fds)
+	[ "$name" = tc ] && read -r -a slot <<<"$(slot_memlock)"
+	# The churn is the steady state: it starts once the pool has its slots ready again.
+	wait_for 60 pool_full || { tfd_log_tail 10; die "$name: the slot pool did not refill"; }
+	"$CTL" "$TF_SOCK" "$C" "$T/$name-churn.json" prefix="$prefix" first=$((N + 1)) present="$N" churn ||
+		{ tfd_log_tail 10; die "bench_ctl $name churn"; }
+	"$CTL" "$TF_SOCK" "$N" "$T/$name-del.json" prefix="$prefix" session_del ||
+		{ tfd_log_tail 10; die "bench_ctl $name del"; }
+	echo "$name $mem0 $mem1 $fd0 $fd1" >>"$T/mem.txt"
+	tfd_stop # and --cleanup: the next configuration starts from nothing
+}
+
+: >"$T/mem.txt"
+run_config tc ctl ""
+run_config guard ctl.guard ",\"guard\":{\"interfaces\":[\"d*\"]}"
+
+"$PY" - "$OUT" "$N" "$T/mem.txt" "${slot[*]}" "$T"/{tc,guard}-{add,churn,del}.json <<'EOF' || die "cannot write $OUT"
+import json, sys
+out, n, memf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+*parts, slot = sys.argv[4].split()
 metrics = []
-for f in sys.argv[6:]:
+for f in sys.argv[5:]:
     metrics += json.load(open(f))["metrics"]
-def mem(id, desc, value):
-    metrics.append({"id": id, "group": "memory", "desc": desc, "unit": "KiB", "value": value / 1024})
-mem("mem.maps_fixed", "pinned maps before any session (bytes_memlock)", mem0)
-mem("mem.per_session_shared", f"growth of the pinned maps per session ({n} sessions, 11 rules each)", (mem1 - mem0) / n)
-mem("mem.per_session_slot_maps", "one session's own maps (inner maps: " + ", ".join(parts) + " bytes)",
-    int(slot))
+def mem(id, desc, value, unit="KiB", scale=1024):
+    metrics.append({"id": id, "group": "memory", "desc": desc, "unit": unit, "value": value / scale})
+for line in open(memf):
+    name, mem0, mem1, fd0, fd1 = line.split()
+    mem0, mem1, fd0, fd1 = int(mem0), int(mem1), int(fd0), int(fd1)
+    if name == "tc":
+        mem("mem.maps_fixed", "pinned maps before any session (bytes_memlock)", mem0)
+        mem("mem.per_session_shared", f"growth of the pinned maps per session ({n} sessions, 11 rules each)", (mem1 - mem0) / n)
+        mem("mem.per_session_slot_maps", "one session's own maps (inner maps: " + ", ".join(parts) + " bytes)",
+            int(slot))
+    mem(f"mem.{name}.fds_per_session", f"the daemon's fds per session ({name}: {fd0} before {n} sessions, {fd1} with them)",
+        (fd1 - fd0) / n, unit="fds", scale=1)
 json.dump({"tool": "ctl", "sessions": n, "metrics": metrics}, open(out, "w"), indent=1)
 EOF

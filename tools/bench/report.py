@@ -364,6 +364,8 @@ def cmd_run(rundir, resdir, plotdir):
             continue
         raw = json.load(open(f))
         parts[p] = {k: v for k, v in raw.items() if k not in ("metrics", "runs")}
+        # A part that ran its sub-parts apart (bench_dp) names those that failed; the rest count.
+        failed += [f"{p}: {x['part']} ({x['error']})" for x in raw.get("failed", [])]
         if p == "tput":
             metrics += tput_metrics(raw)
         elif p == "tls":

@@ -20,9 +20,9 @@ PARTS=${BENCH_PARTS:-dp tput ctl tls}
 run=$BUILD/bench/run-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$run"
 if [ -n "$QUICK" ]; then
-	dp_args=(--quick) tput_args=(1 3 0) ctl_n=100 tls_args=(50 2)
+	dp_args=(--quick) tput_args=(1 3 0) ctl_args=(100 50) tls_args=(50 2)
 else
-	dp_args=() tput_args=(5 5 1) ctl_n=1000 tls_args=(200 10)
+	dp_args=() tput_args=(5 5 1) ctl_args=(1000 200) tls_args=(200 10)
 fi
 
 skipped=()
@@ -41,7 +41,7 @@ part() { # name cmd...
 
 part dp "$BUILD/bench/bench_dp" "${dp_args[@]}" --out "$run/dp.json"
 part tput tools/bench/throughput.sh "$run/tput.json" "${tput_args[@]}"
-part ctl tools/bench/ctl.sh "$run/ctl.json" "$ctl_n"
+part ctl tools/bench/ctl.sh "$run/ctl.json" "${ctl_args[@]}"
 part tls tools/bench/tls.sh "$run/tls.json" "${tls_args[@]}"
 
 QUICK=$QUICK BENCH_SKIPPED="${skipped[*]}" /usr/bin/python3 tools/bench/report.py run "$run" \
