@@ -41,10 +41,18 @@ static __always_inline void guard_count(const struct tf_sess_key *dev)
 static __always_inline int guard(struct __sk_buff *skb, __u8 dir)
 {
 	struct judge j = { .dev = skb_dev(skb), .dir = dir };
+	const struct tf_session *s;
 	struct cursor c = {};
 
-	if (bpf_map_lookup_elem(&tf_sessions, &j.dev))
+	s = bpf_map_lookup_elem(&tf_sessions, &j.dev);
+	if (s && !(s->flags & TF_SF_VIA_GUARD))
 		return TC_ACT_UNSPEC; /* claimed: the session's programs, ahead of this one, judged */
+	if (s) {
+		/* Claimed with no links of its own: its program judges from here. */
+		bpf_tail_call(skb, &tf_jump,
+			      dir == TF_DIR_FROM_GUEST ? TF_JUMP_FROM_GUEST : TF_JUMP_TO_GUEST);
+		/* No program to jump to: denied like an unclaimed device, never passed unjudged. */
+	}
 	guard_count(&j.dev);
 	bpf_skb_pull_data(skb, ETH_HLEN + IP6_HLEN);
 	c.pos = (void *)(long)skb->data;

@@ -38,6 +38,18 @@ struct {
 	__type(value, __u64);
 } tf_guard_drops SEC(".maps");
 
+/*
+ * The guard's programs jump here for a session judged through them
+ * (TF_SF_VIA_GUARD): TF_JUMP_FROM_GUEST is tc_from_guest, TF_JUMP_TO_GUEST
+ * tc_to_guest, written by the daemon at load (datapath_load.c).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u32);
+} tf_jump SEC(".maps");
+
 /* (sid, policy generation, family, prefix) -> flattened permission. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

@@ -19,7 +19,7 @@
  * 4: sessions keyed by (network namespace, ifindex), events carry the namespace;
  * 5: audit mode and rejections (session flags, the audit verdict, counter slots), deny rules
  */
-#define TF_ABI_VERSION 5
+#define TF_ABI_VERSION 6
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS 4096
@@ -55,6 +55,7 @@
 #define TF_SF_AUDIT	0x0020 /* audit mode: denials pass, reported (docs/audit-mode.md) */
 #define TF_SF_REJECT	0x0040 /* on_deny reject: a denied packet is answered (docs/reject.md) */
 #define TF_SF_DENY	0x0080 /* the session has CIDR deny rules (TF_FAM_DENY entries) */
+#define TF_SF_VIA_GUARD 0x0100 /* no links of its own: judged through the guard's (docs/guard.md) */
 
 /**
  * struct tf_sess_key - key of tf_sessions: the device a packet arrives on or
@@ -432,6 +433,10 @@ _Static_assert(sizeof(struct tf_bind_key) == 268, "tf_bind_key layout");
 /* Directions, seen from the guest. */
 #define TF_DIR_FROM_GUEST 0
 #define TF_DIR_TO_GUEST	  1
+
+/* tf_jump's entries: the programs a guard program hands a TF_SF_VIA_GUARD session to. */
+#define TF_JUMP_FROM_GUEST 0
+#define TF_JUMP_TO_GUEST   1
 
 #define TF_VERDICT_DENY	 0
 #define TF_VERDICT_ALLOW 1

@@ -184,8 +184,11 @@ static json_t *ingress(struct tf_daemon *d, const struct tf_sess *s, int xdp, in
 {
 	__u32 id = 0, n = 0,
 	      our = xdp && d->dp.xdp_skel ? prog_id(d->dp.xdp_skel->progs.xdp_from_guest) : 0;
+	/* A session with no links of its own is judged through the guard's programs. */
 	json_t *in = chain(s, TCX_INGRESS,
-			   xdp ? d->dp.skel->progs.tc_gso_guard : d->dp.skel->progs.tc_from_guest,
+			   xdp	       ? d->dp.skel->progs.tc_gso_guard :
+			   s->at.guard ? d->dp.skel->progs.tc_guard_from_guest :
+					 d->dp.skel->progs.tc_from_guest,
 			   first);
 
 	/* Unknown counts as a program ahead of us. */
@@ -201,12 +204,17 @@ static json_t *ingress(struct tf_daemon *d, const struct tf_sess *s, int xdp, in
 	return in;
 }
 
+static struct bpf_program *egress_prog(struct tf_daemon *d, const struct tf_sess *s)
+{
+	return s->at.guard ? d->dp.skel->progs.tc_guard_to_guest : d->dp.skel->progs.tc_to_guest;
+}
+
 int tf_attest_first(struct tf_daemon *d, const struct tf_sess *s)
 {
 	int fin, fout, xdp = d->cfg.attach_mode == TF_ATTACH_XDP;
 
 	json_decref(ingress(d, s, xdp, &fin));
-	json_decref(chain(s, TCX_EGRESS, d->dp.skel->progs.tc_to_guest, &fout));
+	json_decref(chain(s, TCX_EGRESS, egress_prog(d, s), &fout));
 	return fin && fout;
 }
 
@@ -243,7 +251,7 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 		EVP_DigestUpdate(ss, &s->dev, sizeof(s->dev));
 		EVP_DigestUpdate(ss, s->spec.netns, strlen(s->spec.netns) + 1);
 		in = ingress(d, s, xdp, &fin);
-		out = chain(s, TCX_EGRESS, d->dp.skel->progs.tc_to_guest, &fout);
+		out = chain(s, TCX_EGRESS, egress_prog(d, s), &fout);
 		sj = json_pack("{s:o, s:o}", "in", in, "out", out);
 		if (sj) {
 			char *txt = json_dumps(sj, JSON_COMPACT | JSON_SORT_KEYS);

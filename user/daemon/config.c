@@ -26,6 +26,7 @@ void tf_config_defaults(struct tf_config *c)
 	c->attach_mode = TF_ATTACH_TC;
 	c->nat64_floor = 1;
 	c->max_sessions = 1024;
+	c->warm_slots = 32;
 	c->max_rules = 1024;
 	c->flows_per_session = 8192;
 	c->rule_entries = 262144;
@@ -307,6 +308,7 @@ struct limit_field {
 	}
 static const struct limit_field limit_fields[] = {
 	LIMIT(max_sessions, 1, TF_MAX_SESSIONS - 1),
+	LIMIT(warm_slots, 0, TF_MAX_SESSIONS - 1),
 	LIMIT(max_rules, 1, 200000),
 	LIMIT(flows_per_session, 64, 1u << 24),
 	LIMIT(rule_entries, 1024, 1u << 26),

@@ -82,6 +82,7 @@ struct tf_config {
 	struct tf_cidr floor_host[TF_CONFIG_MAX_CIDRS];
 	/* limits */
 	unsigned int max_sessions; /* < TF_MAX_SESSIONS */
+	unsigned int warm_slots;   /* slots kept ready for session add (datapath_slots.c) */
 	unsigned int max_rules;	   /* per session */
 	unsigned int flows_per_session;
 	unsigned int rule_entries;    /* tf_rules capacity, all sessions, two generations */

@@ -52,7 +52,10 @@ static json_t *sess_summary(const struct tf_sess *s)
 			 s->spec.ifname, "netns", s->spec.netns[0] ? s->spec.netns : NULL,
 			 "ifindex", (json_int_t)s->dev.ifindex, "slot", (json_int_t)s->sid,
 			 "policy_version", (json_int_t)s->ver, "rules", (json_int_t)s->spec.nrules,
-			 "attach", s->at.xdp ? "xdp" : "tcx");
+			 "attach",
+			 s->at.xdp   ? "xdp" :
+			 s->at.guard ? "guard" :
+				       "tcx");
 }
 
 static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,

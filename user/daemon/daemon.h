@@ -123,6 +123,14 @@ void tf_guard_close(struct tf_daemon *d);
 /* Leave dev (in the namespace at netns, NULL: the daemon's) denying everything. */
 int tf_guard_keep(struct tf_daemon *d, const char *netns, const struct tf_sess_key *dev);
 void tf_guard_release(struct tf_daemon *d, const struct tf_sess_key *dev);
+/*
+ * 1 if dev has both guard programs, pinned, running this run's programs
+ * (a pinned link of an earlier run is updated to them): a session added on
+ * it needs no links of its own (TF_SF_VIA_GUARD, TC mode); it is judged
+ * through them. Pinned state of another ABI refuses the start, so every
+ * guard program found knows TF_SF_VIA_GUARD.
+ */
+int tf_guard_holds(struct tf_daemon *d, const struct tf_sess_key *dev);
 json_t *tf_guard_list(struct tf_daemon *d);
 /* tapfenced --cleanup: the nftables guard out of every namespace the config names. */
 void tf_guard_cleanup(const struct tf_config *cfg);

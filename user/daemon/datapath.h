@@ -10,6 +10,7 @@
 #ifndef TF_DATAPATH_H
 #define TF_DATAPATH_H
 
+#include <pthread.h>
 #include <tapfence/abi.h>
 #include "config.h"
 #include "policy.h"
@@ -17,6 +18,7 @@
 
 struct tapfence_bpf;
 struct xdp_program;
+struct tf_pool;
 /* The per-slot tables: an inner map per session in each (described in datapath_slots.c). */
 enum tf_slot_map {
 	TF_SLOT_FLOWS,
@@ -39,6 +41,17 @@ struct tf_dp {
 	 * CAP_SYS_ADMIN that BPF_MAP_GET_FD_BY_ID needs to find them again.
 	 */
 	int slot_fd[TF_SLOT_MAPS][TF_MAX_SESSIONS];
+	/*
+	 * Each slot's state (enum tf_slot_state, datapath_slots.c) and the warm
+	 * pool's thread, which makes slots ready ahead of session add and
+	 * clears released ones; slot_lock guards slot_state, and slot_fd of
+	 * every slot not in use.
+	 */
+	unsigned char slot_state[TF_MAX_SESSIONS];
+	/* The slot's session has no links: the guard's programs jump to ours (TF_SF_VIA_GUARD). */
+	unsigned char via_guard[TF_MAX_SESSIONS];
+	pthread_mutex_t slot_lock;
+	struct tf_pool *pool;
 	/* The host's own addresses (hostaddr.c), floored as floor_host beside cfg->floor_host. */
 	struct tf_cidr *host;
 	unsigned int nhost;
@@ -54,6 +67,7 @@ struct tf_attach {
 	int link_in;  /* guest -> host: tcx ingress link (tc_gso_guard in XDP mode) */
 	int link_out; /* host -> guest: tcx egress link */
 	int xdp;      /* 1 if guest -> host is judged by XDP (libxdp), link_in guarding GSO */
+	int guard;    /* 1 if no links: judged through the guard's programs (TF_SF_VIA_GUARD) */
 };
 
 /*
@@ -84,12 +98,43 @@ void tf_dp_session_value(const struct tf_dp *dp, const struct tf_spec *spec, __u
 			 struct tf_session *out);
 
 /*
+ * A free slot for a new session, now in use: a ready one (its tables
+ * inserted and empty, counters zeroed) if the pool has one, else the
+ * lowest that has none yet (tf_dp_slot_init() makes them). 0 if none.
+ */
+__u32 tf_dp_slot_take(struct tf_dp *dp);
+/* Slot sid, now in use (a session re-adopted into it, or kept stale); -EBUSY if it was. */
+int tf_dp_slot_hold(struct tf_dp *dp, __u32 sid);
+/*
  * Make slot sid ready: a fresh flow table (unless keep_flows and one is
- * there) and zeroed counters.
+ * there) and zeroed counters. A slot taken ready from the pool has both.
  */
 int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep_flows)
 	__attribute__((warn_unused_result));
+/*
+ * Slot sid is free again. Untouched since it was taken ready, it is ready
+ * again; otherwise, with the pool running, its tables are cleared in the
+ * background after an RCU grace period (no program can still be writing
+ * them) and it is ready for the next session; without the pool they go.
+ */
 void tf_dp_slot_release(struct tf_dp *dp, __u32 sid);
+/*
+ * At start, slot sid, which no session was restored into: its tables, if
+ * the outer maps hold any, are adopted and emptied by the pool (a warm
+ * slot of the previous run is ready again without a grace period each).
+ */
+void tf_dp_slot_orphan(struct tf_dp *dp, __u32 sid);
+/*
+ * Start the warm pool: a thread that keeps cfg->warm_slots slots ready,
+ * inserting their tables in one batch per table kind (one grace period
+ * for many slots instead of one per table per session). Start it after
+ * the capabilities are dropped: a thread keeps the ones it was made with.
+ */
+int tf_dp_pool_start(struct tf_dp *dp) __attribute__((warn_unused_result));
+/* Stop it (idempotent); slots it was working on stay as they are, swept at the next start. */
+void tf_dp_pool_stop(struct tf_dp *dp);
+/* Slots ready, and slots waiting to be cleared. */
+void tf_dp_pool_count(struct tf_dp *dp, unsigned int *ready, unsigned int *dirty);
 /* Slot sid's table of kind which: an fd the datapath keeps (do not close it), or -ENOENT. */
 int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid);
 /* Entries in each kind of per-session table, all sessions together; -ENOTSUP without the iterator. */
@@ -177,6 +222,8 @@ void tf_dp_detach(struct tf_dp *dp, const char *name, const struct tf_sess_key *
 		  struct tf_attach *at);
 /* The device a tcx link is on (0 once the device is gone). */
 __u32 tf_dp_link_ifindex(int fd);
+/* 1 if a session pinned as name has pinned links (a re-adopted one keeps them). */
+int tf_dp_links_pinned(const struct tf_dp *dp, const char *name);
 /* Close an attachment's fds without detaching (its pins keep it). */
 void tf_dp_attach_close(struct tf_attach *at);
 /* Call fn(device, value) for every device with a tf_sessions entry. */

@@ -362,3 +362,16 @@ void tf_dp_attach_close(struct tf_attach *at)
 		close(at->link_out);
 	at->link_in = at->link_out = -1;
 }
+
+int tf_dp_links_pinned(const struct tf_dp *dp, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (!dp->pinned)
+		return 0;
+	link_path(dp, name, "in", path, sizeof(path));
+	if (!access(path, F_OK))
+		return 1;
+	link_path(dp, name, "out", path, sizeof(path));
+	return !access(path, F_OK);
+}

@@ -44,6 +44,15 @@ struct tf_slot_desc {
 
 extern const struct tf_slot_desc tf_slot_descs[TF_SLOT_MAPS];
 
+/*
+ * A slot's state (tf_dp.slot_state). COLD: no tables (or none this process
+ * holds). READY: tables inserted and empty, counters zero. TAKEN: handed to
+ * a session add, still untouched. USED: a session's (or kept stale).
+ * DIRTY: released, its tables to be emptied. BUSY: the pool's thread works
+ * on it.
+ */
+enum tf_slot_state { SLOT_COLD, SLOT_READY, SLOT_TAKEN, SLOT_USED, SLOT_DIRTY, SLOT_BUSY };
+
 /* The outer map of table which. */
 struct bpf_map *tf_slot_outer(struct tapfence_bpf *skel, enum tf_slot_map which);
 /* A new inner map of table which for slot sid (sid 0: the template); an fd or -errno. */

@@ -186,6 +186,23 @@ void tf_dp_set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	}
 }
 
+/* The guard's jumps to this load's programs (a pinned tf_jump held the last run's until now). */
+static int jumps_write(struct tapfence_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.tf_jump), prog;
+	__u32 k;
+
+	for (k = TF_JUMP_FROM_GUEST; k <= TF_JUMP_TO_GUEST; k++) {
+		prog = bpf_program__fd(k == TF_JUMP_FROM_GUEST ? skel->progs.tc_from_guest :
+								 skel->progs.tc_to_guest);
+		if (bpf_map_update_elem(fd, &k, &prog, BPF_ANY)) {
+			pr_warn("cannot write tf_jump[%u]: %s\n", k, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
 int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 {
 	int inner[TF_SLOT_MAPS];
@@ -198,6 +215,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		inner[i] = -1;
 	memset(dp, 0, sizeof(*dp));
 	memset(dp->slot_fd, 0xff, sizeof(dp->slot_fd)); /* all -1 */
+	pthread_mutex_init(&dp->slot_lock, NULL);
 	dp->cfg = cfg;
 	dp->pinned = pin;
 	skel = tapfence_bpf__open();
@@ -256,6 +274,9 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 			strerror(errno));
 		dp->fill = NULL;
 	}
+	err = jumps_write(skel);
+	if (err)
+		goto cleanup;
 	abi = TF_ABI_VERSION;
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.tf_abi), &zero, &abi, BPF_ANY)) {
 		err = -errno;

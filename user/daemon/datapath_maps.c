@@ -26,6 +26,8 @@ void tf_dp_session_value(const struct tf_dp *dp, const struct tf_spec *spec, __u
 	v->policy_ver = ver;
 	if (spec->audit)
 		v->flags |= TF_SF_AUDIT;
+	if (sid < TF_MAX_SESSIONS && dp->via_guard[sid])
+		v->flags |= TF_SF_VIA_GUARD;
 	if (spec->on_deny == TF_ON_DENY_REJECT ||
 	    (spec->on_deny == TF_ON_DENY_DEFAULT && dp->cfg->on_deny_reject))
 		v->flags |= TF_SF_REJECT;
@@ -460,7 +462,7 @@ void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), vo
 	sweep_map(sk->maps.tf_addrs, 0, 1, keep, ctx);
 	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
 		if (!keep(sid, ctx))
-			tf_dp_slot_release(dp, sid);
+			tf_dp_slot_orphan(dp, sid);
 }
 
 /* out[i], for i < n: the per-CPU values of entry first + i of fd, summed. */
@@ -556,10 +558,11 @@ int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 	}
 	free(text);
 	qsort(pairs, npairs, sizeof(*pairs), fill_cmp);
+	pthread_mutex_lock(&dp->slot_lock); /* the pool's thread changes the free slots' fds */
 	for (m = 0; m < TF_SLOT_MAPS; m++)
 		for (sid = 1; sid < TF_MAX_SESSIONS; sid++) {
 			c = dp->slot_fd[m][sid];
-			if (c < 0)
+			if (c < 0 || dp->slot_state[sid] != SLOT_USED)
 				continue;
 			memset(&info, 0, sizeof(info));
 			ilen = sizeof(info);
@@ -570,6 +573,7 @@ int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 			if (p)
 				out[m] += p->n;
 		}
+	pthread_mutex_unlock(&dp->slot_lock);
 	free(pairs);
 	return 0;
 }

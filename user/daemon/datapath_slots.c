@@ -4,14 +4,41 @@
  * inner map per slot (flows, outstanding queries, learnt addresses, TLS
  * hellos being read, TLS bindings), described once in tf_slot_descs and
  * created, adopted, inserted and deleted by walking it.
+ *
+ * Inserting an inner map into its outer map, or deleting it, waits for an
+ * RCU grace period (the kernel's maybe_wait_bpf_programs()), about 10 ms
+ * here: five per session set up one by one. So slots are recycled instead
+ * (docs/performance.md#session-set-up): a released slot keeps its tables,
+ * which the pool's thread empties after one grace period for all the slots
+ * released meanwhile (no program can still be writing them: their session
+ * and address entries went before), and the thread keeps limits.warm_slots
+ * slots ready ahead of demand, inserting each kind of table for many slots
+ * with one batch update and so one grace period.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 
+#include "common/log.h"
 #include "datapath_int.h"
+
+#define POOL_BATCH 64 /* slots filled or cleared per grace period */
+
+struct tf_pool {
+	pthread_t thread;
+	pthread_cond_t wake;
+	int stop;
+	int grace_outer, grace_inner; /* a private array of maps, written to wait a grace period */
+	unsigned int filled, cleared, dropped; /* since start */
+	unsigned int coming;		       /* slots being filled or emptied now */
+	pthread_cond_t ready_cv;	       /* and now ready */
+};
 
 #define OUTER(m) offsetof(struct tapfence_bpf, maps.m)
 #define LIMIT(f) offsetof(struct tf_config, f)
@@ -143,10 +170,104 @@ static int slot_open(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, int ke
 	return 0;
 }
 
+static int slot_has_tables(const struct tf_dp *dp, __u32 sid)
+{
+	enum tf_slot_map m;
+
+	for (m = 0; m < TF_SLOT_MAPS; m++)
+		if (dp->slot_fd[m][sid] >= 0)
+			return 1;
+	return 0;
+}
+
+/* Delete slot sid's tables from their outer maps (a grace period each) and close them. */
+static void slot_drop(struct tf_dp *dp, __u32 sid)
+{
+	enum tf_slot_map m;
+
+	for (m = 0; m < TF_SLOT_MAPS; m++) {
+		bpf_map_delete_elem(bpf_map__fd(tf_slot_outer(dp->skel, m)), &sid);
+		slot_fd_close(dp, m, sid);
+	}
+}
+
+static void slots_lock(struct tf_dp *dp)
+{
+	pthread_mutex_lock(&dp->slot_lock);
+}
+
+static void slots_unlock(struct tf_dp *dp)
+{
+	pthread_mutex_unlock(&dp->slot_lock);
+}
+
+/* Wake the pool's thread (slot_lock held). */
+static void pool_poke(struct tf_dp *dp)
+{
+	if (dp->pool)
+		pthread_cond_signal(&dp->pool->wake);
+}
+
+/* The lowest ready slot, else (*cold) the lowest cold one; slot_lock held. */
+static __u32 slot_find(const struct tf_dp *dp, __u32 *cold)
+{
+	__u32 sid;
+
+	*cold = 0;
+	for (sid = 1; sid < TF_MAX_SESSIONS; sid++) {
+		if (dp->slot_state[sid] == SLOT_READY)
+			return sid;
+		if (!*cold && dp->slot_state[sid] == SLOT_COLD)
+			*cold = sid;
+	}
+	return 0;
+}
+
+__u32 tf_dp_slot_take(struct tf_dp *dp)
+{
+	struct timespec until;
+	__u32 cold, got;
+
+	slots_lock(dp);
+	got = slot_find(dp, &cold);
+	if (!got && dp->pool && dp->pool->coming) {
+		/* Slots being filled or emptied are ready sooner than one made here (five grace periods). */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec++;
+		while (!got && dp->pool && dp->pool->coming &&
+		       !pthread_cond_timedwait(&dp->pool->ready_cv, &dp->slot_lock, &until))
+			got = slot_find(dp, &cold);
+		if (!got)
+			got = slot_find(dp, &cold);
+	}
+	if (got)
+		dp->slot_state[got] = SLOT_TAKEN;
+	else if ((got = cold))
+		dp->slot_state[got] = SLOT_USED;
+	pool_poke(dp);
+	slots_unlock(dp);
+	return got;
+}
+
+int tf_dp_slot_hold(struct tf_dp *dp, __u32 sid)
+{
+	int err = 0;
+
+	if (sid == 0 || sid >= TF_MAX_SESSIONS)
+		return -EINVAL;
+	slots_lock(dp);
+	if (dp->slot_state[sid] == SLOT_COLD)
+		dp->slot_state[sid] = SLOT_USED;
+	else
+		err = -EBUSY;
+	slots_unlock(dp);
+	return err;
+}
+
 /*
  * A slot's tables: fresh ones, or (keep, a restart re-adopting the
  * session) the ones it has, so established flows and learnt addresses
- * carry over.
+ * carry over. A slot taken ready from the pool has them already.
  */
 int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep)
 {
@@ -155,6 +276,14 @@ int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep)
 
 	if (sid == 0 || sid >= TF_MAX_SESSIONS)
 		return -EINVAL;
+	slots_lock(dp);
+	if (dp->slot_state[sid] == SLOT_TAKEN) {
+		dp->slot_state[sid] = SLOT_USED;
+		slots_unlock(dp);
+		return 0;
+	}
+	dp->slot_state[sid] = SLOT_USED;
+	slots_unlock(dp);
 	if (!keep) {
 		err = counters_zero(dp, sid);
 		if (err)
@@ -170,13 +299,332 @@ int tf_dp_slot_init(struct tf_dp *dp, __u32 sid, int keep)
 
 void tf_dp_slot_release(struct tf_dp *dp, __u32 sid)
 {
-	enum tf_slot_map m;
-
-	for (m = 0; m < TF_SLOT_MAPS; m++) {
-		bpf_map_delete_elem(bpf_map__fd(tf_slot_outer(dp->skel, m)), &sid);
-		if (sid < TF_MAX_SESSIONS)
-			slot_fd_close(dp, m, sid);
+	if (sid == 0 || sid >= TF_MAX_SESSIONS)
+		return;
+	dp->via_guard[sid] = 0;
+	slots_lock(dp);
+	if (dp->slot_state[sid] == SLOT_TAKEN) {
+		dp->slot_state[sid] = SLOT_READY;
+		slots_unlock(dp);
+		return;
 	}
+	if (dp->pool && slot_has_tables(dp, sid)) {
+		dp->slot_state[sid] = SLOT_DIRTY;
+		pool_poke(dp);
+		slots_unlock(dp);
+		return;
+	}
+	dp->slot_state[sid] = SLOT_COLD;
+	slots_unlock(dp);
+	slot_drop(dp, sid);
+}
+
+void tf_dp_slot_orphan(struct tf_dp *dp, __u32 sid)
+{
+	enum tf_slot_map m;
+	int err = 0, any = 0;
+	__u32 id;
+
+	for (m = 0; m < TF_SLOT_MAPS; m++)
+		any |= !bpf_map_lookup_elem(bpf_map__fd(tf_slot_outer(dp->skel, m)), &sid, &id);
+	if (!any)
+		return;
+	/* Adopted (a table missing from a fill cut short is made), then emptied by the pool. */
+	for (m = 0; m < TF_SLOT_MAPS && !err; m++)
+		err = slot_open(dp, m, sid, 1);
+	if (err) {
+		pr_warn("slot %u: cannot adopt its tables: %s (they are deleted)\n", sid,
+			strerror(-err));
+		slot_drop(dp, sid);
+		return;
+	}
+	slots_lock(dp);
+	dp->slot_state[sid] = SLOT_DIRTY;
+	pool_poke(dp);
+	slots_unlock(dp);
+}
+
+/* Wait for an RCU grace period: a map-in-map update returns only after one. */
+static int pool_grace(struct tf_pool *p)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(p->grace_outer, &zero, &p->grace_inner, BPF_ANY) ? -errno : 0;
+}
+
+/* Remove every entry of fd. */
+static int table_empty(int fd, __u32 key_size)
+{
+	__u8 key[512], next[512];
+	int more;
+
+	if (key_size > sizeof(key))
+		return -E2BIG;
+	for (more = !bpf_map_get_next_key(fd, NULL, next); more;) {
+		memcpy(key, next, key_size);
+		more = !bpf_map_get_next_key(fd, key, next);
+		if (bpf_map_delete_elem(fd, key) && errno != ENOENT)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Empty the tables of the n released slots in sids, after a grace period. 0 or -errno each. */
+static void pool_clear(struct tf_dp *dp, const __u32 *sids, unsigned int n, int *res)
+{
+	enum tf_slot_map m;
+	unsigned int i;
+	int err = pool_grace(dp->pool);
+
+	for (i = 0; i < n; i++) {
+		res[i] = err;
+		for (m = 0; m < TF_SLOT_MAPS && !res[i]; m++)
+			res[i] = table_empty(dp->slot_fd[m][sids[i]], tf_slot_descs[m].key_size);
+		if (!res[i])
+			res[i] = counters_zero(dp, sids[i]);
+	}
+}
+
+/* Create and insert the tables of the n cold slots in sids, one batch per kind. */
+static void pool_fill(struct tf_dp *dp, const __u32 *sids, unsigned int n, int *res)
+{
+	int fds[POOL_BATCH], outer, err;
+	enum tf_slot_map m;
+	unsigned int i, cnt;
+
+	for (i = 0; i < n; i++)
+		res[i] = counters_zero(dp, sids[i]);
+	for (m = 0; m < TF_SLOT_MAPS; m++) {
+		for (i = 0; i < n; i++) {
+			fds[i] = -1;
+			if (res[i])
+				continue;
+			fds[i] = tf_slot_create(dp->cfg, m, sids[i]);
+			if (fds[i] < 0)
+				res[i] = fds[i];
+			else
+				dp->slot_fd[m][sids[i]] = fds[i];
+		}
+		/* One grace period for the whole batch; any slot that failed is retried alone. */
+		outer = bpf_map__fd(tf_slot_outer(dp->skel, m));
+		cnt = n;
+		err = 0;
+		for (i = 0; i < n; i++)
+			if (fds[i] < 0)
+				err = 1;
+		if (!err && !bpf_map_update_batch(outer, sids, fds, &cnt, NULL))
+			continue;
+		for (i = 0; i < n; i++)
+			if (!res[i] && bpf_map_update_elem(outer, &sids[i], &fds[i], BPF_ANY))
+				res[i] = -errno;
+	}
+}
+
+/*
+ * Pick up to max slots in state from (lowest first), now BUSY; slot_lock
+ * held. The count.
+ */
+static unsigned int pool_pick(struct tf_dp *dp, unsigned char from, __u32 *sids, unsigned int max)
+{
+	unsigned int n = 0;
+	__u32 sid;
+
+	for (sid = 1; sid < TF_MAX_SESSIONS && n < max; sid++)
+		if (dp->slot_state[sid] == from) {
+			dp->slot_state[sid] = SLOT_BUSY;
+			sids[n++] = sid;
+		}
+	return n;
+}
+
+/* The n BUSY slots in sids are done: READY where res is 0, dropped (COLD) where not. */
+static void pool_done(struct tf_dp *dp, const __u32 *sids, unsigned int n, const int *res,
+		      const char *what)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (!res[i]) {
+			dp->slot_state[sids[i]] = SLOT_READY;
+			continue;
+		}
+		pr_warn("slot %u: cannot %s its tables: %s (they are deleted instead)\n", sids[i],
+			what, strerror(-res[i]));
+		slots_unlock(dp);
+		slot_drop(dp, sids[i]);
+		slots_lock(dp);
+		dp->slot_state[sids[i]] = SLOT_COLD;
+		dp->pool->dropped++;
+	}
+}
+
+/* Slots in each state (slot_lock held). */
+static void slot_counts(const struct tf_dp *dp, unsigned int *cnt)
+{
+	__u32 sid;
+
+	memset(cnt, 0, sizeof(unsigned int) * (SLOT_BUSY + 1));
+	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
+		cnt[dp->slot_state[sid]]++;
+}
+
+static void *pool_run(void *arg)
+{
+	struct tf_dp *dp = arg;
+	struct tf_pool *p = dp->pool;
+	unsigned int cnt[SLOT_BUSY + 1], n, want, room, warm = dp->cfg->warm_slots;
+	__u32 sids[POOL_BATCH];
+	int res[POOL_BATCH], failed = 0;
+	struct timespec until;
+
+	slots_lock(dp);
+	while (!p->stop) {
+		n = pool_pick(dp, SLOT_DIRTY, sids, POOL_BATCH);
+		if (n) {
+			p->coming = n;
+			slots_unlock(dp);
+			pool_clear(dp, sids, n, res);
+			slots_lock(dp);
+			p->cleared += n;
+			pool_done(dp, sids, n, res, "empty");
+			p->coming = 0;
+			pthread_cond_broadcast(&p->ready_cv);
+			continue;
+		}
+		slot_counts(dp, cnt);
+		/* Never more slots with tables than limits.max_sessions (the fd budget). */
+		room = dp->cfg->max_sessions > TF_MAX_SESSIONS - 1 - cnt[SLOT_COLD] ?
+			       dp->cfg->max_sessions - (TF_MAX_SESSIONS - 1 - cnt[SLOT_COLD]) :
+			       0;
+		/* Released slots count: they are ready again after one grace period, a fill takes five. */
+		want = warm > cnt[SLOT_READY] + cnt[SLOT_DIRTY] ?
+			       warm - cnt[SLOT_READY] - cnt[SLOT_DIRTY] :
+			       0;
+		want = want < room ? want : room;
+		if (want && !failed) {
+			n = pool_pick(dp, SLOT_COLD, sids, want < POOL_BATCH ? want : POOL_BATCH);
+			p->coming = n;
+			slots_unlock(dp);
+			pool_fill(dp, sids, n, res);
+			slots_lock(dp);
+			p->filled += n;
+			pool_done(dp, sids, n, res, "create");
+			p->coming = 0;
+			pthread_cond_broadcast(&p->ready_cv);
+			for (; n && !failed; n--)
+				failed = res[n - 1];
+			continue;
+		}
+		if (cnt[SLOT_READY] > warm) {
+			/*
+			 * Released beyond the pool's size: memory goes back, one slot
+			 * at a time, the highest first (take() hands out the lowest).
+			 */
+			for (sids[0] = TF_MAX_SESSIONS - 1; dp->slot_state[sids[0]] != SLOT_READY;
+			     sids[0]--)
+				;
+			dp->slot_state[sids[0]] = SLOT_BUSY;
+			slots_unlock(dp);
+			slot_drop(dp, sids[0]);
+			slots_lock(dp);
+			dp->slot_state[sids[0]] = SLOT_COLD;
+			p->dropped++;
+			continue;
+		}
+		if (failed) {
+			/* A fill failed (memory?): try again in a second, not in a loop. */
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec++;
+			pthread_cond_timedwait(&p->wake, &dp->slot_lock, &until);
+			failed = 0;
+			continue;
+		}
+		pthread_cond_wait(&p->wake, &dp->slot_lock);
+	}
+	slots_unlock(dp);
+	return NULL;
+}
+
+int tf_dp_pool_start(struct tf_dp *dp)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts);
+	sigset_t all, old;
+	struct tf_pool *p;
+	int err;
+
+	if (dp->pool)
+		return 0;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->grace_outer = p->grace_inner = -1;
+	p->grace_inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tf_grace_in", 4, 4, 1, NULL);
+	if (p->grace_inner < 0)
+		goto fail;
+	opts.inner_map_fd = p->grace_inner;
+	p->grace_outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "tf_grace", 4, 4, 1, &opts);
+	if (p->grace_outer < 0)
+		goto fail;
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->ready_cv, NULL);
+	slots_lock(dp);
+	dp->pool = p;
+	slots_unlock(dp);
+	/* Signals are the main loop's (signalfd): the thread starts with all of them blocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&p->thread, NULL, pool_run, dp);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		slots_lock(dp);
+		dp->pool = NULL;
+		slots_unlock(dp);
+		pthread_cond_destroy(&p->wake);
+		pthread_cond_destroy(&p->ready_cv);
+		errno = err;
+		goto fail;
+	}
+	return 0;
+fail:
+	err = -errno;
+	if (p->grace_outer >= 0)
+		close(p->grace_outer);
+	if (p->grace_inner >= 0)
+		close(p->grace_inner);
+	free(p);
+	return err;
+}
+
+void tf_dp_pool_stop(struct tf_dp *dp)
+{
+	struct tf_pool *p = dp->pool;
+
+	if (!p)
+		return;
+	slots_lock(dp);
+	p->stop = 1;
+	pthread_cond_signal(&p->wake);
+	slots_unlock(dp);
+	pthread_join(p->thread, NULL);
+	slots_lock(dp);
+	dp->pool = NULL;
+	slots_unlock(dp);
+	pthread_cond_destroy(&p->wake);
+	pthread_cond_destroy(&p->ready_cv);
+	close(p->grace_outer);
+	close(p->grace_inner);
+	free(p);
+}
+
+void tf_dp_pool_count(struct tf_dp *dp, unsigned int *ready, unsigned int *dirty)
+{
+	unsigned int cnt[SLOT_BUSY + 1];
+
+	slots_lock(dp);
+	slot_counts(dp, cnt);
+	slots_unlock(dp);
+	*ready = cnt[SLOT_READY];
+	*dirty = cnt[SLOT_DIRTY] + cnt[SLOT_BUSY];
 }
 
 void tf_dp_slots_close(struct tf_dp *dp)
@@ -184,7 +632,9 @@ void tf_dp_slots_close(struct tf_dp *dp)
 	enum tf_slot_map m;
 	__u32 sid;
 
+	tf_dp_pool_stop(dp);
 	for (m = 0; m < TF_SLOT_MAPS; m++)
 		for (sid = 0; sid < TF_MAX_SESSIONS; sid++)
 			slot_fd_close(dp, m, sid);
+	memset(dp->slot_state, 0, sizeof(dp->slot_state));
 }

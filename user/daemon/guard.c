@@ -90,6 +90,52 @@ static int claimed(const struct tf_daemon *d, const struct tf_sess_key *dev)
 	return 0;
 }
 
+static __u32 prog_id(int fd)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+static __u32 link_prog(int fd)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.prog_id;
+}
+
+int tf_guard_holds(struct tf_daemon *d, const struct tf_sess_key *dev)
+{
+	static const char *const dirs[] = { "out", "in" };
+	char path[PATH_MAX];
+	int i, fd, prog, ok = 1;
+
+	for (i = 0; i < 2 && ok; i++) {
+		pin_path(d, dev, dirs[i], path, sizeof(path));
+		prog = bpf_program__fd(i ? d->dp.skel->progs.tc_guard_from_guest :
+					   d->dp.skel->progs.tc_guard_to_guest);
+		fd = bpf_obj_get(path);
+		ok = fd >= 0 && tf_dp_link_ifindex(fd) == dev->ifindex;
+		/*
+		 * A link an earlier run pinned runs that run's program: this
+		 * run's from here, as a re-adopted session's links are (one
+		 * update, after a restart only), so the chain's head is ours.
+		 */
+		if (ok && link_prog(fd) != prog_id(prog) && bpf_link_update(fd, prog, NULL)) {
+			pr_warn("guard: cannot update `%s' to this run's program: %s\n", path,
+				strerror(errno));
+			ok = 0;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return ok;
+}
+
 /* One guard link, pinned; 0 if it was pinned already. */
 static int guard_link(struct tf_daemon *d, const char *netns, const struct tf_sess_key *dev,
 		      const char *dir, int prog_fd, __u32 type)

@@ -504,6 +504,13 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (tf_caps_drop(&d.cfg))
 		goto cleanup;
+	/* After the drop: the pool's thread has only what the daemon kept. */
+	ret = tf_dp_pool_start(&d.dp);
+	if (ret) {
+		pr_warn("cannot start the slot pool's thread: %s\n", strerror(-ret));
+		ret = 1;
+		goto cleanup;
+	}
 	ret = run(&d) ? 1 : 0;
 cleanup:
 	tf_ctl_close(&d);

@@ -75,7 +75,7 @@ static void write_metrics(struct tf_daemon *d, FILE *f)
 	__u64 tot[TF_CNT_SLOTS], cnt[TF_CNT_SLOTS], st[TF_STAT_MAX] = {}, fill[TF_SLOT_MAPS];
 	const struct tf_config *c = &d->cfg;
 	struct tf_sess *s;
-	unsigned int r;
+	unsigned int r, ready, dirty;
 	time_t cp = tf_audit_last_checkpoint(d);
 
 	memcpy(tot, d->gone_cnt, sizeof(tot));
@@ -99,6 +99,13 @@ static void write_metrics(struct tf_daemon *d, FILE *f)
 	head(f, "tapfence_sessions_max", "gauge",
 	     "Sessions the config allows (limits.max_sessions).");
 	fprintf(f, "tapfence_sessions_max %u\n", c->max_sessions);
+	tf_dp_pool_count(&d->dp, &ready, &dirty);
+	head(f, "tapfence_slots_ready", "gauge",
+	     "Slots whose tables are made and empty, for the next session add (limits.warm_slots).");
+	fprintf(f, "tapfence_slots_ready %u\n", ready);
+	head(f, "tapfence_slots_dirty", "gauge",
+	     "Slots of deleted sessions whose tables are being emptied for reuse.");
+	fprintf(f, "tapfence_slots_dirty %u\n", dirty);
 
 	head(f, "tapfence_packets_total", "counter",
 	     "Packets judged, by reason and the verdict that reason gives, on every session, "

@@ -91,16 +91,6 @@ struct tf_sess *tf_sess_find(struct tf_daemon *d, const char *id)
 	return NULL;
 }
 
-static __u32 free_sid(struct tf_daemon *d)
-{
-	__u32 sid;
-
-	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
-		if (!d->by_sid[sid] && !d->stale_sid[sid])
-			return sid;
-	return 0;
-}
-
 static void sess_free(struct tf_sess *s)
 {
 	if (!s)
@@ -210,6 +200,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	struct tf_session old;
 	struct tf_sess *s, *o;
 	int ret, had_old, readopt;
+	__u32 held = 0; /* the slot taken, until the session keeps it */
 
 	if (tf_sess_find(d, spec->id)) {
 		snprintf(err, errlen, "id: session `%s' already exists", spec->id);
@@ -261,8 +252,13 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	ret = addr_conflict(d, spec, s->dev.netns, err, errlen);
 	if (ret)
 		goto cleanup;
-	s->sid = (want_sid && want_sid < TF_MAX_SESSIONS && !d->by_sid[want_sid]) ? want_sid :
-										    free_sid(d);
+	/* The saved slot to re-adopt, else a free one (a ready one of the pool first). */
+	if (want_sid && want_sid < TF_MAX_SESSIONS && !d->by_sid[want_sid] &&
+	    !tf_dp_slot_hold(&d->dp, want_sid))
+		s->sid = want_sid;
+	else
+		s->sid = tf_dp_slot_take(&d->dp);
+	held = s->sid;
 	if (!s->sid) {
 		snprintf(err, errlen, "no free session slot");
 		ret = -ENOSPC;
@@ -292,7 +288,16 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	s->ver = had_old ? old.policy_ver + 1 : 1;
 
 	pin_name(spec->id, s->dev.netns, pin);
-	ret = tf_dp_attach(&d->dp, pin, ns, &s->dev, &s->at);
+	/*
+	 * A device the guard's programs hold needs no links of its own in TC
+	 * mode: they hand the session's packets to its programs
+	 * (TF_SF_VIA_GUARD), and the add makes no tcx link (each an RCU grace
+	 * period). A re-adopted session with pinned links keeps them.
+	 */
+	s->at.guard = d->cfg.attach_mode == TF_ATTACH_TC && !tf_dp_links_pinned(&d->dp, pin) &&
+		      tf_guard_holds(d, &s->dev);
+	d->dp.via_guard[s->sid] = (unsigned char)s->at.guard;
+	ret = s->at.guard ? 0 : tf_dp_attach(&d->dp, pin, ns, &s->dev, &s->at);
 	if (ret) {
 		snprintf(err, errlen, "ifname: cannot attach to `%s': %s", spec->ifname,
 			 strerror(-ret));
@@ -327,6 +332,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	d->sessions = s;
 	d->by_sid[s->sid] = s;
 	d->nsessions++;
+	held = 0;
 	pr_info("session %s: %s (ifindex %u%s%s) slot %u policy %u, %u rules\n", spec->id,
 		spec->ifname, s->dev.ifindex, ns ? " in " : "", ns ? ns : "", s->sid, s->ver,
 		spec->nrules);
@@ -343,13 +349,17 @@ undo:
 		 */
 		tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
 		d->stale_sid[s->sid] = 1;
+		held = 0;
 		tf_dp_attach_close(&s->at);
 		goto cleanup;
 	}
 	/* Detach last: until then the device keeps denying. */
 	tf_dp_session_remove(&d->dp, spec, &s->policy, s->sid, s->ver, &s->dev);
+	held = 0; /* released by the removal */
 	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
 cleanup:
+	if (held)
+		tf_dp_slot_release(&d->dp, held);
 	sess_free(s);
 	return ret;
 }
@@ -404,7 +414,8 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 	ret = tf_sess_del_check(d, s, release, err, errlen);
 	if (ret)
 		return ret;
-	if (!release && s->at.link_out >= 0 && tf_dp_link_ifindex(s->at.link_out)) {
+	/* Through the guard's programs, the device is theirs again once the entry goes. */
+	if (!release && !s->at.guard && s->at.link_out >= 0 && tf_dp_link_ifindex(s->at.link_out)) {
 		ret = tf_guard_keep(d, s->spec.netns[0] ? s->spec.netns : NULL, &s->dev);
 		if (ret) {
 			snprintf(err, errlen,
@@ -455,7 +466,9 @@ void tf_sess_tick(struct tf_daemon *d)
 	d->sess_ticked = now;
 	for (s = d->sessions; s; s = next) {
 		next = s->next;
-		if (!s->spec.netns[0] || s->at.link_out < 0 || tf_dp_link_ifindex(s->at.link_out))
+		if (!s->spec.netns[0] ||
+		    (s->at.guard ? tf_guard_holds(d, &s->dev) :
+				   s->at.link_out < 0 || tf_dp_link_ifindex(s->at.link_out)))
 			continue;
 		ret = tf_ns_cookie(s->spec.netns, &cookie);
 		if (!ret && cookie == s->dev.netns)
@@ -803,6 +816,7 @@ static int note_stale(const struct tf_sess_key *dev, const struct tf_session *v,
 
 	if (v->sid && v->sid < TF_MAX_SESSIONS && !d->by_sid[v->sid]) {
 		d->stale_sid[v->sid] = 1;
+		(void)tf_dp_slot_hold(&d->dp, v->sid); /* -EBUSY: two devices on one slot */
 		pr_warn("ifindex %u (netns cookie %llu) keeps enforcing the pinned policy of slot %u, "
 			"whose session was not restored; a session add on that device or tapfenced "
 			"--cleanup replaces it\n",

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Recycled slots (docs/performance.md#session-set-up): a deleted session's slot keeps its tables,
+# emptied by the pool's thread after a grace period, and the next session gets it ready. Nothing
+# of the old session may survive into the new one: a connection the old session allowed, still
+# retransmitting into the device, must not pass under a new session on the same device, with the
+# same addresses, the same slot and the same policy generation number, that does not allow it.
+# Also: the pool's gauges in the metrics, and a session on a guarded device judged through the
+# guard's programs with no links of its own (TF_SF_VIA_GUARD) is cut at its delete.
+#
+#   guest ga 10.10.1.2 ─ ha ─ host (router, tapfenced) ─ inet: 198.51.100.10 (tcp 7001, echo)
+set -u
+. "$(dirname "$0")/lib.sh"
+tf_init
+
+host=tf-slh-$TF_SFX guest=tf-slg-$TF_SFX inet=tf-sli-$TF_SFX
+one_guest "$host" "$guest" "$inet"
+OK=198.51.100.10
+L_FP=$T/fp.log
+flowpeer_start "$inet" "$L_FP" --tcp $OK:7001
+
+bpffs_mount "$T/bpffs"
+# limits.warm_slots 2: the pool is small, so the freed slot is the one handed out next.
+tfd_config "$T/tf.json" '"limits":{"warm_slots":2}'
+tfd_start "$host"
+
+spec() { # FILE ID PORT
+	session_spec "$1" "$2" ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 \
+		10.10.1.1 fd00:a:1::1 "[{\"cidr\":\"$OK\",\"proto\":\"tcp\",\"ports\":[$3]}]"
+}
+spec "$T/a.json" a 7001
+spec "$T/b.json" b 80
+slot_of() { tfc --json session show "$1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["slot"])'; }
+metric() { tfc metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+# cleared: no slot waits to be emptied, and at least one is ready.
+cleared() { [ "$(metric tapfence_slots_dirty)" = 0 ] && [ "$(metric tapfence_slots_ready)" -ge 1 ]; }
+
+note "the pool"
+check "metrics: the pool has slots ready (limits.warm_slots 2)" wait_for 5 \
+	sh -c "[ \"\$($TF_BUILD/tapfence --socket $TF_SOCK metrics | awk '\$1 == \"tapfence_slots_ready\" { print \$2 }')\" = 2 ]"
+
+note "a deleted session's flows do not outlive it in its recycled slot"
+sessions_add a
+SLOT_A=$(slot_of a)
+flowpeer_stream "$guest" "$T/st.log" --tcp $OK:7001 --sport 42001 --tag st --stop "$T/stop"
+sleep 1
+tf_mark
+sleep 1
+expect_reached "$L_FP" "from 10.10.1.2:42001 msg st" "session a: the stream reaches $OK:7001"
+check "session del a" tfc session del a
+check "the slot is emptied and ready again" wait_for 5 cleared
+sessions_add b
+check "session b has session a's slot ($SLOT_A)" test "$(slot_of b)" = "$SLOT_A"
+check "... and the same policy generation (1)" tfjson check <(tfc --json session show b) \
+	'd["session"]["policy_version"] == 1'
+tf_mark
+sleep 3
+expect_not_reached "$L_FP" "from 10.10.1.2:42001 msg" \
+	"session b (tcp 80 only): the old stream's retransmissions never reach $OK:7001"
+expect_event session=b verdict=deny dst=$OK dport=7001 -- "... session b denies them"
+check "session del b" tfc session del b
+
+note "a session judged through the guard's programs"
+tfd_stop
+tfd_config "$T/tf.json" '"guard":{"interfaces":["ha"]}'
+tfd_start "$host"
+check "the guard holds ha" wait_for 5 sh -c "$TF_BUILD/tapfence --socket $TF_SOCK --json guard | grep -q '\"programs\": *true'"
+sessions_add a
+check "session a on ha: attach guard (no links of its own)" tfjson check \
+	<(tfc --json session show a) 'd["session"]["attach"] == "guard" and d["session"]["first"] is True'
+check "... no session link is pinned" test -z "$(ls "$TF_PIN_DIR/links")"
+flowpeer_stream "$guest" "$T/st2.log" --tcp $OK:7001 --sport 42002 --tag g2 --stop "$T/stop2"
+sleep 1
+tf_mark
+sleep 1
+expect_reached "$L_FP" "from 10.10.1.2:42002 msg g2" "through the guard's programs: the stream reaches $OK:7001"
+check "session del a" tfc session del a
+tf_mark
+sleep 2
+expect_not_reached "$L_FP" "from 10.10.1.2:42002 msg" "deleted: the stream is cut (the guard denies)"
+expect_event verdict=deny reason=guard_unclaimed -- "... reported as guard_unclaimed"
+
+tf_done
