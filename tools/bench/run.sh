@@ -3,7 +3,7 @@
 # make bench [QUICK=1]: every part of the benchmark, then one results file and the table.
 #   dp    build/bench/bench_dp       per-packet cost of each path, and scaling (BPF_PROG_TEST_RUN)
 #   tput  tools/bench/throughput.sh  iperf3 through a session's veth: none / TC / XDP / nftables
-#   ctl   tools/bench/ctl.sh         control-socket latency over many sessions, BPF memory
+#   ctl   tools/bench/ctl.sh         control-socket latency, plain TC and guarded; BPF memory, fds
 #   tls   tools/bench/tls.sh         connect latency the TLS SNI check adds (hello in 1 and 2 segments)
 # Results: build/bench/results/<UTC time>-<commit>.json (compare two with
 # `tools/bench/report.py compare OLD NEW'), plots: build/bench/scale_*.png. QUICK=1 runs a subset
