@@ -32,7 +32,8 @@ for ((i = 1; i < MAX; i++)); do
 	ip -n "$host" link set "p$i" up
 done
 bpffs_mount "$T/bpffs"
-tfd_config "$T/tf.json" '"limits":{"max_sessions":'$MAX'}'
+# warm_slots 0: every add makes its slot's tables itself, so the fd shortage below hits each step.
+tfd_config "$T/tf.json" '"limits":{"max_sessions":'$MAX',"warm_slots":0}'
 TFD_WRAP=(prlimit --nofile=256:4096)
 allow='[{"cidr":"198.51.100.0/24","proto":"tcp","ports":[80]}]'
 session_spec "$T/vm.1.json" vm.1 ha 02:00:00:00:1a:02 10.10.1.2 fd00:a:1::2 02:00:00:00:1a:01 10.10.1.1 fd00:a:1::1 "$allow"
@@ -68,8 +69,16 @@ print(free[k])' "$1")
 	prlimit --pid "$TFD_PID" --nofile="$lim:$hard"
 }
 # Everything a session add writes, for the failure-injection phase.
+# pool_idle: no slot waits to be emptied, none is kept ready.
+pool_idle() {
+	tfc metrics 2>/dev/null | awk '$1 == "tapfence_slots_dirty" || $1 == "tapfence_slots_ready" { n += $2; k++ }
+		END { exit !(k == 2 && n == 0) }'
+}
+
 footprint() {
 	local m
+	# A failed add's slot is emptied and its tables given back by the pool's thread (warm_slots 0).
+	wait_for 10 pool_idle || echo "pool-busy "
 	for m in tf_sessions tf_addrs tf_rules tf_ports tf_names tf_flows tf_dnsq tf_learned tf_tlsbuf tf_tlsbind; do
 		printf '%s=%s ' "$m" "$(nentries "$m")"
 	done
@@ -87,7 +96,8 @@ check_not "start with socket_group nosuch$TF_SFX refused" daemon "$T/badgroup.lo
 check "the error names the field and value" grep -q "config socket_group: \`nosuch$TF_SFX': no such group" "$T/badgroup.log"
 check "no pin dir was made" test ! -e "$TF_PIN_DIR"
 check "no control socket was made" test ! -e "$TF_SOCK"
-tfd_config "$T/tf.json" '"limits":{"max_sessions":'$MAX'}'
+# warm_slots 0: every add makes its slot's tables itself, so the fd shortage below hits each step.
+tfd_config "$T/tf.json" '"limits":{"max_sessions":'$MAX',"warm_slots":0}'
 
 note "a session id with a dot, under a soft limit of 256 fds"
 tfd_start "$host"
