@@ -36,7 +36,10 @@
  * Usage: bench_dp [--quick] [--only paths|scaling|events] [--out FILE]   (JSON to FILE)
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +51,7 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf.h>
@@ -60,6 +64,7 @@
 #include "tapfence.skel.h"
 #include "bench/noop.skel.h"
 #include "common/log.h"
+#include "daemon/control_int.h" /* struct tf_client: the drain's subscribers */
 #include "daemon/daemon.h"
 #include "daemon/datapath.h"
 #include "daemon/netns.h"
@@ -1380,7 +1385,118 @@ static int log_bytes(const char *path, unsigned int n, double *raw, double *gz)
 	return err;
 }
 
-static int part_events(struct bench *b, int quick, json_t *out)
+#define SUBS 4 /* subscribers of the second event-feed measurement */
+
+/* One subscriber's far end: reads until EOF, counting lines. */
+struct sub_reader {
+	pthread_t thread;
+	int fd, started;
+	atomic_ullong lines;
+};
+
+static void *sub_read(void *arg)
+{
+	struct sub_reader *r = arg;
+	static __thread char buf[1 << 16];
+	unsigned long long k;
+	char *p, *end;
+	ssize_t n;
+
+	while ((n = read(r->fd, buf, sizeof(buf))) > 0) {
+		for (k = 0, p = buf, end = buf + n; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+			k++;
+		atomic_fetch_add(&r->lines, k);
+	}
+	return NULL;
+}
+
+/*
+ * nsubs subscribers of every session on d, each a socket pair whose far end
+ * a thread reads, as a `tapfence events --follow' would. 0 or -errno.
+ */
+static int subs_open(struct tf_daemon *d, struct sub_reader *rd, unsigned int nsubs)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct tf_client *c;
+	unsigned int i;
+	int sv[2];
+
+	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epoll_fd < 0)
+		return -errno;
+	for (i = 0; i < nsubs; i++) {
+		c = calloc(1, sizeof(*c));
+		if (!c || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+			free(c);
+			return -ENOMEM;
+		}
+		fcntl(sv[0], F_SETFL, O_NONBLOCK);
+		c->fd = sv[0];
+		c->subscriber = 1;
+		ev.data.ptr = c;
+		epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, c->fd, &ev);
+		c->next = d->clients;
+		d->clients = c;
+		d->nclients++;
+		d->nsubscribers++;
+		rd[i].fd = sv[1];
+		atomic_store(&rd[i].lines, 0);
+		if (pthread_create(&rd[i].thread, NULL, sub_read, &rd[i]))
+			return -EAGAIN;
+		rd[i].started = 1;
+	}
+	return 0;
+}
+
+/*
+ * Until every reader has read want lines: what the drain queued for a
+ * subscriber whose socket was full is sent as it becomes writable, as the
+ * daemon's event loop does on EPOLLOUT. 0, or -ETIMEDOUT.
+ */
+static int subs_wait(struct tf_daemon *d, struct sub_reader *rd, unsigned int nsubs,
+		     unsigned long long want)
+{
+	struct epoll_event evs[SUBS];
+	unsigned int i, behind, spins;
+	int n, k;
+
+	for (spins = 0; spins < 100000; spins++) {
+		for (behind = 0, i = 0; i < nsubs; i++)
+			behind += atomic_load(&rd[i].lines) < want;
+		if (!behind)
+			return 0;
+		n = epoll_wait(d->epoll_fd, evs, SUBS, 1);
+		for (k = 0; k < n; k++)
+			if (evs[k].events & EPOLLOUT)
+				tf_ctl_event(d, evs[k].data.ptr, evs[k].events);
+	}
+	return -ETIMEDOUT;
+}
+
+static void subs_close(struct tf_daemon *d, struct sub_reader *rd, unsigned int nsubs)
+{
+	struct tf_client *c;
+	unsigned int i;
+
+	for (c = d->clients; c; c = c->next)
+		if (!c->dead)
+			close(c->fd);
+	for (i = 0; i < nsubs && rd[i].started; i++) {
+		pthread_join(rd[i].thread, NULL);
+		close(rd[i].fd);
+		rd[i].started = 0;
+	}
+	while ((c = d->clients)) {
+		d->clients = c->next;
+		free(c->out);
+		free(c->in);
+		free(c);
+	}
+	if (d->epoll_fd >= 0)
+		close(d->epoll_fd);
+}
+
+static int part_events(struct bench *b, int quick, unsigned int nsubs, json_t *out)
 {
 	static const struct pcase flood = { .dir = D_FROM,
 					    .p = { TCP("G", NORULE, 40003, 80, PK_SYN) },
@@ -1389,6 +1505,7 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	static struct tf_daemon d;
 	static struct tf_sess sess;
 	static struct series v;
+	static struct sub_reader rd[SUBS];
 	char dir[] = "/tmp/tapfence-bench.XXXXXX", log[64], old[80];
 	unsigned int n = quick ? 100000 : 500000, rounds = quick ? 3 : 5, r;
 	double raw_b = 0, gz_b = 0;
@@ -1411,6 +1528,7 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	}
 	snprintf(log, sizeof(log), "%s/events.jsonl", dir);
 	memset(&d, 0, sizeof(d));
+	d.epoll_fd = -1;
 	d.cfg = b->cfg;
 	snprintf(d.cfg.event_log, sizeof(d.cfg.event_log), "%s", log);
 	snprintf(d.cfg.state_dir, sizeof(d.cfg.state_dir), "%s", dir);
@@ -1428,13 +1546,23 @@ static int part_events(struct bench *b, int quick, json_t *out)
 	d.by_sid[MAIN_SID] = &sess;
 	err = tf_events_open(&d);
 	if (!err)
+		err = subs_open(&d, rd, nsubs);
+	if (!err)
 		err = target_make(b, &flood, TC_FROM, MAIN_SID, &t);
-	snprintf(v.id, sizeof(v.id), "events.drain");
-	v.desc = "events drained from the ring buffer and written to the JSON log, per second";
+	if (nsubs) {
+		snprintf(v.id, sizeof(v.id), "events.drain_%usubs", nsubs);
+		v.desc = "events drained, written to the JSON log and read whole by each of the "
+			 "subscribers, per second";
+	} else {
+		snprintf(v.id, sizeof(v.id), "events.drain");
+		v.desc = "events drained from the ring buffer and written to the JSON log, per "
+			 "second";
+	}
 	v.n = 0;
 	v.base = -1;
 	v.mode = "repeat";
-	fprintf(stderr, "part 5: the event feed, %u rounds of %u events\n", rounds, n);
+	fprintf(stderr, "part 5: the event feed, %u subscribers, %u rounds of %u events\n", nsubs,
+		rounds, n);
 	for (r = 0; r < rounds && !err; r++) {
 		err = test_run(&t, n, &ns);
 		if (err)
@@ -1442,6 +1570,8 @@ static int part_events(struct bench *b, int quick, json_t *out)
 		w0 = d.events_written;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		err = tf_events_drain(&d);
+		if (!err && nsubs)
+			err = subs_wait(&d, rd, nsubs, (unsigned long long)(r + 1) * n);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (!err && d.events_written - w0 != n) {
 			pr_warn("events: drained %llu events of %u\n",
@@ -1450,7 +1580,7 @@ static int part_events(struct bench *b, int quick, json_t *out)
 		}
 		secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		v.s[v.n++] = n / secs;
-		if (!r && !err)
+		if (!r && !err && !nsubs)
 			err = log_bytes(log, n, &raw_b, &gz_b);
 		if (rename(log, old) || tf_events_reopen(&d) || unlink(old))
 			err = err ? err : -EIO;
@@ -1459,12 +1589,15 @@ static int part_events(struct bench *b, int quick, json_t *out)
 		json_t *m = metric_json(&v, NULL, "events", n);
 
 		json_object_set_new(m, "unit", json_string("events/s"));
-		/* docs/audit.md: the sealed drain stays at or above 1M events/s. */
+		/* Issue 17: the sealed drain at 1.5M events/s, and 1M/s with 4 subscribers. */
 		json_object_set_new(m, "target",
-				    json_pack("{s:s, s:f}", "on", "value", "min", 1e6));
+				    json_pack("{s:s, s:f}", "on", "value", "min",
+					      nsubs ? 1e6 : 1.5e6));
 		json_array_append_new(out, m);
 		fprintf(stderr, "  %-34s %8.0f events/s  [%.0f..%.0f]\n", v.id, median(v.s, v.n),
 			vmin(v.s, v.n), vmax(v.s, v.n));
+	}
+	if (!err && !nsubs) {
 		json_array_append_new(out,
 				      json_pack("{s:s, s:s, s:s, s:s, s:f}", "id",
 						"events.bytes_raw", "group", "events", "desc",
@@ -1479,6 +1612,7 @@ static int part_events(struct bench *b, int quick, json_t *out)
 		fprintf(stderr, "  %-34s %8.1f bytes/event, %.1f gzipped\n", "events.bytes", raw_b,
 			gz_b);
 	}
+	subs_close(&d, rd, nsubs);
 	tf_events_close(&d);
 	tf_spec_free(&sess.spec);
 cleanup_dir:
@@ -1614,7 +1748,10 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "scaling"))
 		rc |= part_done(root, failed, "scaling", part_scaling(&b, quick, metrics), out);
 	if (!only || !strcmp(only, "events"))
-		rc |= part_done(root, failed, "events", part_events(&b, quick, metrics), out);
+		rc |= part_done(root, failed, "events", part_events(&b, quick, 0, metrics), out);
+	if (!only || !strcmp(only, "events"))
+		rc |= part_done(root, failed, "events (subscribers)",
+				part_events(&b, quick, SUBS, metrics), out);
 	if (!only || !strcmp(only, "modes")) {
 		tf_config_defaults(&b.cfg);
 		b.cfg.reject_per_s = b.cfg.reject_burst = 10000000; /* every denial answered */

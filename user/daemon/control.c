@@ -109,7 +109,7 @@ static void client_free(struct tf_daemon *d, struct tf_client *c)
 	free(c->in);
 	free(c->out);
 	c->in = c->out = NULL;
-	c->in_len = c->in_cap = c->out_len = c->out_off = 0;
+	c->in_len = c->in_cap = c->out_len = c->out_off = c->out_cap = 0;
 }
 
 void tf_ctl_reap(struct tf_daemon *d)
@@ -132,6 +132,10 @@ static void client_want_write(struct tf_daemon *d, struct tf_client *c, int on)
 	struct epoll_event ev = { .events = (c->closing ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0),
 				  .data.ptr = c };
 
+	/* Only a change is a system call (a flush per event per subscriber made two). */
+	if (on == c->want_out && !c->closing)
+		return;
+	c->want_out = on;
 	epoll_ctl(d->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
@@ -142,6 +146,7 @@ static int client_flush(struct tf_daemon *d, struct tf_client *c)
 
 	if (c->dead)
 		return -1;
+	c->pending = 0;
 	while (c->out_off < c->out_len) {
 		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
@@ -167,21 +172,28 @@ static int client_flush(struct tf_daemon *d, struct tf_client *c)
 
 static int client_queue(struct tf_client *c, const char *buf, size_t len)
 {
+	size_t cap;
 	char *p;
 
 	/* No client, subscriber or not, may make the daemon hold more than this for it. */
 	if (c->out_len - c->out_off + len + 1 > TF_OUT_MAX)
 		return -ENOBUFS;
 
-	if (c->out_off) {
+	if (c->out_len + len + 1 > c->out_cap && c->out_off) {
 		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
 		c->out_len -= c->out_off;
 		c->out_off = 0;
 	}
-	p = realloc(c->out, c->out_len + len + 1);
-	if (!p)
-		return -ENOMEM;
-	c->out = p;
+	if (c->out_len + len + 1 > c->out_cap) {
+		/* Doubling: a subscriber's lines cost a copy each, not an allocation each. */
+		for (cap = c->out_cap ? c->out_cap : 4096; cap < c->out_len + len + 1; cap *= 2)
+			;
+		p = realloc(c->out, cap);
+		if (!p)
+			return -ENOMEM;
+		c->out = p;
+		c->out_cap = cap;
+	}
 	memcpy(c->out + c->out_len, buf, len);
 	c->out[c->out_len + len] = '\n';
 	c->out_len += len + 1;
@@ -220,8 +232,21 @@ void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t l
 			client_free(d, c);
 			continue;
 		}
-		client_flush(d, c);
+		/* Sent in 64 KiB writes, and what is left once the drain ends (tf_ctl_flush_events()). */
+		if (c->out_len - c->out_off >= TF_OUT_BATCH)
+			client_flush(d, c);
+		else
+			c->pending = 1;
 	}
+}
+
+void tf_ctl_flush_events(struct tf_daemon *d)
+{
+	struct tf_client *c;
+
+	for (c = d->clients; c; c = c->next)
+		if (c->pending && !c->dead)
+			client_flush(d, c);
 }
 
 static void handle_line(struct tf_daemon *d, struct tf_client *c, const char *line, size_t len)

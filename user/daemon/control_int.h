@@ -13,7 +13,9 @@
 #include "request.h"
 
 /* A client that falls this far behind in reading is disconnected (and the log says so). */
-#define TF_OUT_MAX (4u << 20)
+#define TF_OUT_MAX   (4u << 20)
+/* A subscriber's queued lines are sent once they reach this, or when the drain ends. */
+#define TF_OUT_BATCH (64u << 10)
 
 struct tf_client {
 	int fd;
@@ -23,6 +25,9 @@ struct tf_client {
 	char *out;
 	size_t out_len;
 	size_t out_off;
+	size_t out_cap;
+	int want_out; /* EPOLLOUT is asked for */
+	int pending;  /* events queued since the last flush (tf_ctl_flush_events()) */
 	int subscriber;
 	__u32 sub_sid;	   /* 0: all sessions */
 	uid_t uid;	   /* the peer's, at connect (SO_PEERCRED) */

@@ -152,7 +152,13 @@ void tf_ctl_tick(struct tf_daemon *d);
 void tf_ctl_reap(struct tf_daemon *d);
 void tf_ctl_close(struct tf_daemon *d);
 /* Send one event line to the subscribers of sid (or of all sessions). */
+/*
+ * Queue a line for every subscriber of session sid (0: all); a subscriber's
+ * queue is sent once it holds TF_OUT_BATCH, else by tf_ctl_flush_events(),
+ * which the drain and the event loop call.
+ */
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len);
+void tf_ctl_flush_events(struct tf_daemon *d);
 
 /* Capabilities (caps.c): keep only what running needs, as cfg->user if set. 0 or -errno. */
 int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result));

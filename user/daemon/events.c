@@ -402,6 +402,7 @@ int tf_events_drain(struct tf_daemon *d)
 	n = ring_buffer__consume(d->rb);
 	tf_audit_flush(d);
 	tf_audit_tick(d);
+	tf_ctl_flush_events(d); /* one write per subscriber for what this drain queued */
 	if (d->foreground)
 		fflush(stdout);
 	return n < 0 ? n : 0;

@@ -377,6 +377,7 @@ static int run(struct tf_daemon *d)
 		tf_sess_tick(d);
 		tf_guard_tick(d);
 		tf_metrics_tick(d);
+		tf_ctl_flush_events(d); /* what the ticks sealed (checkpoints, notes) */
 		tf_ctl_reap(d);
 	}
 	pr_info("stopping; enforcement stays in place (pinned under %s)\n", d->cfg.pin_dir);
