@@ -84,7 +84,7 @@ fds() { find "/proc/$TFD_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 
 # guarded_all: every device has its guard programs.
 guarded_all() {
-	tfc --json guard 2>/dev/null | "$PY" -c '
+	tfc --json guard 2>/dev/null | "$PY" 2>/dev/null -c '
 import json, sys
 d = json.load(sys.stdin)
 sys.exit(sum(1 for e in d.get("devices", []) if e.get("programs")) < int(sys.argv[1]))' "$((N + C))"

@@ -614,7 +614,7 @@ int tf_ns_query(const char *path, const struct tf_sess_key *dev, __u32 attach_ty
 
 int tf_ns_list(const char *path, __u64 cookie, struct tf_ns_dev *devs, __u32 *n)
 {
-	static struct ns_resp r; /* 10 KB: not on the stack */
+	static struct ns_resp r; /* 80 KB: not on the stack */
 	struct ns_req q;
 	int err;
 

@@ -47,7 +47,7 @@ int tf_ns_tcx_link(const char *path, const struct tf_sess_key *dev, int prog_fd,
 int tf_ns_query(const char *path, const struct tf_sess_key *dev, __u32 attach_type, __u32 *ids,
 		__u32 max, __u32 *n);
 
-#define TF_NS_DEVS 512 /* devices one tf_ns_list() reports */
+#define TF_NS_DEVS 4096 /* devices one tf_ns_list() reports: as many as sessions can be */
 #define TF_NS_PATS 16  /* guard patterns (TF_GUARD_MAX) */
 
 struct tf_ns_dev {
