@@ -7,7 +7,7 @@
 #   tls   tools/bench/tls.sh         connect latency the TLS SNI check adds (hello in 1 and 2 segments)
 # Results: build/bench/results/<UTC time>-<commit>.json (compare two with
 # `tools/bench/report.py compare OLD NEW'), plots: build/bench/scale_*.png. QUICK=1 runs a subset
-# in under two minutes. BENCH_PARTS="dp ctl" runs only those parts. Targets are reported, never
+# in under three minutes. BENCH_PARTS="dp ctl" runs only those parts. Targets are reported, never
 # asserted: the exit status is non-zero only if a part could not run.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
