@@ -358,6 +358,8 @@ static int table_empty(int fd, __u32 key_size)
 	__u8 key[512], next[512];
 	int more;
 
+	if (fd < 0)
+		return -ENOENT; /* a table missing: the slot is dropped, never handed out */
 	if (key_size > sizeof(key))
 		return -E2BIG;
 	for (more = !bpf_map_get_next_key(fd, NULL, next); more;) {

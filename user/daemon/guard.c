@@ -254,12 +254,18 @@ static void reap(struct tf_daemon *d)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		fd = bpf_obj_get(path);
-		if (fd >= 0 && tf_dp_link_ifindex(fd)) {
+		/*
+		 * Only a link that says its device is gone: a pin that cannot be
+		 * opened now (no fd free, no memory) may hold a live device's guard,
+		 * and a session judged through it.
+		 */
+		if (fd < 0)
+			continue;
+		if (tf_dp_link_ifindex(fd)) {
 			close(fd);
 			continue;
 		}
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		dev = (struct tf_sess_key){ .netns = cookie, .ifindex = ifindex };
 		unpin(d, &dev);
 	}

@@ -358,7 +358,14 @@ undo:
 	held = 0; /* released by the removal */
 	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
 cleanup:
-	if (held)
+	/*
+	 * A saved session's slot that could not be re-adopted keeps its tables:
+	 * its device may still enforce them (reserved as stale, as the undo
+	 * above does). Any other slot taken goes back.
+	 */
+	if (held && want_sid && held == want_sid)
+		d->stale_sid[held] = 1;
+	else if (held)
 		tf_dp_slot_release(&d->dp, held);
 	sess_free(s);
 	return ret;
@@ -414,9 +421,17 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 	ret = tf_sess_del_check(d, s, release, err, errlen);
 	if (ret)
 		return ret;
-	/* Through the guard's programs, the device is theirs again once the entry goes. */
-	if (!release && !s->at.guard && s->at.link_out >= 0 && tf_dp_link_ifindex(s->at.link_out)) {
+	/*
+	 * The device goes back to the guard: a session judged through the
+	 * guard's programs makes sure they are still there (re-attached if
+	 * their pins went), one with links of its own attaches them.
+	 */
+	if (!release &&
+	    (s->at.guard || (s->at.link_out >= 0 && tf_dp_link_ifindex(s->at.link_out)))) {
 		ret = tf_guard_keep(d, s->spec.netns[0] ? s->spec.netns : NULL, &s->dev);
+		/* A device that is gone (or its namespace) needs no guard. */
+		if (s->at.guard && (ret == -ENODEV || ret == -ENOENT))
+			ret = 0;
 		if (ret) {
 			snprintf(err, errlen,
 				 "cannot leave `%s' denying (its guard programs: %s): the session "
