@@ -239,31 +239,27 @@ listener_start() {
 	tf_watch "$log"
 }
 
-# flowpeer_start NS LOG ARG...: flowpeer.py serve (an echo server for long-lived flows) in NS with
-# its --tcp/--udp ARGs, logging to LOG (watched); killed at cleanup.
-flowpeer_start() {
-	local ns=$1 log=$2 ready=$T/flowpeer.$RANDOM.ready
-	shift 2
+# flowpeer_bg MODE WHAT NS LOG ARG...: flowpeer.py MODE in NS in the background, logging to LOG
+# (watched), killed at cleanup; returns once it says it is ready, or dies saying WHAT did not.
+flowpeer_bg() {
+	local mode=$1 what=$2 ns=$3 log=$4 ready=$T/flowpeer.$RANDOM.ready
+	shift 4
 	: >"$log"
-	ip netns exec "$ns" "$PY" "$TF_NETNS_DIR/flowpeer.py" serve --log "$log" --ready "$ready" "$@" \
+	ip netns exec "$ns" "$PY" "$TF_NETNS_DIR/flowpeer.py" "$mode" --log "$log" --ready "$ready" "$@" \
 		>>"$T/flowpeer.out" 2>&1 &
 	defer kill_pid $!
-	wait_for 5 test -e "$ready" || die "flowpeer in $ns did not start: $(tail -n 3 "$T/flowpeer.out")"
+	wait_for 5 test -e "$ready" ||
+		die "$what in $ns: $(tail -n 3 "$T/flowpeer.out" "$log" 2>/dev/null | grep -v '^==' | tail -n 3)"
 	tf_watch "$log"
 }
 
+# flowpeer_start NS LOG ARG...: flowpeer.py serve (an echo server for long-lived flows) in NS with
+# its --tcp/--udp ARGs, logging to LOG (watched); killed at cleanup.
+flowpeer_start() { flowpeer_bg serve "flowpeer did not start" "$@"; }
+
 # flowpeer_stream NS LOG ARG...: flowpeer.py stream in NS (one connection kept busy; ARGs: --tcp
 # HOST:PORT, --sport, --tag, --stop FILE...), logging to LOG (watched); returns once connected.
-flowpeer_stream() {
-	local ns=$1 log=$2 ready=$T/stream.$RANDOM.ready
-	shift 2
-	: >"$log"
-	ip netns exec "$ns" "$PY" "$TF_NETNS_DIR/flowpeer.py" stream --log "$log" --ready "$ready" "$@" \
-		>>"$T/flowpeer.out" 2>&1 &
-	defer kill_pid $!
-	wait_for 5 test -e "$ready" || die "the stream in $ns did not connect: $(tail -n 3 "$log")"
-	tf_watch "$log"
-}
+flowpeer_stream() { flowpeer_bg stream "the stream did not connect" "$@"; }
 
 # tcp_get NS [--src ADDR] HOST PORT: an HTTP GET with curl; 0 iff the listener's reply came back.
 # The reply body goes to $T/client.out.
