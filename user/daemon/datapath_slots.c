@@ -223,6 +223,17 @@ static __u32 slot_find(const struct tf_dp *dp, __u32 *cold)
 	return 0;
 }
 
+/* Slots that have tables (or are getting them): at most limits.max_sessions (the fd budget). */
+static int slots_full(const struct tf_dp *dp)
+{
+	unsigned int n = 0;
+	__u32 sid;
+
+	for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
+		n += dp->slot_state[sid] != SLOT_COLD;
+	return n >= dp->cfg->max_sessions;
+}
+
 __u32 tf_dp_slot_take(struct tf_dp *dp)
 {
 	struct timespec until;
@@ -230,20 +241,23 @@ __u32 tf_dp_slot_take(struct tf_dp *dp)
 
 	slots_lock(dp);
 	got = slot_find(dp, &cold);
-	if (!got && dp->pool && dp->pool->coming) {
+	/* With the budget spent, only a released slot, once emptied, can be had. */
+	if (!got && dp->pool && (dp->pool->coming || slots_full(dp))) {
 		/* Slots being filled or emptied are ready sooner than one made here (five grace periods). */
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec++;
-		while (!got && dp->pool && dp->pool->coming &&
+		while (!got && dp->pool && (dp->pool->coming || slots_full(dp)) &&
 		       !pthread_cond_timedwait(&dp->pool->ready_cv, &dp->slot_lock, &until))
 			got = slot_find(dp, &cold);
 		if (!got)
 			got = slot_find(dp, &cold);
 	}
-	if (got)
+	if (got) {
 		dp->slot_state[got] = SLOT_TAKEN;
-	else if ((got = cold))
+	} else if (cold && !(dp->pool && slots_full(dp))) {
+		got = cold;
 		dp->slot_state[got] = SLOT_USED;
+	}
 	pool_poke(dp);
 	slots_unlock(dp);
 	return got;
@@ -323,12 +337,22 @@ void tf_dp_slot_orphan(struct tf_dp *dp, __u32 sid)
 {
 	enum tf_slot_map m;
 	int err = 0, any = 0;
-	__u32 id;
+	unsigned int n;
+	__u32 id, s;
 
 	for (m = 0; m < TF_SLOT_MAPS; m++)
 		any |= !bpf_map_lookup_elem(bpf_map__fd(tf_slot_outer(dp->skel, m)), &sid, &id);
 	if (!any)
 		return;
+	slots_lock(dp);
+	for (n = 0, s = 1; s < TF_MAX_SESSIONS; s++)
+		n += dp->slot_state[s] == SLOT_DIRTY;
+	slots_unlock(dp);
+	if (n >= dp->cfg->warm_slots) {
+		/* Beyond the pool's size: deleted (a grace period each), never adopted (5 fds each). */
+		slot_drop(dp, sid);
+		return;
+	}
 	/* Adopted (a table missing from a fill cut short is made), then emptied by the pool. */
 	for (m = 0; m < TF_SLOT_MAPS && !err; m++)
 		err = slot_open(dp, m, sid, 1);
@@ -470,27 +494,46 @@ static void slot_counts(const struct tf_dp *dp, unsigned int *cnt)
 		cnt[dp->slot_state[sid]]++;
 }
 
+/*
+ * Work on the n slots in sids (BUSY), slot_lock released meanwhile: fill or
+ * clear them, then READY or dropped. An add waiting in take() is woken. The
+ * first failure's -errno, or 0.
+ */
+static int pool_batch(struct tf_dp *dp, const __u32 *sids, unsigned int n,
+		      void (*work)(struct tf_dp *, const __u32 *, unsigned int, int *),
+		      const char *what, unsigned int *count)
+{
+	struct tf_pool *p = dp->pool;
+	int res[POOL_BATCH], err = 0;
+	unsigned int i;
+
+	p->coming = n;
+	slots_unlock(dp);
+	work(dp, sids, n, res);
+	slots_lock(dp);
+	*count += n;
+	pool_done(dp, sids, n, res, what);
+	p->coming = 0;
+	pthread_cond_broadcast(&p->ready_cv);
+	for (i = 0; i < n && !err; i++)
+		err = res[i];
+	return err;
+}
+
 static void *pool_run(void *arg)
 {
 	struct tf_dp *dp = arg;
 	struct tf_pool *p = dp->pool;
 	unsigned int cnt[SLOT_BUSY + 1], n, want, room, warm = dp->cfg->warm_slots;
 	__u32 sids[POOL_BATCH];
-	int res[POOL_BATCH], failed = 0;
 	struct timespec until;
+	int failed = 0;
 
 	slots_lock(dp);
 	while (!p->stop) {
 		n = pool_pick(dp, SLOT_DIRTY, sids, POOL_BATCH);
 		if (n) {
-			p->coming = n;
-			slots_unlock(dp);
-			pool_clear(dp, sids, n, res);
-			slots_lock(dp);
-			p->cleared += n;
-			pool_done(dp, sids, n, res, "empty");
-			p->coming = 0;
-			pthread_cond_broadcast(&p->ready_cv);
+			pool_batch(dp, sids, n, pool_clear, "empty", &p->cleared);
 			continue;
 		}
 		slot_counts(dp, cnt);
@@ -505,16 +548,7 @@ static void *pool_run(void *arg)
 		want = want < room ? want : room;
 		if (want && !failed) {
 			n = pool_pick(dp, SLOT_COLD, sids, want < POOL_BATCH ? want : POOL_BATCH);
-			p->coming = n;
-			slots_unlock(dp);
-			pool_fill(dp, sids, n, res);
-			slots_lock(dp);
-			p->filled += n;
-			pool_done(dp, sids, n, res, "create");
-			p->coming = 0;
-			pthread_cond_broadcast(&p->ready_cv);
-			for (; n && !failed; n--)
-				failed = res[n - 1];
+			failed = pool_batch(dp, sids, n, pool_fill, "create", &p->filled);
 			continue;
 		}
 		if (cnt[SLOT_READY] > warm) {
