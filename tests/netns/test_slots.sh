@@ -6,7 +6,8 @@
 # retransmitting into the device, must not pass under a new session on the same device, with the
 # same addresses, the same slot and the same policy generation number, that does not allow it.
 # Also: the pool's gauges in the metrics, and a session on a guarded device judged through the
-# guard's programs with no links of its own (TF_SF_VIA_GUARD) is cut at its delete.
+# guard's programs with no links of its own (TF_SF_VIA_GUARD): judged, still judged when the
+# guard's pins are removed (it holds the links; the pins come back), and cut at its delete.
 #
 #   guest ga 10.10.1.2 ─ ha ─ host (router, tapfenced) ─ inet: 198.51.100.10 (tcp 7001, echo)
 set -u
@@ -74,6 +75,15 @@ sleep 1
 tf_mark
 sleep 1
 expect_reached "$L_FP" "from 10.10.1.2:42002 msg g2" "through the guard's programs: the stream reaches $OK:7001"
+guest_probe "through the guard's programs: $OK:80 (no rule)" $OK blocked
+
+note "the guard's pins removed under a session judged through them"
+rm -f "$TF_PIN_DIR"/guard/*
+guest_probe "pins gone: $OK:80 still blocked (the session holds the guard's links)" $OK blocked
+tf_mark
+sleep 1
+expect_reached "$L_FP" "from 10.10.1.2:42002 msg g2" "pins gone: the stream still reaches $OK:7001"
+check "the pins are back within 2 s" wait_for 2 sh -c "[ \$(ls '$TF_PIN_DIR/guard' | wc -l) -eq 2 ]"
 check "session del a" tfc session del a
 tf_mark
 sleep 2

@@ -128,9 +128,12 @@ void tf_guard_release(struct tf_daemon *d, const struct tf_sess_key *dev);
  * (a pinned link of an earlier run is updated to them): a session added on
  * it needs no links of its own (TF_SF_VIA_GUARD, TC mode); it is judged
  * through them. Pinned state of another ABI refuses the start, so every
- * guard program found knows TF_SF_VIA_GUARD.
+ * guard program found knows TF_SF_VIA_GUARD. fds (out, in), if not NULL:
+ * the two links, kept open for the session (a pin alone can be removed).
  */
-int tf_guard_holds(struct tf_daemon *d, const struct tf_sess_key *dev);
+int tf_guard_holds(struct tf_daemon *d, const struct tf_sess_key *dev, int fds[2]);
+/* Pin a via-guard session's held guard links (fds: out, in) again where their pins went. */
+void tf_guard_repin(struct tf_daemon *d, const struct tf_sess_key *dev, const int fds[2]);
 json_t *tf_guard_list(struct tf_daemon *d);
 /* tapfenced --cleanup: the nftables guard out of every namespace the config names. */
 void tf_guard_cleanup(const struct tf_config *cfg);

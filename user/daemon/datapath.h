@@ -64,10 +64,11 @@ struct tf_dp {
 
 /* One attachment of a session; fds are -1 when not attached. */
 struct tf_attach {
-	int link_in;  /* guest -> host: tcx ingress link (tc_gso_guard in XDP mode) */
-	int link_out; /* host -> guest: tcx egress link */
-	int xdp;      /* 1 if guest -> host is judged by XDP (libxdp), link_in guarding GSO */
-	int guard;    /* 1 if no links: judged through the guard's programs (TF_SF_VIA_GUARD) */
+	int link_in;	 /* guest -> host: tcx ingress link (tc_gso_guard in XDP mode) */
+	int link_out;	 /* host -> guest: tcx egress link */
+	int xdp;	 /* 1 if guest -> host is judged by XDP (libxdp), link_in guarding GSO */
+	int guard;	 /* 1 if no links: judged through the guard's programs (TF_SF_VIA_GUARD) */
+	int guard_fd[2]; /* then the guard's links (out, in), held: they outlive their pins */
 };
 
 /*

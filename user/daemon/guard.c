@@ -108,12 +108,16 @@ static __u32 link_prog(int fd)
 	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.prog_id;
 }
 
-int tf_guard_holds(struct tf_daemon *d, const struct tf_sess_key *dev)
+static const char *const guard_dirs[] = { "out", "in" };
+
+int tf_guard_holds(struct tf_daemon *d, const struct tf_sess_key *dev, int fds[2])
 {
-	static const char *const dirs[] = { "out", "in" };
+	const char *const *dirs = guard_dirs;
 	char path[PATH_MAX];
 	int i, fd, prog, ok = 1;
 
+	if (fds)
+		fds[0] = fds[1] = -1;
 	for (i = 0; i < 2 && ok; i++) {
 		pin_path(d, dev, dirs[i], path, sizeof(path));
 		prog = bpf_program__fd(i ? d->dp.skel->progs.tc_guard_from_guest :
@@ -130,10 +134,35 @@ int tf_guard_holds(struct tf_daemon *d, const struct tf_sess_key *dev)
 				strerror(errno));
 			ok = 0;
 		}
-		if (fd >= 0)
+		if (ok && fds)
+			fds[i] = fd;
+		else if (fd >= 0)
 			close(fd);
 	}
+	if (!ok && fds) {
+		for (i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		fds[0] = fds[1] = -1;
+	}
 	return ok;
+}
+
+void tf_guard_repin(struct tf_daemon *d, const struct tf_sess_key *dev, const int fds[2])
+{
+	char path[PATH_MAX];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		pin_path(d, dev, guard_dirs[i], path, sizeof(path));
+		if (fds[i] < 0 || !access(path, F_OK) || !tf_dp_link_ifindex(fds[i]))
+			continue;
+		if (bpf_obj_pin(fds[i], path))
+			pr_warn("guard: cannot pin `%s' again: %s\n", path, strerror(errno));
+		else
+			pr_warn("guard: `%s' was gone; pinned again from the session's link\n",
+				path);
+	}
 }
 
 /* One guard link, pinned; 0 if it was pinned already. */

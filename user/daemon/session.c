@@ -95,6 +95,11 @@ static void sess_free(struct tf_sess *s)
 {
 	if (!s)
 		return;
+	/* Never detaches: the guard's links stay, pinned. */
+	if (s->at.guard_fd[0] >= 0)
+		close(s->at.guard_fd[0]);
+	if (s->at.guard_fd[1] >= 0)
+		close(s->at.guard_fd[1]);
 	tf_spec_free(&s->spec);
 	tf_spec_free(&s->qspec);
 	tf_policy_free(&s->policy);
@@ -213,7 +218,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->at.link_in = s->at.link_out = -1;
+	s->at.link_in = s->at.link_out = s->at.guard_fd[0] = s->at.guard_fd[1] = -1;
 	if (ns && d->cfg.attach_mode == TF_ATTACH_XDP) {
 		snprintf(err, errlen,
 			 "netns: attach_mode xdp attaches only to devices in the daemon's own "
@@ -295,7 +300,21 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	 * period). A re-adopted session with pinned links keeps them.
 	 */
 	s->at.guard = d->cfg.attach_mode == TF_ATTACH_TC && !tf_dp_links_pinned(&d->dp, pin) &&
-		      tf_guard_holds(d, &s->dev);
+		      tf_guard_holds(d, &s->dev, s->at.guard_fd);
+	/*
+	 * And only if the guard's programs head both chains: a program attached
+	 * ahead of them since would see the guest's packets before any
+	 * judgement. Otherwise the session's own links go at the head.
+	 */
+	if (s->at.guard && !tf_attest_first(d, s)) {
+		pr_warn("session %s: a program runs ahead of the guard's on `%s': attaching its own "
+			"links\n",
+			spec->id, spec->ifname);
+		s->at.guard = 0;
+		close(s->at.guard_fd[0]);
+		close(s->at.guard_fd[1]);
+		s->at.guard_fd[0] = s->at.guard_fd[1] = -1;
+	}
 	d->dp.via_guard[s->sid] = (unsigned char)s->at.guard;
 	ret = s->at.guard ? 0 : tf_dp_attach(&d->dp, pin, ns, &s->dev, &s->at);
 	if (ret) {
@@ -481,8 +500,10 @@ void tf_sess_tick(struct tf_daemon *d)
 	d->sess_ticked = now;
 	for (s = d->sessions; s; s = next) {
 		next = s->next;
+		if (s->at.guard)
+			tf_guard_repin(d, &s->dev, s->at.guard_fd);
 		if (!s->spec.netns[0] ||
-		    (s->at.guard ? tf_guard_holds(d, &s->dev) :
+		    (s->at.guard ? tf_dp_link_ifindex(s->at.guard_fd[0]) != 0 :
 				   s->at.link_out < 0 || tf_dp_link_ifindex(s->at.link_out)))
 			continue;
 		ret = tf_ns_cookie(s->spec.netns, &cookie);
