@@ -8,6 +8,9 @@
 # Also: the pool's gauges in the metrics, and a session on a guarded device judged through the
 # guard's programs with no links of its own (TF_SF_VIA_GUARD): judged, still judged when the
 # guard's pins are removed (it holds the links; the pins come back), and cut at its delete.
+# Last, a restart: a session whose state file cannot be read keeps enforcing its pinned policy,
+# and a session restored into a fresh slot is never handed that slot (its device would enforce
+# the newcomer's policy).
 #
 #   guest ga 10.10.1.2 ─ ha ─ host (router, tapfenced) ─ inet: 198.51.100.10 (tcp 7001, echo)
 set -u
@@ -89,5 +92,31 @@ tf_mark
 sleep 2
 expect_not_reached "$L_FP" "from 10.10.1.2:42002 msg" "deleted: the stream is cut (the guard denies)"
 expect_event verdict=deny reason=guard_unclaimed -- "... reported as guard_unclaimed"
+
+note "a restart never hands a session the slot of a device still enforcing another's policy"
+tfd_stop
+# warm_slots 0: a fresh slot is the lowest free one, a's if nothing held it.
+tfd_config "$T/tf.json" '"limits":{"warm_slots":0}'
+tfd_start "$host"
+setup ip -n "$host" tuntap add dev tc1 mode tap
+setup ip -n "$host" link set tc1 up
+session_spec "$T/c.json" c tc1 02:00:00:00:1c:02 10.10.3.2 fd00:a:3::2 02:00:00:00:1c:01 \
+	10.10.3.1 fd00:a:3::1 "[{\"cidr\":\"$OK\",\"proto\":\"tcp\",\"ports\":[80]}]"
+sessions_add a c
+SLOT_A=$(slot_of a)
+guest_probe "session a (tcp 7001 only): $OK:80" $OK blocked
+# As after a crash: the daemon killed, its pins left; a's state file unreadable, c's naming no slot.
+kill_pid "$TFD_PID"
+TFD_PID=
+echo '{' >"$T/state/sessions/a.json"
+setup "$PY" -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["slot"] = 0; json.dump(d, open(p, "w"))' \
+	"$T/state/sessions/c.json"
+tfd_start "$host"
+check "session c is restored" test -n "$(slot_of c)"
+check "... into a fresh slot, not a's ($SLOT_A), which ha still enforces" \
+	test "$(slot_of c)" != "$SLOT_A"
+guest_probe "ha keeps a's pinned policy: $OK:80 (c's rule) still" $OK blocked
+check "the log names slot $SLOT_A as kept" grep -q "keeps enforcing the pinned policy of slot $SLOT_A" \
+	"$T/tapfenced.log"
 
 tf_done

@@ -48,6 +48,7 @@ struct tf_daemon {
 	unsigned int nsessions;
 	struct tf_sess *by_sid[TF_MAX_SESSIONS];
 	__u8 stale_sid[TF_MAX_SESSIONS]; /* pinned, enforcing, not restored: never reused */
+	__u8 reserved_sid[TF_MAX_SESSIONS]; /* during restore: a device enforces it (session.c) */
 	time_t started;
 	time_t sess_ticked;	      /* the second tf_sess_tick() last looked */
 	__u32 gone_sid;		      /* restore_gone()'s slot, for its tf_sessions walk */

@@ -197,6 +197,23 @@ static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, __u64 
  * want_sid != 0 re-adopts a session saved by an earlier run in that slot,
  * keeping its flow table (established flows survive a restart).
  */
+/*
+ * May a restored session on dev have its saved slot sid back? A slot some
+ * device enforced when the restore began is held already (reserve(), below)
+ * and goes only to the session of that device; any other is held now.
+ */
+static int slot_readopt(struct tf_daemon *d, __u32 sid, const struct tf_sess_key *dev)
+{
+	struct tf_session v;
+
+	if (!d->reserved_sid[sid])
+		return !tf_dp_slot_hold(&d->dp, sid);
+	if (tf_dp_session_get(&d->dp, dev, &v) || v.sid != sid)
+		return 0;
+	d->reserved_sid[sid] = 0;
+	return 1;
+}
+
 int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid, __u64 want_netns,
 		const struct tf_quarantine *q, char *err, size_t errlen)
 {
@@ -259,7 +276,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		goto cleanup;
 	/* The saved slot to re-adopt, else a free one (a ready one of the pool first). */
 	if (want_sid && want_sid < TF_MAX_SESSIONS && !d->by_sid[want_sid] &&
-	    !tf_dp_slot_hold(&d->dp, want_sid))
+	    slot_readopt(d, want_sid, &s->dev))
 		s->sid = want_sid;
 	else
 		s->sid = tf_dp_slot_take(&d->dp);
@@ -819,6 +836,25 @@ static int restore_one(struct tf_daemon *d, const char *path)
 	return ret;
 }
 
+/* A slot some device enforces, held before any session is restored. */
+static int reserve(const struct tf_sess_key *dev, const struct tf_session *v, void *ctx)
+{
+	struct tf_daemon *d = ctx;
+
+	(void)dev;
+	if (v->sid && v->sid < TF_MAX_SESSIONS &&
+	    (d->reserved_sid[v->sid] || !tf_dp_slot_hold(&d->dp, v->sid)))
+		d->reserved_sid[v->sid] = 1;
+	return 0;
+}
+
+/*
+ * Every slot a device enforces is held first: a session restored into a
+ * fresh slot (its state file names none, or one it cannot have) must not
+ * be handed one whose pinned policy a device still enforces because its
+ * own session was not restored; that device would enforce the newcomer's
+ * policy. tf_sess_reconcile() settles what no session took back.
+ */
 int tf_sess_restore(struct tf_daemon *d)
 {
 	char dir[PATH_MAX], path[PATH_MAX * 2];
@@ -826,6 +862,7 @@ int tf_sess_restore(struct tf_daemon *d)
 	size_t n;
 	DIR *dp;
 
+	tf_dp_sessions_each(&d->dp, reserve, d);
 	snprintf(dir, sizeof(dir), "%s/sessions", d->cfg.state_dir);
 	dp = opendir(dir);
 	if (!dp)
@@ -875,7 +912,15 @@ static int keep_sid(__u32 sid, void *ctx)
  */
 void tf_sess_reconcile(struct tf_daemon *d)
 {
+	__u32 sid;
+
 	tf_dp_sessions_each(&d->dp, note_stale, d);
+	/* A held slot no device enforces any more (restore_gone()) is free again. */
+	for (sid = 1; sid < TF_MAX_SESSIONS; sid++) {
+		if (d->reserved_sid[sid] && !d->by_sid[sid] && !d->stale_sid[sid])
+			tf_dp_slot_release(&d->dp, sid);
+		d->reserved_sid[sid] = 0;
+	}
 	tf_dp_sweep_orphans(&d->dp, keep_sid, d);
 }
 
