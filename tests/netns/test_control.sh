@@ -484,6 +484,32 @@ expect_ok "session list --json" --json session list
 jcheck "session list: s1 and s3" "$T/out" 'sorted(s["id"] for s in d["sessions"]) == ["s1", "s3"]'
 cp "$T/out" "$T/list.before"
 
+# --- the state journal ------------------------------------------------------------------------
+
+note "rule changes are journaled beside the saved spec, and folded into it by a whole save"
+SD=$T/state/sessions
+r8080='{"cidr":"198.51.100.11/32","proto":"tcp","ports":[8080]}'
+expect_ok "session mode s1 audit (a whole save)" session mode s1 audit
+check "a whole save folds the journal in: s1.journal is gone" test ! -e "$SD/s1.journal"
+expect_ok "session mode s1 enforce" session mode s1 enforce
+expect_ok "rule add s1 $r8080" rule add s1 "$r8080"
+check "s1.journal: one line, the add" test "$(wc -l <"$SD/s1.journal")" = 1
+jcheck "... {\"op\":\"add\",\"rule\":RULE}" "$SD/s1.journal" \
+	'd == {"op": "add", "rule": {"cidr": "198.51.100.11/32", "proto": "tcp", "ports": [8080]}}'
+check "s1.json does not have it (not rewritten)" sh -c "! grep -q 198.51.100.11 '$SD/s1.json'"
+# s3 has 1 rule: past 1 + 64 journal lines a change saves it whole.
+for ((i = 0; i < 40; i++)); do
+	tfc rule add s3 "$r8080" >/dev/null && tfc rule del s3 "$r8080" >/dev/null || break
+done
+check "80 changes to s3: all done" test "$i" = 40
+check "... its journal was folded in on the way (at most 65 lines)" \
+	test "$(wc -l <"$SD/s3.journal" 2>/dev/null || echo 0)" -le 65
+jcheck "... and s3 still has its one rule" <(tfc --json session show s3) 'len(d["session"]["spec"]["allow"]) == 1'
+# A line cut short (written when a daemon stopped, never acknowledged): left out at the restart.
+printf '{"op":"add","rule":{"cidr":"192.0.2.0/24","proto":"tcp"' >>"$SD/s1.journal"
+expect_ok "session list --json" --json session list
+cp "$T/out" "$T/list.before"
+
 # --- restart ----------------------------------------------------------------------------------
 
 note "SIGTERM: enforcement stays; a restart re-adopts the sessions"
@@ -505,6 +531,11 @@ jcheck "after restart: the same sessions, interfaces and slots" "$T/out" \
 	"$T/list.before"
 probe_denied "after restart: g1 -> 203.0.113.10:80 (no rule)" "$g1" 10.20.1.2 203.0.113.10 80
 probe_allowed "after restart: g1 -> 198.51.100.10:80 (s1 rule)" "$g1" 10.20.1.2 198.51.100.10 80
+jcheck "after restart: s1 has the journaled rule, not the line cut short" <(tfc --json session show s1) \
+	'{"cidr": "198.51.100.11/32", "proto": "tcp", "ports": [8080]} in d["session"]["spec"]["allow"] and
+	 not any(r.get("cidr") == "192.0.2.0/24" for r in d["session"]["spec"]["allow"])'
+check "after restart: s1.journal folded into s1.json" \
+	sh -c "! test -e '$SD/s1.journal' && grep -q 198.51.100.11 '$SD/s1.json'"
 
 check "inet listener still running" kill -0 "$PID_INET"
 

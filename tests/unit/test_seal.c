@@ -2,7 +2,9 @@
 /*
  * Test that the log's seal (user/common/seal.c) computes RFC 6962 tree
  * hashes and C2SP signed notes exactly as their reference implementations
- * do, and that a note verifies only whole and only with its key.
+ * do, that a note verifies only whole and only with its key, and that a
+ * session's spec hash kept across rule changes (user/daemon/evidence.c) is
+ * always the canonical spec's hash.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include "check.h"
 #include "common/seal.h"
+#include "daemon/daemon.h"
 
 /*
  * Certificate Transparency's reference leaves and roots (RFC 6962 tree
@@ -318,6 +321,70 @@ static void test_ecdsa_cosign(void)
 	tf_signer_close(&ec);
 }
 
+/*
+ * tf_sess_spec_hash() against tf_spec_sha256() (the whole canonical text
+ * hashed at once) through rules appended, deleted, the first one, a mode
+ * change, and a call that wrongly says "appended" after a deletion.
+ */
+static void test_spec_hash(void)
+{
+	static const char *const rules[] = {
+		"{\"cidr\":\"198.51.100.0/24\",\"proto\":\"tcp\",\"ports\":[80,\"8000-8100\"]}",
+		"{\"host\":\"*.example.com\",\"proto\":\"tcp\",\"ports\":[443],\"tls\":true}",
+		"{\"cidr\":\"2001:db8::/32\",\"proto\":\"udp\",\"ports\":[53]}",
+		"{\"cidr\":\"203.0.113.7/32\",\"proto\":\"any\",\"action\":\"deny\"}",
+		"{\"host\":\"api.example.org\",\"proto\":\"icmp\"}",
+	};
+	const char *base = "{\"id\":\"s\\\"1\",\"ifname\":\"tap0\",\"guest\":{\"mac\":"
+			   "\"02:00:00:00:00:02\",\"ipv4\":\"10.0.0.2\"},\"gateway\":{\"mac\":"
+			   "\"02:00:00:00:00:01\",\"ipv4\":\"10.0.0.1\"},\"allow\":[]}";
+	struct tf_spec_limits lim = { .max_rules = 16 };
+	char want[65], got[65], desc[96], err[TF_ERR_MAX];
+	struct tf_rule r[5];
+	struct tf_sess s = {};
+	json_t *j = json_loads(base, 0, NULL);
+	unsigned int i;
+
+	CHECK_EQ("spec hash: the spec parses", tf_spec_from_json(j, &lim, &s.spec, err, sizeof(err)), 0);
+	json_decref(j);
+	for (i = 0; i < 5; i++) {
+		j = json_loads(rules[i], 0, NULL);
+		CHECK_EQ("spec hash: a rule parses", tf_rule_from_json(j, "rule", &r[i], err, sizeof(err)), 0);
+		json_decref(j);
+	}
+	CHECK_EQ("spec hash: no rules", tf_sess_spec_hash(&s, 0, got), 0);
+	CHECK_EQ("spec hash: no rules, whole", tf_spec_sha256(&s.spec, want), 0);
+	CHECK_STR("spec hash: no rules, as whole", got, want);
+	for (i = 0; i < 5; i++) {
+		CHECK_EQ("spec hash: add", tf_spec_add_rule(&s.spec, &r[i], 16), 0);
+		CHECK_EQ("spec hash: appended", tf_sess_spec_hash(&s, 1, got), 0);
+		CHECK_EQ("spec hash: whole", tf_spec_sha256(&s.spec, want), 0);
+		snprintf(desc, sizeof(desc), "spec hash: %u rules appended one by one, as whole", i + 1);
+		CHECK_STR(desc, got, want);
+	}
+	CHECK_STR("spec hash: the last one is kept", tf_sess_spec_sha256(&s), want);
+	CHECK_EQ("spec hash: del the second", tf_spec_del_rule(&s.spec, &r[1]), 0);
+	CHECK_EQ("spec hash: after del", tf_sess_spec_hash(&s, 0, got), 0);
+	CHECK_EQ("spec hash: after del, whole", tf_spec_sha256(&s.spec, want), 0);
+	CHECK_STR("spec hash: after del, as whole", got, want);
+	CHECK_EQ("spec hash: add it back", tf_spec_add_rule(&s.spec, &r[1], 16), 0);
+	CHECK_EQ("spec hash: appended after a del", tf_sess_spec_hash(&s, 1, got), 0);
+	CHECK_EQ("spec hash: appended after a del, whole", tf_spec_sha256(&s.spec, want), 0);
+	CHECK_STR("spec hash: appended after a del, as whole", got, want);
+	/* Said "appended" though two rules went: the count tells, it starts anew. */
+	CHECK_EQ("spec hash: del two", tf_spec_del_rule(&s.spec, &r[0]), 0);
+	CHECK_EQ("spec hash: del two", tf_spec_del_rule(&s.spec, &r[2]), 0);
+	CHECK_EQ("spec hash: said appended", tf_sess_spec_hash(&s, 1, got), 0);
+	CHECK_EQ("spec hash: said appended, whole", tf_spec_sha256(&s.spec, want), 0);
+	CHECK_STR("spec hash: said appended after two deletions, as whole", got, want);
+	s.spec.audit = 1;
+	CHECK_EQ("spec hash: audit mode", tf_sess_spec_hash(&s, 0, got), 0);
+	CHECK_EQ("spec hash: audit mode, whole", tf_spec_sha256(&s.spec, want), 0);
+	CHECK_STR("spec hash: audit mode (REST changed), as whole", got, want);
+	tf_evidence_free(&s);
+	tf_spec_free(&s.spec);
+}
+
 int main(void)
 {
 	test_merkle();
@@ -326,5 +393,6 @@ int main(void)
 	test_proofs();
 	test_b64();
 	test_ecdsa_cosign();
+	test_spec_hash();
 	return CHECK_EXIT();
 }

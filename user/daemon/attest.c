@@ -229,6 +229,7 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 	json_t *sessions = json_array(), *in, *out, *sj;
 	EVP_MD_CTX *ss = EVP_MD_CTX_new(), *ps = EVP_MD_CTX_new();
 	char hex[2 * TF_HASH_LEN + 1], netns[64] = "";
+	const char *spec_hex;
 	unsigned int nfloor = 0;
 	struct tf_sess *s;
 	struct stat st;
@@ -261,7 +262,8 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 			free(txt);
 		}
 		if (predicate && (!only || !strcmp(only, s->spec.id))) {
-			if (tf_spec_sha256(&s->spec, hex)) {
+			spec_hex = tf_sess_spec_sha256(s);
+			if (!spec_hex) {
 				json_decref(sj);
 				goto out;
 			}
@@ -272,7 +274,7 @@ static int measure(struct tf_daemon *d, const char *only, __u8 parts[4][TF_HASH_
 					  (json_int_t)s->dev.ifindex, "netns",
 					  s->spec.netns[0] ? s->spec.netns : netns,
 					  "policy_generation", (json_int_t)s->ver, "spec_sha256",
-					  hex, "programs", sj, "tapfence_first", fin && fout));
+					  spec_hex, "programs", sj, "tapfence_first", fin && fout));
 		}
 		json_decref(sj);
 	}

@@ -13,6 +13,7 @@
 #include "spec.h"
 
 struct tf_evidence;
+struct tf_spec_md;
 
 #define TF_QREASON_MAX 200
 
@@ -34,6 +35,8 @@ struct tf_sess {
 	struct tf_policy policy; /* what generation ver wrote */
 	struct tf_attach at;
 	struct tf_evidence *ev; /* its policy history (evidence.c) */
+	unsigned int journal_n; /* rule changes in its state journal (session.c) */
+	struct tf_spec_md *md;	/* its spec's hash, kept up to date (evidence.c) */
 	struct tf_sess *next;
 };
 
@@ -269,6 +272,15 @@ json_t *tf_attest_sign(struct tf_daemon *d, const json_t *stmt);
  */
 int tf_spec_sha256(const struct tf_spec *spec, char hex[65]) __attribute__((warn_unused_result));
 void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op);
+/*
+ * tf_spec_sha256() of s->spec, from what s keeps: with appended, the one
+ * change since the last call must be a rule appended to its rules (then it
+ * costs that rule, not all). tf_sess_spec_sha256(): the last one computed
+ * (every change computes it, tf_evidence_policy()), NULL if none can be.
+ */
+int tf_sess_spec_hash(struct tf_sess *s, int appended, char hex[65])
+	__attribute__((warn_unused_result));
+const char *tf_sess_spec_sha256(struct tf_sess *s);
 int tf_evidence_end(struct tf_daemon *d, struct tf_sess *s, char *path, size_t len);
 void tf_evidence_free(struct tf_sess *s);
 json_t *tf_attest_stats(struct tf_daemon *d);

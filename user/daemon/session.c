@@ -26,9 +26,14 @@
 #include "daemon.h"
 #include "netns.h"
 
-static void sess_path(const struct tf_daemon *d, const char *id, char *buf, size_t len)
+/*
+ * A session's state: <state_dir>/sessions/<id>.json, its spec as saved
+ * whole, and beside it <id>.journal, the rule changes since (sess_journal()).
+ */
+static void sess_path(const struct tf_daemon *d, const char *id, const char *ext, char *buf,
+		      size_t len)
 {
-	snprintf(buf, len, "%s/sessions/%s.json", d->cfg.state_dir, id);
+	snprintf(buf, len, "%s/sessions/%s%s", d->cfg.state_dir, id, ext);
 }
 
 #define TF_PIN_NAME_MAX (TF_ID_MAX + 22)
@@ -58,7 +63,7 @@ static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
 	json_t *o;
 	int err = 0;
 
-	sess_path(d, spec->id, path, sizeof(path));
+	sess_path(d, spec->id, ".json", path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	/* The cookie: a restart re-adopts the session only in the namespace it was made in. */
 	o = json_pack("{s:i, s:I, s:o}", "slot", (json_int_t)sid, "netns_cookie", (json_int_t)netns,
@@ -76,9 +81,141 @@ static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
 		err = -errno ? -errno : -EIO;
 		pr_warn("cannot save session `%s' to `%s': %s\n", spec->id, path, strerror(-err));
 		unlink(tmp);
+	} else {
+		/* Folded in: see sess_journal() for a crash before this. */
+		sess_path(d, spec->id, ".journal", path, sizeof(path));
+		unlink(path);
 	}
 	json_decref(o);
 	return err;
+}
+
+/* Journal lines a session may have beyond its rules before a change saves it whole. */
+#define JOURNAL_SLACK 64
+
+/*
+ * One rule change appended to the session's journal as a line
+ * {"op":"add"|"del","rule":RULE}, where saving the whole spec would cost
+ * its every rule (30 ms at 10,000). A restore replays the journal over the
+ * saved spec (journal_replay()); a whole save folds it in and removes it.
+ * Replaying lines a save has folded in already (a crash between its rename
+ * and the removal) gives the same rules in the same order: each line only
+ * removes a rule or appends one, and the last line about a rule decides.
+ * A failed write is cut off again, so no torn line is ever followed by
+ * another; a journal past its slack is saved whole instead.
+ */
+static int sess_journal(struct tf_daemon *d, struct tf_sess *s, const struct tf_rule *r, int add)
+{
+	char path[PATH_MAX], *txt = NULL;
+	json_t *o, *rule = tf_rule_to_json(r);
+	int fd, err = 0;
+	off_t end = -1;
+	size_t n;
+
+	if (s->journal_n >= s->spec.nrules + JOURNAL_SLACK)
+		return -E2BIG;
+	o = rule ? json_pack("{s:s, s:o}", "op", add ? "add" : "del", "rule", rule) : NULL;
+	if (o)
+		txt = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!txt)
+		return -ENOMEM;
+	n = strlen(txt);
+	txt[n++] = '\n'; /* over the terminating NUL: the line is written by its length */
+	sess_path(d, s->spec.id, ".journal", path, sizeof(path));
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		err = -errno;
+	} else {
+		end = lseek(fd, 0, SEEK_END);
+		if (end < 0 || write(fd, txt, n) != (ssize_t)n) {
+			err = -errno ? -errno : -EIO;
+			if (end >= 0 && ftruncate(fd, end))
+				err = -EIO;
+		}
+		close(fd);
+	}
+	free(txt);
+	if (!err)
+		s->journal_n++;
+	return err;
+}
+
+/* One journal line applied to spec: 0, or an error with why. */
+static int journal_line(const char *line, size_t len, struct tf_spec *spec, unsigned int max_rules,
+			char *why, size_t whylen)
+{
+	json_t *o, *rule;
+	json_error_t jerr;
+	struct tf_rule r;
+	const char *op;
+	int ret;
+
+	o = json_loadb(line, len, 0, &jerr);
+	if (!o) {
+		snprintf(why, whylen, "%s", jerr.text);
+		return -EINVAL;
+	}
+	op = json_string_value(json_object_get(o, "op"));
+	rule = json_object_get(o, "rule");
+	if (!op || (strcmp(op, "add") && strcmp(op, "del"))) {
+		snprintf(why, whylen, "op: neither `add' nor `del'");
+		ret = -EINVAL;
+	} else {
+		ret = tf_rule_from_json(rule, "rule", &r, why, whylen);
+	}
+	if (!ret && !strcmp(op, "add")) {
+		ret = tf_spec_add_rule(spec, &r, max_rules);
+		if (ret == -EEXIST) /* folded in already */
+			ret = 0;
+		else if (ret == -E2BIG)
+			snprintf(why, whylen, "too many rules (limit %u)", max_rules);
+		else if (ret)
+			snprintf(why, whylen, "%s", strerror(-ret));
+	} else if (!ret) {
+		ret = tf_spec_del_rule(spec, &r);
+		if (ret == -ENOENT) /* folded in already */
+			ret = 0;
+	}
+	json_decref(o);
+	return ret;
+}
+
+/*
+ * Replay the journal at path over spec (what restore read): 0, or an error
+ * in err naming the line. A last line without its newline was
+ * being written when the daemon stopped, so its change was never
+ * acknowledged: it is left out.
+ */
+static int journal_replay(const char *path, struct tf_spec *spec, unsigned int max_rules,
+			  char *err, size_t errlen)
+{
+	char *line = NULL, why[TF_ERR_MAX - 32];
+	unsigned int no = 0;
+	size_t cap = 0;
+	ssize_t len;
+	int ret = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		no++;
+		if (line[len - 1] != '\n') {
+			pr_warn("journal `%s': line %u is incomplete (a change never acknowledged): "
+				"left out\n",
+				path, no);
+			break;
+		}
+		ret = journal_line(line, (size_t)len, spec, max_rules, why, sizeof(why));
+		if (ret) {
+			snprintf(err, errlen, "its journal, line %u: %s", no, why);
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return ret;
 }
 
 struct tf_sess *tf_sess_find(struct tf_daemon *d, const char *id)
@@ -486,7 +623,9 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 		for (i = 0; i < TF_CNT_SLOTS; i++)
 			d->gone_cnt[i] += cnt[i];
 	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, &s->dev);
-	sess_path(d, id, path, sizeof(path));
+	sess_path(d, id, ".json", path, sizeof(path));
+	unlink(path);
+	sess_path(d, id, ".journal", path, sizeof(path));
 	unlink(path);
 	*pp = s->next;
 	d->by_sid[s->sid] = NULL;
@@ -541,13 +680,20 @@ void tf_sess_tick(struct tf_daemon *d)
 
 /*
  * Switch s to a new generation: policy pol, compiled from next. The session
- * is saved (saved, q) before the old generation goes: a change that cannot
- * be saved would be lost at the next restart, so the device is switched
- * back and nothing changed. On success pol is s's (and emptied).
+ * is saved (saved, q) before the old generation goes, by its rule change
+ * journaled if it is one (change), else whole: a change that cannot be
+ * saved would be lost at the next restart, so the device is switched back
+ * and nothing changed. On success pol is s's (and emptied).
  */
+struct tf_rule_change {
+	const struct tf_rule *rule;
+	int add;
+};
+
 static int sess_switch(struct tf_daemon *d, struct tf_sess *s, const struct tf_spec *next,
 		       struct tf_policy *pol, const struct tf_spec *saved,
-		       const struct tf_quarantine *q, char *err, size_t errlen)
+		       const struct tf_quarantine *q, const struct tf_rule_change *change,
+		       char *err, size_t errlen)
 {
 	struct tf_dp_gen cur = { .spec = in_force(s), .policy = &s->policy, .ver = s->ver };
 	struct tf_dp_gen nxt = { .spec = next, .policy = pol, .ver = s->ver + 1 };
@@ -558,7 +704,12 @@ static int sess_switch(struct tf_daemon *d, struct tf_sess *s, const struct tf_s
 		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
 		return ret;
 	}
-	ret = sess_save(d, saved, s->sid, s->dev.netns, q);
+	ret = change ? sess_journal(d, s, change->rule, change->add) : -EAGAIN;
+	if (ret) {
+		ret = sess_save(d, saved, s->sid, s->dev.netns, q);
+		if (!ret)
+			s->journal_n = 0;
+	}
 	if (ret) {
 		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
 			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
@@ -577,10 +728,17 @@ static int sess_switch(struct tf_daemon *d, struct tf_sess *s, const struct tf_s
 	return 0;
 }
 
+/*
+ * A rule added is appended to the session's own array of rules, which the
+ * spec in force goes on describing by its count until the switch: no copy
+ * of 10,000 rules for one. A deleted one needs a copy (the rules after it
+ * move).
+ */
 int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, int add, char *err,
 		 size_t errlen)
 {
 	struct tf_sess *s = tf_sess_find(d, id);
+	struct tf_rule_change change = { .rule = r, .add = add };
 	struct tf_spec next = {};
 	struct tf_policy pol = {};
 	int ret;
@@ -595,10 +753,17 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 			 id);
 		return -EBUSY;
 	}
-	ret = tf_spec_copy(&next, &s->spec);
-	if (ret)
-		return ret;
-	ret = add ? tf_spec_add_rule(&next, r, d->cfg.max_rules) : tf_spec_del_rule(&next, r);
+	if (add) {
+		ret = tf_spec_add_rule(&s->spec, r, d->cfg.max_rules);
+		if (!ret) {
+			next = s->spec;
+			s->spec.nrules--;
+		}
+	} else {
+		ret = tf_spec_copy(&next, &s->spec);
+		if (!ret)
+			ret = tf_spec_del_rule(&next, r);
+	}
 	if (ret) {
 		if (ret == -EEXIST)
 			snprintf(err, errlen, "rule: session `%s' already has this rule", id);
@@ -615,16 +780,22 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		snprintf(err, errlen, "rule: cannot compile the rules: %s", strerror(-ret));
 		goto cleanup;
 	}
-	ret = sess_switch(d, s, &next, &pol, &next, &s->q, err, errlen);
+	ret = sess_switch(d, s, &next, &pol, &next, &s->q, &change, err, errlen);
 	if (ret)
 		goto cleanup;
-	tf_spec_free(&s->spec);
-	s->spec = next;
-	memset(&next, 0, sizeof(next));
+	if (add) {
+		s->spec.nrules++;
+		memset(&next, 0, sizeof(next)); /* s->spec's own rules */
+	} else {
+		tf_spec_free(&s->spec);
+		s->spec = next;
+		memset(&next, 0, sizeof(next));
+	}
 	tf_evidence_policy(d, s, add ? "rule.add" : "rule.del");
 cleanup:
 	tf_policy_free(&pol);
-	tf_spec_free(&next);
+	if (!add)
+		tf_spec_free(&next);
 	return ret;
 }
 
@@ -682,6 +853,8 @@ static int restore_gone(struct tf_daemon *d, const struct tf_spec *spec, __u32 s
 	tf_dp_sessions_each(&d->dp, unset_slot, d);
 	d->gone_sid = 0;
 	unlink(state);
+	sess_path(d, spec->id, ".journal", path, sizeof(path));
+	unlink(path);
 	pr_warn("session %s: its namespace `%s' is gone: ended\n", spec->id, spec->netns);
 	tf_audit_note(d, "session", "\"session\":\"%s\",\"ended\":\"netns_gone\"", spec->id);
 	return 0;
@@ -724,7 +897,7 @@ int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *
 	 * re-judged by the new generation at its next packet, in either
 	 * direction, and revoked unless keep_open allows it.
 	 */
-	ret = sess_switch(d, s, &next, &pol, &s->spec, &q, err, errlen);
+	ret = sess_switch(d, s, &next, &pol, &s->spec, &q, NULL, err, errlen);
 	if (ret)
 		goto cleanup;
 	tf_spec_free(&s->qspec);
@@ -777,7 +950,7 @@ int tf_sess_mode(struct tf_daemon *d, const char *id, int audit, char *err, size
 		goto cleanup;
 	}
 	/* A new generation: flows opened in audit mode are re-judged by enforce's at their next packet. */
-	ret = sess_switch(d, s, &next, &pol, &spec, &s->q, err, errlen);
+	ret = sess_switch(d, s, &next, &pol, &spec, &s->q, NULL, err, errlen);
 	if (ret)
 		goto cleanup;
 	tf_spec_free(&s->spec);
@@ -800,7 +973,7 @@ cleanup:
 static int restore_one(struct tf_daemon *d, const char *path)
 {
 	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
-	char err[TF_ERR_MAX] = "";
+	char err[TF_ERR_MAX] = "", journal[PATH_MAX];
 	struct tf_spec spec = {};
 	json_error_t jerr;
 	struct tf_quarantine q = {};
@@ -824,6 +997,12 @@ static int restore_one(struct tf_daemon *d, const char *path)
 			 json_string_value(json_object_get(qo, "reason")) ?: "");
 	}
 	ret = tf_spec_from_json(json_object_get(o, "spec"), &lim, &spec, err, sizeof(err));
+	if (!ret) {
+		sess_path(d, spec.id, ".journal", journal, sizeof(journal));
+		ret = journal_replay(journal, &spec, lim.max_rules, err, sizeof(err));
+		if (ret && !err[0])
+			snprintf(err, sizeof(err), "its journal: %s", strerror(-ret));
+	}
 	if (!ret)
 		ret = tf_sess_add(d, &spec, (__u32)slot, spec.netns[0] ? (__u64)cookie : 0, &q, err,
 				  sizeof(err));
