@@ -42,7 +42,7 @@ struct judge {
 	const struct tf_session *s;
 	struct tf_sess_key dev; /* the device judged on: tf_sessions' key */
 	__u32 sid;
-	__u32 ver;
+	__u32 ver; /* the session's rules_ver: generation of its policy's keys (pver: in p) */
 	__u16 reason;
 	__u8 dir;
 	__u8 emit;	/* an allow worth an event (a new flow) */

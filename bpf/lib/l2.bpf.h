@@ -29,7 +29,8 @@ static __always_inline struct ethhdr *judge_l2(struct judge *j, struct cursor *c
 	j->s = s;
 	j->mode = s->flags & (TF_SF_AUDIT | TF_SF_REJECT);
 	j->sid = s->sid;
-	j->ver = s->policy_ver;
+	j->ver = s->rules_ver;
+	j->p.pver = s->policy_ver;
 
 	eth = parse_eth(c, &j->p);
 	if (!eth) {

@@ -41,6 +41,14 @@ struct pkt {
 	__u8 pad[2];
 	__u32 tcp_seq; /* host order */
 	__u32 tcp_ack; /* host order */
+	/*
+	 * Not the packet's: the judging session's policy_ver (judge_l2()),
+	 * what flows are judged by and events report. Here, in what was the
+	 * struct's tail padding, because a field of its own in struct judge
+	 * grew tc_from_guest's frame by 8 bytes, and with tls_segment_tc()'s
+	 * the combined stack passed the verifier's 512 (check_max_stack_depth()).
+	 */
+	__u32 pver;
 }
 __attribute__((aligned(8))); /* addresses are read as __u32 words: keep them aligned on the stack */
 

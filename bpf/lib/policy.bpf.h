@@ -363,7 +363,7 @@ static __always_inline enum judgement open_flow(struct judge *j, void *flows,
 {
 	struct tf_flow f = {
 		.seen = flow_clock(),
-		.policy_ver = j->ver,
+		.policy_ver = j->p.pver,
 		.state = TF_FLOW_OPEN,
 		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
 	};
@@ -421,7 +421,7 @@ static __always_inline __u16 flow_rejudged(struct judge *j, void *flows,
 		tls_buf_drop(j->sid, k);
 		return TF_REASON_REVOKED;
 	}
-	nf->policy_ver = j->ver;
+	nf->policy_ver = j->p.pver;
 	nf->flags = (nf->flags & ~TF_FF_LEARNED) |
 		    (a->reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0);
 	/* A copy, written whole: a store through the lookup's pointer could land in a recycled element. */
@@ -487,7 +487,7 @@ static __always_inline enum judgement decide_out(struct judge *j)
 			now = flow_clock();
 			if (flow_expired(f, k.proto, now)) {
 				f = NULL;
-			} else if (f->policy_ver == j->ver) {
+			} else if (f->policy_ver == j->p.pver) {
 				flow_touch(f, flow_pkt_flags(j), now);
 				return flow_out(j, &k, f);
 			}

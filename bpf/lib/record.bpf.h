@@ -144,7 +144,7 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, enum j
 	e->sid = j->sid;
 	e->ifindex = j->dev.ifindex;
 	e->netns = j->dev.netns;
-	e->policy_ver = j->ver;
+	e->policy_ver = j->p.pver;
 	e->reason = reason;
 	e->verdict = verdict; /* a recorded judgement: the TF_VERDICT_* numbers */
 	e->dir = j->dir;

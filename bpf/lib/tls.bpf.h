@@ -143,7 +143,7 @@ tls_flow_new(struct judge *j, void *flows, const struct tf_flow_key *k, __u8 bin
 {
 	struct tf_flow f = {
 		.seen = flow_clock(),
-		.policy_ver = j->ver,
+		.policy_ver = j->p.pver,
 		.state = TF_FLOW_TLS_WAIT,
 		.bind = bind,
 		.isn = j->p.tcp_seq + 1,

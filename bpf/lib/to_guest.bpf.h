@@ -29,7 +29,7 @@ static __always_inline int flow_known(const struct judge *j, const __u8 *raddr, 
 		return 0;
 	__builtin_memcpy(k.raddr, raddr, 16);
 	f = bpf_map_lookup_elem(flows, &k);
-	return f && f->policy_ver == j->ver && !flow_expired(f, proto, flow_clock());
+	return f && f->policy_ver == j->p.pver && !flow_expired(f, proto, flow_clock());
 }
 
 /* The inner L4 of an ICMP error: the guest's packet, so guest = source. */
@@ -122,7 +122,7 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 	now = flow_clock();
 	if (flow_expired(cur, k->proto, now))
 		return TF_REASON_UNSOLICITED;
-	if (cur->policy_ver == j->ver) {
+	if (cur->policy_ver == j->p.pver) {
 		flow_touch(cur, flow_pkt_flags(j), now);
 		__builtin_memcpy(f, cur, sizeof(*f));
 		return 0;

@@ -17,9 +17,11 @@
 /*
  * 2: TLS flow states, buffers and bindings; 128 counter slots; 3: flow expiry and revocation;
  * 4: sessions keyed by (network namespace, ifindex), events carry the namespace;
- * 5: audit mode and rejections (session flags, the audit verdict, counter slots), deny rules
+ * 5: audit mode and rejections (session flags, the audit verdict, counter slots), deny rules;
+ * 6: sessions judged through the guard (TF_SF_VIA_GUARD);
+ * 7: tf_session.rules_ver apart from policy_ver (a rule change applied in place)
  */
-#define TF_ABI_VERSION 6
+#define TF_ABI_VERSION 7
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS 4096
@@ -80,7 +82,13 @@ _Static_assert(sizeof(struct tf_sess_key) == 12, "tf_sess_key layout");
  * Replaced whole by the daemon (hash updates swap the element under RCU,
  * so a program never sees half of an old and half of a new value).
  * @sid:          session slot, 1..TF_MAX_SESSIONS-1
- * @policy_ver:   generation of this session's entries in tf_rules/tf_ports
+ * @policy_ver:   the policy version in force: what a flow was judged by
+ *                (a flow of another one is judged again) and what events
+ *                report; it moves at every change
+ * @rules_ver:    generation of this session's entries in tf_rules, tf_ports
+ *                and tf_names, and of its learnt addresses, queries and TLS
+ *                state (their generation fields); a change written whole
+ *                moves it to policy_ver, one applied in place keeps it
  * @flags:        TF_SF_*
  * @resolver_port: resolver's DNS port, network order
  * @guest_mac, @gw_mac: the guest's and the gateway's (host side) MACs
@@ -91,6 +99,7 @@ _Static_assert(sizeof(struct tf_sess_key) == 12, "tf_sess_key layout");
 struct tf_session {
 	__u32 sid;
 	__u32 policy_ver;
+	__u32 rules_ver;
 	__u16 flags;
 	__be16 resolver_port;
 	__u8 guest_mac[6];
@@ -104,7 +113,7 @@ struct tf_session {
 	__u8 gw_ip6_ll[16];
 	__u8 resolver_ip6[16];
 };
-_Static_assert(sizeof(struct tf_session) == 116, "tf_session layout");
+_Static_assert(sizeof(struct tf_session) == 120, "tf_session layout");
 
 /**
  * struct tf_rule_key - LPM key of tf_rules: one session, one policy
@@ -228,8 +237,8 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
  *          on a kernel whose HZ libbpf cannot read, bpf/lib/flow.bpf.h).
  *          Idle longer than the timeout of its protocol and @flags, the
  *          flow is expired and judged as new
- * @policy_ver: the session's policy generation that last allowed it: a
- *           packet under another generation re-judges it (policy.bpf.h)
+ * @policy_ver: the session's policy version that last allowed it: a
+ *           packet under another version re-judges it (policy.bpf.h)
  * @bind:   TLS: the SNI must be a name @raddr was learnt for (the flow was
  *          allowed by a learnt address, not by a CIDR rule)
  * @reason: TF_FLOW_TLS_DENIED: why (enum tf_reason)
@@ -488,7 +497,7 @@ _Static_assert(sizeof(struct tf_evseen_key) == 28, "tf_evseen_key layout");
  * @ts_ns:     bpf_ktime_get_ns() (CLOCK_MONOTONIC); userspace makes it wall time
  * @sid:       session slot (0: no session)
  * @ifindex:   interface the packet was judged on, in namespace @netns
- * @policy_ver: policy generation that decided it
+ * @policy_ver: policy version that decided it
  * @reason:    enum tf_reason; @verdict: TF_VERDICT_*; @dir: TF_DIR_*
  * @family:    TF_FAM_* or 0 for non-IP (then @ethertype says what it was)
  * @proto:     IP protocol; @sport/@dport: network order (ICMP echo: id and 0)

@@ -160,10 +160,14 @@ expect_no_event session=f reason=revoked -- "an unrelated rule add revokes no fl
 expect_no_event session=f verdict=deny dst=$DOOM -- "an unrelated rule add denies nothing to $DOOM"
 expect_no_event session=f verdict=deny dst=$KEEP -- "an unrelated rule add denies nothing to $KEEP"
 
+gen() { tfc --json session show f | "$PY" -c 'import json,sys; s = json.load(sys.stdin)["session"]; print(s["rules_generation"], s["policy_version"])'; }
+read -r GEN0 VER0 < <(gen)
 tf_mark
 check "rule del f $R_DU" tfc rule del f "$R_DU"
 check "rule del f $R_DT" tfc rule del f "$R_DT"
 check "rule del f $R_DI" tfc rule del f "$R_DI"
+check "three CIDR rules deleted in place: rules generation $GEN0 kept, policy version $VER0 + 3" \
+	test "$(gen)" = "$GEN0 $((VER0 + 3))"
 expect_event $EV reason=revoked proto=udp dst=$DOOM sport=41000 dport=7000 -- \
 	"the doomed UDP stream's next datagram is revoked"
 expect_event $EV reason=revoked proto=tcp dst=$DOOM sport=41001 dport=7001 -- \

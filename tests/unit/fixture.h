@@ -59,7 +59,7 @@ struct sess {
 	struct tf_spec spec;
 	struct tf_policy pol;
 	struct tf_sess_key dev; /* this test's namespace (test runs judge in it), the ifindex given */
-	__u32 sid, ver;
+	__u32 sid, ver, rver; /* slot, policy version, generation (struct tf_sess) */
 };
 
 /* Fixtures are written with ' for ", to stay readable: undo that. Returns the length. */
@@ -164,7 +164,7 @@ static inline int session_add(struct env *e, struct sess *s, const char *text, _
 	memset(s, 0, sizeof(*s));
 	s->sid = sid;
 	s->dev = (struct tf_sess_key){ .netns = tf_ns_self, .ifindex = ifindex };
-	s->ver = 1;
+	s->ver = s->rver = 1;
 	ret = spec_parse(text, &e->cfg, &s->spec);
 	if (!ret)
 		ret = tf_policy_compile(s->spec.rules, s->spec.nrules, &s->pol);
@@ -176,7 +176,7 @@ static inline int session_add(struct env *e, struct sess *s, const char *text, _
 /* What the daemon's session del does, minus detaching. */
 static inline void session_del(struct env *e, struct sess *s)
 {
-	tf_dp_session_remove(&e->dp, &s->spec, &s->pol, s->sid, s->ver, &s->dev);
+	tf_dp_session_remove(&e->dp, &s->spec, &s->pol, s->sid, s->rver, &s->dev);
 	tf_policy_free(&s->pol);
 	tf_spec_free(&s->spec);
 }

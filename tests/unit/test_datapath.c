@@ -744,14 +744,18 @@ static const struct fixture fx_v6only[] = {
 	  FROM, DENY, R(NO_RULE), .p = { TCP(G6_C, GW6_C, 43061, 80, SYN) } },
 };
 
-/* What the daemon's rule del does: tf_dp_policy_change() to generation ver + 1, erase the old one. */
-static int rule_del(struct env *e, struct sess *s, const char *text)
+/*
+ * What the daemon's rule del does (sess_switch()): inplace, applied in the
+ * generation in force (tf_dp_policy_apply()), else a generation ver + 1
+ * written whole (tf_dp_policy_change()); the version moves either way.
+ */
+static int rule_del(struct env *e, struct sess *s, const char *text, int inplace)
 {
 	char buf[512], err[TF_ERR_MAX] = "";
 	struct tf_spec next = {};
 	struct tf_policy pol = {};
-	struct tf_dp_gen cur = { .spec = &s->spec, .policy = &s->pol, .ver = s->ver };
-	struct tf_dp_gen nxt = { .spec = &next, .policy = &pol, .ver = s->ver + 1 };
+	struct tf_dp_gen cur = { .spec = &s->spec, .policy = &s->pol, .ver = s->rver, .pver = s->ver };
+	struct tf_dp_gen nxt = { .spec = &next, .policy = &pol, .ver = s->ver + 1, .pver = s->ver + 1 };
 	struct tf_rule r;
 	json_t *j;
 	int ret;
@@ -768,19 +772,30 @@ static int rule_del(struct env *e, struct sess *s, const char *text)
 		ret = tf_spec_del_rule(&next, &r);
 	if (!ret)
 		ret = tf_policy_compile(next.rules, next.nrules, &pol);
+	if (!ret && inplace) {
+		ret = tf_policy_rebase(&pol, &s->pol);
+		if (!ret && !tf_policy_names_equal(&pol, &s->pol))
+			ret = -EINVAL;
+		nxt.ver = s->rver;
+	}
 	if (!ret)
-		ret = tf_dp_policy_change(&e->dp, s->sid, &s->dev, &cur, &nxt);
+		ret = inplace ? tf_dp_policy_apply(&e->dp, s->sid, &s->dev, &cur, &nxt) :
+				tf_dp_policy_change(&e->dp, s->sid, &s->dev, &cur, &nxt);
 	if (ret) {
 		tf_policy_free(&pol);
 		tf_spec_free(&next);
 		return ret;
 	}
-	tf_dp_policy_erase(&e->dp, s->sid, s->ver, &s->pol);
+	if (inplace)
+		tf_dp_policy_prune(&e->dp, s->sid, s->rver, &s->pol, &pol);
+	else
+		tf_dp_policy_erase(&e->dp, s->sid, s->rver, &s->pol);
 	tf_policy_free(&s->pol);
 	tf_spec_free(&s->spec);
 	s->pol = pol;
 	s->spec = next;
-	s->ver++;
+	s->ver = nxt.pver;
+	s->rver = nxt.ver;
 	return 0;
 }
 
@@ -969,27 +984,34 @@ static void run_pass(struct env *e)
 {
 	const char *p = e->xdp ? "xdp pass" : "tc pass";
 	struct sess a, c;
-	char what[128];
-	int ret;
+	char what[256];
+	int ret, inplace;
 
 	judge_as(e, NULL, GMAC, HMAC);
 	run_table(e, fx_no_session, N(fx_no_session));
 
-	snprintf(what, sizeof(what), "%s: set up session A on ifindex %d", p, IFINDEX_LO);
-	ret = session_add(e, &a, spec_a, SID_A, IFINDEX_LO);
-	CHECK_EQ(what, ret, 0);
-	if (!ret) {
-		judge_as(e, &a, GMAC, HMAC);
-		run_table(e, fx_main, N(fx_main));
-		snprintf(what, sizeof(what), "%s: rule del %s", p, rule_deleted);
-		ret = rule_del(e, &a, rule_deleted);
+	/* The rule del applied in place (as the daemon does a CIDR rule's), then written whole. */
+	for (inplace = 1; inplace >= 0; inplace--) {
+		snprintf(what, sizeof(what), "%s: set up session A on ifindex %d", p, IFINDEX_LO);
+		ret = session_add(e, &a, spec_a, SID_A, IFINDEX_LO);
 		CHECK_EQ(what, ret, 0);
 		if (!ret) {
 			judge_as(e, &a, GMAC, HMAC);
-			run_table(e, fx_after_del, N(fx_after_del));
+			run_table(e, fx_main, N(fx_main));
+			snprintf(what, sizeof(what), "%s: rule del %s (%s)", p, rule_deleted,
+				 inplace ? "in place" : "a new generation");
+			ret = rule_del(e, &a, rule_deleted, inplace);
+			CHECK_EQ(what, ret, 0);
+			snprintf(what, sizeof(what), "%s: ... generation %u, version 2", p,
+				 inplace ? 1 : 2);
+			CHECK_TRUE(what, a.rver == (inplace ? 1u : 2u) && a.ver == 2);
+			if (!ret) {
+				judge_as(e, &a, GMAC, HMAC);
+				run_table(e, fx_after_del, N(fx_after_del));
+			}
 		}
+		session_del(e, &a);
 	}
-	session_del(e, &a);
 
 	snprintf(what, sizeof(what), "%s: set up session C on ifindex %d", p, IFINDEX_LO);
 	ret = session_add(e, &c, spec_c, SID_C, IFINDEX_LO);

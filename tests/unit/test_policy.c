@@ -132,8 +132,8 @@ static void val_check(const struct tf_policy *p, const struct tf_rule_val *v, co
 	else if (v->all_ports & ~v->protos)
 		snprintf(buf, len, "%s: all_ports 0x%x not within protos 0x%x", where, v->all_ports,
 			 v->protos);
-	else if (v->cls > p->nclasses)
-		snprintf(buf, len, "%s: cls %u past nclasses %u", where, v->cls, p->nclasses);
+	else if (v->cls > p->max_cls)
+		snprintf(buf, len, "%s: cls %u past max_cls %u", where, v->cls, p->max_cls);
 	else if (!!v->cls != !!(v->protos & ~v->all_ports & ported))
 		snprintf(buf, len, "%s: cls %u with port-limited protos 0x%x", where, v->cls,
 			 v->protos & ~v->all_ports & ported);
@@ -188,8 +188,8 @@ static const char *policy_check(const struct tf_policy *p, char *buf, size_t len
 	for (i = 0; i < p->nchunks && !buf[0]; i++) {
 		const struct tf_policy_chunk *c = &p->chunks[i];
 
-		if (!c->cls || c->cls > p->nclasses)
-			snprintf(buf, len, "chunk %u: cls %u out of 1..%u", i, c->cls, p->nclasses);
+		if (!c->cls || c->cls > p->max_cls)
+			snprintf(buf, len, "chunk %u: cls %u out of 1..%u", i, c->cls, p->max_cls);
 		else if (!chunk_bit(c))
 			snprintf(buf, len, "chunk %u: proto %u neither TCP, UDP nor TF_PORTS_TLS",
 				 i, c->proto);
@@ -678,6 +678,125 @@ static void test_random(void)
 	CHECK_STR("random: every policy consistent", problem, "consistent");
 }
 
+/* The chunks of class cls in p, as a run: its first index, or -1; *n: how many. */
+static int class_run(const struct tf_policy *p, unsigned int cls, unsigned int *n)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < p->nchunks && p->chunks[i].cls != cls; i++)
+		;
+	for (j = i; j < p->nchunks && p->chunks[j].cls == cls; j++)
+		;
+	*n = j - i;
+	return i < p->nchunks ? (int)i : -1;
+}
+
+static int runs_equal(const struct tf_policy *a, int ia, unsigned int na, const struct tf_policy *b,
+		      int ib, unsigned int nb)
+{
+	unsigned int k;
+
+	if (ia < 0 || ib < 0 || na != nb)
+		return 0;
+	for (k = 0; k < na; k++)
+		if (a->chunks[ia + k].proto != b->chunks[ib + k].proto ||
+		    a->chunks[ia + k].hi != b->chunks[ib + k].hi ||
+		    memcmp(&a->chunks[ia + k].bits, &b->chunks[ib + k].bits, sizeof(a->chunks[0].bits)))
+			return 0;
+	return 1;
+}
+
+/*
+ * tf_policy_rebase(), as a rule change applied in place uses it: policy B
+ * (A's rules and one more, or one fewer) numbered as A. B still agrees
+ * with the oracle everywhere, a class of B that is one of A's has A's
+ * number and the same chunks, a new one is numbered above A's and is none
+ * of A's, entries come in tf_policy_entry_cmp() order (the merge
+ * tf_dp_policy_apply() relies on), and past 65535 B is left as it was.
+ */
+static void test_rebase(void)
+{
+	char json[1024], what[160], buf[256], problem[256] = "consistent";
+	unsigned int round, nrules, i, c, bad, na, nb, agree, order, numbered;
+	struct tf_rule rules[49];
+	struct tf_policy a, b;
+	struct tf_ip ip;
+	int ia, ib, ret;
+
+	for (round = 0, agree = 0, order = 0, numbered = 0; round < 60; round++) {
+		nrules = 2 + rnd(47);
+		for (i = 0, bad = 0; i < nrules; i++) {
+			random_rule_json(json, sizeof(json));
+			bad += parse_rule(json, &rules[i]) != 0;
+		}
+		/* Even rounds: B adds rule nrules - 1 to A; odd ones: B takes it away. */
+		if (bad || tf_policy_compile(rules, round % 2 ? nrules : nrules - 1, &a)) {
+			CHECK_EQ("rebase: A compiles", 0, 1);
+			continue;
+		}
+		if (tf_policy_compile(rules, round % 2 ? nrules - 1 : nrules, &b)) {
+			CHECK_EQ("rebase: B compiles", 0, 1);
+			tf_policy_free(&a);
+			continue;
+		}
+		snprintf(what, sizeof(what), "rebase round %u: B numbered as A", round);
+		CHECK_EQ(what, tf_policy_rebase(&b, &a), 0);
+		for (i = 1; i < a.nentries; i++)
+			order += tf_policy_entry_cmp(&a.entries[i - 1], &a.entries[i]) >= 0;
+		for (i = 1; i < b.nentries; i++)
+			order += tf_policy_entry_cmp(&b.entries[i - 1], &b.entries[i]) >= 0;
+		for (i = 0; i < b.nchunks; i++) {
+			c = b.chunks[i].cls;
+			if (i && b.chunks[i - 1].cls == c)
+				continue;
+			ib = class_run(&b, c, &nb);
+			ia = class_run(&a, c, &na);
+			if (c <= a.max_cls)
+				numbered += !runs_equal(&a, ia, na, &b, ib, nb);
+			for (ia = 0; c > a.max_cls && ia < (int)a.nchunks; ia++)
+				if ((!ia || a.chunks[ia - 1].cls != a.chunks[ia].cls) &&
+				    class_run(&a, a.chunks[ia].cls, &na) == ia)
+					numbered += runs_equal(&a, ia, na, &b, ib, nb);
+		}
+		if (!strcmp(problem, "consistent"))
+			snprintf(problem, sizeof(problem), "%s", policy_check(&b, buf, sizeof(buf)));
+		for (i = 0; i < 500; i++) {
+			__u16 port = random_port();
+			__u8 proto = rnd(2) ? IPPROTO_TCP : IPPROTO_UDP;
+
+			random_ip(&ip);
+			agree += tf_policy_allows(&b, ip.family, ip.addr, proto, port) !=
+				 rules_allow(rules, round % 2 ? nrules - 1 : nrules, &ip, proto, port);
+			if (proto == IPPROTO_TCP)
+				agree += policy_tls(&b, &ip, port) !=
+					 rules_tls(rules, round % 2 ? nrules - 1 : nrules, &ip, port);
+		}
+		tf_policy_free(&a);
+		tf_policy_free(&b);
+	}
+	CHECK_EQ("rebase: 60 rounds, 500 probes each: B agrees with the oracle", agree, 0);
+	CHECK_EQ("rebase: entries in tf_policy_entry_cmp() order", order, 0);
+	CHECK_EQ("rebase: a class numbered as one of A's is that class, a new one none of A's",
+		 numbered, 0);
+	CHECK_STR("rebase: every rebased policy consistent", problem, "consistent");
+
+	/* Past 65535 numbers: -E2BIG, B as it was (written whole instead). */
+	CHECK_EQ("rebase: A parses", parse_rule("{'cidr':'198.51.100.0/24','proto':'tcp','ports':[80]}",
+						 &rules[0]), 0);
+	CHECK_EQ("rebase: B's rule parses",
+		 parse_rule("{'cidr':'203.0.113.0/24','proto':'tcp','ports':[81]}", &rules[1]), 0);
+	CHECK_EQ("rebase: A", tf_policy_compile(rules, 1, &a), 0);
+	CHECK_EQ("rebase: B", tf_policy_compile(rules, 2, &b), 0);
+	a.max_cls = 65535;
+	ret = tf_policy_rebase(&b, &a);
+	CHECK_EQ("rebase: a new class past 65535: -E2BIG", ret, -E2BIG);
+	for (i = 0, bad = 0; i < b.nchunks; i++)
+		bad += b.chunks[i].cls > b.nclasses;
+	CHECK_TRUE("... and B keeps its own numbers", bad == 0 && b.max_cls == b.nclasses);
+	tf_policy_free(&a);
+	tf_policy_free(&b);
+}
+
 static void host_rule(struct tf_rule *r, __u8 family, unsigned int i, __u8 protos, __u16 port)
 {
 	memset(r, 0, sizeof(*r));
@@ -1018,6 +1137,7 @@ int main(void)
 	test_policy_cases();
 	test_layout();
 	test_random();
+	test_rebase();
 	test_scale();
 	return CHECK_EXIT();
 }

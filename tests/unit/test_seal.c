@@ -335,7 +335,7 @@ static void test_spec_hash(void)
 		"{\"cidr\":\"203.0.113.7/32\",\"proto\":\"any\",\"action\":\"deny\"}",
 		"{\"host\":\"api.example.org\",\"proto\":\"icmp\"}",
 	};
-	const char *base = "{\"id\":\"s\\\"1\",\"ifname\":\"tap0\",\"guest\":{\"mac\":"
+	const char *base = "{\"id\":\"s1\",\"ifname\":\"tap0\",\"guest\":{\"mac\":"
 			   "\"02:00:00:00:00:02\",\"ipv4\":\"10.0.0.2\"},\"gateway\":{\"mac\":"
 			   "\"02:00:00:00:00:01\",\"ipv4\":\"10.0.0.1\"},\"allow\":[]}";
 	struct tf_spec_limits lim = { .max_rules = 16 };

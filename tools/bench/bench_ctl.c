@@ -6,9 +6,12 @@
  * request from its first byte written to its response line read. Every
  * response must say "ok": true. Prints JSON metrics (ms percentiles).
  *
- * Usage: bench_ctl SOCKET N OUT.json [prefix=P] [first=K] [present=M] OP...
+ * Usage: bench_ctl SOCKET N OUT.json [prefix=P] [first=K] [present=M] [rules=R] [target=S] OP...
  *   OP: session_add, rule_add, session_del (on sessions K..K+N-1, in order), churn (each of
- *   them added then deleted in turn); metric ids P.OP.p50|p99|max (P: ctl)
+ *   them added then deleted in turn), rule_del; metric ids P.OP.p50|p99|max (P: ctl)
+ *   rules=R: each session added has R more CIDR rules (hosts of 2001:db8:1::/48);
+ *   target=S: rule_add and rule_del change session S, N rules in turn (hosts of 2001:db8:2::/48),
+ *   rather than one rule of each of N sessions
  * The interfaces must exist in tapfenced's network namespace
  * (tools/bench/ctl.sh makes them as tap devices).
  */
@@ -25,6 +28,11 @@
 #define REQ_MAX	 8192
 #define RESP_MAX 65536
 #define MAX_N	 4095
+#define RULES_MAX 65536
+#define RULE_LEN 80 /* the most one of the rules=R rules takes in a request */
+
+static unsigned int extra_rules; /* rules=R */
+static unsigned int target;	 /* target=S (0: none) */
 
 struct conn {
 	int fd;
@@ -130,19 +138,39 @@ static int req_session_add(char *b, size_t n, unsigned int i)
 			      ",{\"cidr\":\"198.%u.%u.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}",
 			      18 + (v >> 16), (v >> 8) & 0xff, v & 0xff);
 	}
+	/* rules=R: hosts of 2001:db8:1::/48. */
+	for (k = 0; k < extra_rules && o > 0 && (size_t)o < n; k++)
+		o += snprintf(b + o, n - (size_t)o,
+			      ",{\"cidr\":\"2001:db8:1::%x/128\",\"proto\":\"tcp\",\"ports\":[443]}",
+			      k + 1);
 	if (o > 0 && (size_t)o < n)
 		o += snprintf(b + o, n - (size_t)o, "]}}\n");
 	return o > 0 && (size_t)o < n ? o : -ENOSPC;
 }
 
-static int req_rule_add(char *b, size_t n, unsigned int i)
+/* Rule i of session i, or with target=S rule i of session S. */
+static int req_rule(char *b, size_t n, unsigned int i, const char *op)
 {
-	int o = snprintf(b, n,
-			 "{\"op\":\"rule.add\",\"id\":\"s%u\",\"rule\":{\"cidr\":"
-			 "\"203.0.113.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}}\n",
-			 i, i & 0xff);
+	int o = target ? snprintf(b, n,
+				  "{\"op\":\"%s\",\"id\":\"s%u\",\"rule\":{\"cidr\":"
+				  "\"2001:db8:2::%x/128\",\"proto\":\"tcp\",\"ports\":[443]}}\n",
+				  op, target, i) :
+			 snprintf(b, n,
+				  "{\"op\":\"%s\",\"id\":\"s%u\",\"rule\":{\"cidr\":"
+				  "\"203.0.113.%u/32\",\"proto\":\"tcp\",\"ports\":[443]}}\n",
+				  op, i, i & 0xff);
 
 	return o > 0 && (size_t)o < n ? o : -ENOSPC;
+}
+
+static int req_rule_add(char *b, size_t n, unsigned int i)
+{
+	return req_rule(b, n, i, "rule.add");
+}
+
+static int req_rule_del(char *b, size_t n, unsigned int i)
+{
+	return req_rule(b, n, i, "rule.del");
 }
 
 static int req_session_del(char *b, size_t n, unsigned int i)
@@ -163,6 +191,7 @@ static const struct op {
 	/* churn: session i added then deleted, for each i in turn, with the others present */
 	{ "churn_add", req_session_add, 5.0 },
 	{ "churn_del", req_session_del, 5.0 },
+	{ "rule_del", req_rule_del, 0 },
 };
 
 #define OP_CHURN_ADD 3
@@ -194,11 +223,14 @@ static double pct(const double *v, unsigned int n, double p)
 /* Time one request of op on index i into *lat. */
 static int timed(struct conn *c, const struct op *op, unsigned int i, double *lat)
 {
-	static char req[REQ_MAX];
+	static char *req;
+	size_t size = REQ_MAX + (size_t)extra_rules * RULE_LEN;
 	double t0;
 	int len, err;
 
-	len = op->req(req, sizeof(req), i);
+	if (!req && !(req = malloc(size)))
+		return -ENOMEM;
+	len = op->req(req, size, i);
 	if (len < 0)
 		return len;
 	t0 = now_ms();
@@ -282,8 +314,9 @@ int main(int argc, char **argv)
 
 	if (argc < 5 || !(n = (unsigned int)strtoul(argv[2], NULL, 10)) || n > MAX_N) {
 		fprintf(stderr,
-			"Usage: bench_ctl SOCKET N OUT.json [prefix=P] [first=K] [present=M] OP...\n"
-			"  OP: session_add rule_add session_del churn (1 <= N <= %u)\n",
+			"Usage: bench_ctl SOCKET N OUT.json [prefix=P] [first=K] [present=M] [rules=R] "
+			"[target=S] OP...\n"
+			"  OP: session_add rule_add rule_del session_del churn (1 <= N <= %u)\n",
 			MAX_N);
 		return 2;
 	}
@@ -292,6 +325,15 @@ int main(int argc, char **argv)
 			prefix = argv[a] + 7;
 		} else if (!strncmp(argv[a], "first=", 6)) {
 			first = (unsigned int)strtoul(argv[a] + 6, NULL, 10);
+		} else if (!strncmp(argv[a], "rules=", 6)) {
+			extra_rules = (unsigned int)strtoul(argv[a] + 6, NULL, 10);
+			if (extra_rules > RULES_MAX - 256) {
+				fprintf(stderr, "bench_ctl: rules=%u: at most %u\n", extra_rules,
+					RULES_MAX - 256);
+				return 2;
+			}
+		} else if (!strncmp(argv[a], "target=", 7)) {
+			target = (unsigned int)strtoul(argv[a] + 7, NULL, 10);
 		} else if (!strncmp(argv[a], "present=", 8)) {
 			snprintf(whatbuf, sizeof(whatbuf), ", %s sessions present", argv[a] + 8);
 			what = whatbuf;

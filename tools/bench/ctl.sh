@@ -9,6 +9,8 @@
 # In each: N sessions added in a row (from an empty daemon), a rule added to each, then C sessions
 # added and deleted in turn with the N present (churn: what a platform does all day), then the N
 # deleted. Memory and fds (tc): read from the daemon's own pinned maps and /proc.
+# Then rule changes to a large session (tc, a fresh daemon each): one session of 1,000 and one of
+# 10,000 CIDR rules, C rules added to it one by one, then deleted (ctl.rules1k.*, ctl.rules10k.*).
 #
 #  ┌────────────────────────────────────────────────┐
 #  │ $ns: d1 .. dN+C (taps, up); tapfenced (TC)     │   bench_ctl ── control socket ($T/control.sock)
@@ -41,9 +43,9 @@ ip -n "$ns" -batch "$T/links.batch" || die "setup: $((N + C)) tap devices"
 
 bpffs_mount "$T/bpffs"
 
-# daemon_start EXTRA: a fresh tapfenced, config EXTRA.
+# daemon_start EXTRA [LIMITS]: a fresh tapfenced, config EXTRA, more limits LIMITS (",name":value).
 daemon_start() {
-	tfd_config "$T/tapfenced.json" "\"limits\":{\"max_sessions\":$((N + C > 1024 ? N + C : 1024))}$1"
+	tfd_config "$T/tapfenced.json" "\"limits\":{\"max_sessions\":$((N + C > 1024 ? N + C : 1024))${2:-}}$1"
 	# Not tfd_start: its --verbose would put debug logging on the measured path. Same bookkeeping.
 	TFD_NS=$ns
 	ip netns exec "$ns" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
@@ -117,11 +119,23 @@ run_config() {
 	tfd_stop # and --cleanup: the next configuration starts from nothing
 }
 
+# run_rules R NAME: session s1 on d1 with R more rules, then C rules added to it and deleted.
+run_rules() {
+	daemon_start "" ",\"max_rules\":$(($1 + C + 100))"
+	"$CTL" "$TF_SOCK" 1 "$T/$2-add.json" prefix="ctl.$2" rules="$1" session_add ||
+		{ tfd_log_tail 10; die "bench_ctl $2: a session of $1 rules"; }
+	"$CTL" "$TF_SOCK" "$C" "$T/$2.json" prefix="ctl.$2" target=1 present="1 (of $1 rules)" \
+		rule_add rule_del || { tfd_log_tail 10; die "bench_ctl $2: rule changes"; }
+	tfd_stop
+}
+
 : >"$T/mem.txt"
 run_config tc ctl ""
 run_config guard ctl.guard ",\"guard\":{\"interfaces\":[\"d*\"]}"
+run_rules 1000 rules1k
+run_rules 10000 rules10k
 
-"$PY" - "$OUT" "$N" "$T/mem.txt" "${slot[*]}" "$T"/{tc,guard}-{add,churn,del}.json <<'EOF' || die "cannot write $OUT"
+"$PY" - "$OUT" "$N" "$T/mem.txt" "${slot[*]}" "$T"/{tc,guard}-{add,churn,del}.json "$T"/rules{1k,10k}.json <<'EOF' || die "cannot write $OUT"
 import json, sys
 out, n, memf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 *parts, slot = sys.argv[4].split()

@@ -48,10 +48,11 @@ static json_t *with_warnings(json_t *resp, json_t *w)
 
 static json_t *sess_summary(const struct tf_sess *s)
 {
-	return json_pack("{s:s, s:s, s:s*, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id, "ifname",
-			 s->spec.ifname, "netns", s->spec.netns[0] ? s->spec.netns : NULL,
+	return json_pack("{s:s, s:s, s:s*, s:i, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id,
+			 "ifname", s->spec.ifname, "netns", s->spec.netns[0] ? s->spec.netns : NULL,
 			 "ifindex", (json_int_t)s->dev.ifindex, "slot", (json_int_t)s->sid,
-			 "policy_version", (json_int_t)s->ver, "rules", (json_int_t)s->spec.nrules,
+			 "policy_version", (json_int_t)s->ver, "rules_generation",
+			 (json_int_t)s->rver, "rules", (json_int_t)s->spec.nrules,
 			 "attach",
 			 s->at.xdp   ? "xdp" :
 			 s->at.guard ? "guard" :

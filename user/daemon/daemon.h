@@ -31,7 +31,8 @@ struct tf_sess {
 	struct tf_quarantine q; /* survives a restart (the state file) */
 	struct tf_sess_key dev; /* its device: namespace cookie and ifindex */
 	__u32 sid;
-	__u32 ver;		 /* policy generation in force */
+	__u32 ver;		 /* policy version in force (tf_session.policy_ver) */
+	__u32 rver;		 /* the generation it is written as (tf_session.rules_ver) */
 	struct tf_policy policy; /* what generation ver wrote */
 	struct tf_attach at;
 	struct tf_evidence *ev; /* its policy history (evidence.c) */

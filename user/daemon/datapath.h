@@ -157,11 +157,16 @@ void tf_dp_policy_sweep(struct tf_dp *dp, __u32 sid, __u32 keep_ver);
  * re-adopting a slot.
  */
 void tf_dp_names_rebase(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *new);
-/* One policy generation of a session: the spec it was compiled from and what it wrote. */
+/*
+ * One policy of a session: the spec it was compiled from, what it wrote,
+ * the generation it wrote it as (tf_session.rules_ver) and its version
+ * (tf_session.policy_ver; 0: ver, a policy written whole).
+ */
 struct tf_dp_gen {
 	const struct tf_spec *spec;
 	const struct tf_policy *policy;
 	__u32 ver;
+	__u32 pver;
 };
 
 /*
@@ -181,6 +186,24 @@ int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *d
 int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
 			const struct tf_dp_gen *from, const struct tf_dp_gen *to)
 	__attribute__((warn_unused_result));
+/*
+ * A policy change applied in place (docs/performance.md#rule-changes):
+ * from and to of the same generation, to's classes numbered as from's
+ * (tf_policy_rebase()) and its names the same. Writes the chunks of to's
+ * new classes, the entries that differ, deletes the entries to does not
+ * have, then switches the device's entry to to's version (every flow is
+ * judged again at its next packet). A packet judged meanwhile finds, for
+ * its address, what from or what to says: each entry changes in one
+ * update, and a single rule's change moves every address from one answer
+ * to the other. On failure what was written goes back and from stays in
+ * force. from's classes to no longer has stay until tf_dp_policy_prune().
+ */
+int tf_dp_policy_apply(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
+		       const struct tf_dp_gen *from, const struct tf_dp_gen *to)
+	__attribute__((warn_unused_result));
+/* After tf_dp_policy_apply(from, to) is kept: the chunks of from's classes that to has not. */
+void tf_dp_policy_prune(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *from,
+			const struct tf_policy *to);
 /* Call fn for every learnt address of sid; stops at and returns fn's first non-zero. */
 int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),

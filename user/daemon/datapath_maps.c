@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "common/log.h"
 #include "datapath_int.h"
 
 void tf_dp_session_value(const struct tf_dp *dp, const struct tf_spec *spec, __u32 sid, __u32 ver,
@@ -24,6 +25,7 @@ void tf_dp_session_value(const struct tf_dp *dp, const struct tf_spec *spec, __u
 	memset(v, 0, sizeof(*v));
 	v->sid = sid;
 	v->policy_ver = ver;
+	v->rules_ver = ver;
 	if (spec->audit)
 		v->flags |= TF_SF_AUDIT;
 	if (sid < TF_MAX_SESSIONS && dp->via_guard[sid])
@@ -272,12 +274,99 @@ int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *d
 	 * judged by the old generation and need no address (only new flows
 	 * to learnt addresses wait, as they would after).
 	 */
-	tf_dp_names_rebase(dp, sid, to->ver, to->policy);
+	if (to->ver != from->ver)
+		tf_dp_names_rebase(dp, sid, to->ver, to->policy);
 	tf_dp_session_value(dp, to->spec, sid, to->ver, &v);
+	if (to->pver)
+		v.policy_ver = to->pver;
 	err = tf_dp_session_set(dp, dev, &v);
-	if (err)
+	if (err && to->ver != from->ver)
 		tf_dp_names_rebase(dp, sid, from->ver, from->policy);
 	return err;
+}
+
+/*
+ * Write to's entries and chunks that from has not (the chunks of classes
+ * numbered above from's), then delete from's entries that to has not.
+ * Entries come sorted (tf_policy_entry_cmp()), so one merge finds both.
+ */
+static int policy_delta(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *from,
+			const struct tf_policy *to)
+{
+	int rfd = bpf_map__fd(dp->skel->maps.tf_rules);
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	const struct tf_policy_entry *a, *b;
+	struct tf_rule_key rk;
+	struct tf_port_key pk;
+	unsigned int i, k;
+	int d;
+
+	for (i = 0; i < to->nchunks; i++) {
+		if (to->chunks[i].cls <= from->max_cls)
+			continue;
+		port_key(sid, ver, &to->chunks[i], &pk);
+		if (bpf_map_update_elem(pfd, &pk, &to->chunks[i].bits, BPF_ANY))
+			return -errno;
+	}
+	for (i = 0, k = 0; k < to->nentries; k++) {
+		b = &to->entries[k];
+		for (d = -1; i < from->nentries && (d = tf_policy_entry_cmp(&from->entries[i], b)) < 0;)
+			i++;
+		if (!d && !memcmp(&from->entries[i].val, &b->val, sizeof(b->val)))
+			continue;
+		rule_key(sid, ver, b, &rk);
+		if (bpf_map_update_elem(rfd, &rk, &b->val, BPF_ANY))
+			return -errno;
+	}
+	for (i = 0, k = 0; i < from->nentries; i++) {
+		a = &from->entries[i];
+		for (d = 1; k < to->nentries && (d = tf_policy_entry_cmp(&to->entries[k], a)) < 0;)
+			k++;
+		if (!d)
+			continue;
+		rule_key(sid, ver, a, &rk);
+		if (bpf_map_delete_elem(rfd, &rk) && errno != ENOENT)
+			return -errno;
+	}
+	return 0;
+}
+
+int tf_dp_policy_apply(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
+		       const struct tf_dp_gen *from, const struct tf_dp_gen *to)
+{
+	int err = policy_delta(dp, sid, to->ver, from->policy, to->policy);
+
+	if (!err)
+		err = tf_dp_policy_switch(dp, sid, dev, from, to);
+	if (err) {
+		/* Back: from's entries again (updates of keys still there), to's new classes gone. */
+		if (policy_delta(dp, sid, from->ver, to->policy, from->policy))
+			pr_warn("slot %u: cannot write policy %u back in full after a failed change\n",
+				sid, from->pver ?: from->ver);
+		tf_dp_policy_prune(dp, sid, from->ver, to->policy, from->policy);
+	}
+	return err;
+}
+
+void tf_dp_policy_prune(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *from,
+			const struct tf_policy *to)
+{
+	unsigned int n = (from->max_cls > to->max_cls ? from->max_cls : to->max_cls) + 1, i;
+	int pfd = bpf_map__fd(dp->skel->maps.tf_ports);
+	unsigned char *keep = calloc(n, 1);
+	struct tf_port_key pk;
+
+	if (!keep)
+		return; /* chunks of a class nothing points at: room taken, nothing allowed */
+	for (i = 0; i < to->nchunks; i++)
+		keep[to->chunks[i].cls] = 1;
+	for (i = 0; i < from->nchunks; i++) {
+		if (keep[from->chunks[i].cls])
+			continue;
+		port_key(sid, ver, &from->chunks[i], &pk);
+		bpf_map_delete_elem(pfd, &pk);
+	}
+	free(keep);
 }
 
 int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,

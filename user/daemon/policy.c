@@ -631,6 +631,7 @@ int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct t
 		}
 	}
 	out->nclasses = cc.nclasses;
+	out->max_cls = cc.nclasses;
 	ret = 0;
 cleanup:
 	for (i = 1; cc.classes && i <= cc.nclasses; i++)
@@ -643,6 +644,154 @@ cleanup:
 	if (ret)
 		tf_policy_free(out);
 	return ret;
+}
+
+/* A class's chunks: a run of the chunks array (compile_*() emit each class's together). */
+struct run {
+	unsigned int first, n;
+	__u32 hash;
+};
+
+static __u32 run_hash(const struct tf_policy_chunk *c, unsigned int n)
+{
+	const unsigned char *b;
+	__u32 h = 2166136261u;
+	unsigned int i;
+	size_t k;
+
+	for (i = 0; i < n; i++) {
+		b = (const unsigned char *)&c[i].proto;
+		h = (h ^ b[0]) * 16777619u;
+		h = (h ^ c[i].hi) * 16777619u;
+		b = (const unsigned char *)&c[i].bits;
+		for (k = 0; k < sizeof(c[i].bits); k++)
+			h = (h ^ b[k]) * 16777619u;
+	}
+	return h;
+}
+
+static int run_equal(const struct tf_policy *a, const struct run *x, const struct tf_policy *b,
+		     const struct run *y)
+{
+	unsigned int i;
+
+	if (x->n != y->n || x->hash != y->hash)
+		return 0;
+	for (i = 0; i < x->n; i++) {
+		const struct tf_policy_chunk *c = &a->chunks[x->first + i], *d = &b->chunks[y->first + i];
+
+		if (c->proto != d->proto || c->hi != d->hi || memcmp(&c->bits, &d->bits, sizeof(c->bits)))
+			return 0;
+	}
+	return 1;
+}
+
+/* runs[cls] for every class of p (n = max_cls + 1 slots; a class without chunks has n = 0). */
+static struct run *class_runs(const struct tf_policy *p)
+{
+	struct run *runs = calloc(p->max_cls + 1, sizeof(*runs));
+	unsigned int i, j;
+
+	if (!runs)
+		return NULL;
+	for (i = 0; i < p->nchunks; i = j) {
+		for (j = i + 1; j < p->nchunks && p->chunks[j].cls == p->chunks[i].cls; j++)
+			;
+		if (p->chunks[i].cls <= p->max_cls) {
+			runs[p->chunks[i].cls].first = i;
+			runs[p->chunks[i].cls].n = j - i;
+			runs[p->chunks[i].cls].hash = run_hash(&p->chunks[i], j - i);
+		}
+	}
+	return runs;
+}
+
+static void renumber(struct tf_rule_val *v, const unsigned int *to)
+{
+	if (v->cls)
+		v->cls = (__u16)to[v->cls];
+}
+
+int tf_policy_rebase(struct tf_policy *p, const struct tf_policy *old)
+{
+	struct run *mine = class_runs(p), *theirs = class_runs(old);
+	unsigned int *to = calloc(p->max_cls + 1, sizeof(*to)), *slots = NULL;
+	unsigned int nslots = 16, next = old->max_cls, i, k;
+	int ret = -ENOMEM;
+
+	while (nslots < 2 * (old->max_cls + 1))
+		nslots *= 2;
+	slots = calloc(nslots, sizeof(*slots));
+	if (!mine || !theirs || !to || !slots)
+		goto cleanup;
+	/* old's classes by the hash of their chunks (open addressing, 0 = free). */
+	for (i = 1; i <= old->max_cls; i++) {
+		if (!theirs[i].n)
+			continue;
+		for (k = theirs[i].hash & (nslots - 1); slots[k]; k = (k + 1) & (nslots - 1))
+			;
+		slots[k] = i;
+	}
+	for (i = 1; i <= p->max_cls; i++) {
+		to[i] = 0;
+		if (mine[i].n)
+			for (k = mine[i].hash & (nslots - 1); slots[k] && !to[i];
+			     k = (k + 1) & (nslots - 1))
+				if (run_equal(p, &mine[i], old, &theirs[slots[k]]))
+					to[i] = slots[k];
+		if (!to[i])
+			to[i] = ++next;
+	}
+	ret = -E2BIG;
+	if (next > 65535)
+		goto cleanup;
+	for (i = 0; i < p->nentries; i++)
+		renumber(&p->entries[i].val, to);
+	for (i = 0; i < p->nnames; i++) {
+		renumber(&p->names[i].exact, to);
+		renumber(&p->names[i].sub, to);
+	}
+	for (i = 0; i < p->nchunks; i++)
+		p->chunks[i].cls = (__u16)to[p->chunks[i].cls];
+	p->max_cls = next;
+	ret = 0;
+cleanup:
+	free(mine);
+	free(theirs);
+	free(to);
+	free(slots);
+	return ret;
+}
+
+static int val_equal(const struct tf_rule_val *a, const struct tf_rule_val *b)
+{
+	return a->cls == b->cls && a->all_ports == b->all_ports && a->protos == b->protos;
+}
+
+int tf_policy_names_equal(const struct tf_policy *a, const struct tf_policy *b)
+{
+	unsigned int i;
+
+	if (a->nnames != b->nnames)
+		return 0;
+	for (i = 0; i < a->nnames; i++)
+		if (a->names[i].len != b->names[i].len ||
+		    memcmp(a->names[i].name, b->names[i].name, a->names[i].len) ||
+		    !val_equal(&a->names[i].exact, &b->names[i].exact) ||
+		    !val_equal(&a->names[i].sub, &b->names[i].sub))
+			return 0;
+	return 1;
+}
+
+int tf_policy_entry_cmp(const struct tf_policy_entry *a, const struct tf_policy_entry *b)
+{
+	int d = cmp_u(a->family & TF_FAM_DENY, b->family & TF_FAM_DENY);
+
+	if (!d)
+		d = cmp_u(a->family, b->family);
+	if (!d)
+		d = memcmp(a->addr, b->addr, sizeof(a->addr));
+	return d ? d : cmp_u(a->prefixlen, b->prefixlen);
 }
 
 void tf_policy_free(struct tf_policy *p)

@@ -30,7 +30,7 @@ struct tf_policy_entry {
 };
 
 struct tf_policy_chunk {
-	__u16 cls;		  /* 1..nclasses */
+	__u16 cls;		  /* 1..max_cls */
 	__u8 proto;		  /* IPPROTO_TCP / IPPROTO_UDP */
 	__u8 hi;		  /* port >> 8 */
 	struct tf_port_bits bits; /* bit (port & 0xff) set = allowed */
@@ -53,15 +53,33 @@ struct tf_policy {
 	struct tf_policy_entry *entries; /* CIDR rules */
 	unsigned int nnames;
 	struct tf_policy_name *names; /* host rules, sorted by name */
-	unsigned int nchunks;	      /* only non-empty chunks are listed */
+	unsigned int nchunks;	      /* only non-empty chunks are listed, a class's together */
 	struct tf_policy_chunk *chunks;
 	unsigned int nclasses;
+	unsigned int max_cls; /* the highest class number in use (nclasses, or more once rebased) */
 };
 
 /* 0, -ENOMEM, or -E2BIG if more than 65535 port classes would be needed. */
 int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
 	__attribute__((warn_unused_result));
 void tf_policy_free(struct tf_policy *p); /* NULL-safe */
+
+/*
+ * Number p's port classes as old numbers them, so that p can be written
+ * over old in place (a rule change applied, not the whole set): a class
+ * whose chunks are exactly one of old's takes its number, any other a
+ * number above old->max_cls, never one old used. 0, or -E2BIG (past
+ * 65535: p is left as it was, to be written whole), -ENOMEM likewise.
+ */
+int tf_policy_rebase(struct tf_policy *p, const struct tf_policy *old)
+	__attribute__((warn_unused_result));
+/* 1 if a and b have the same name entries (the same names, allowing the same). */
+int tf_policy_names_equal(const struct tf_policy *a, const struct tf_policy *b);
+/*
+ * The order entries come in, allow entries before deny ones, each by
+ * family, address, length: <0, 0 (the same tf_rules key), >0.
+ */
+int tf_policy_entry_cmp(const struct tf_policy_entry *a, const struct tf_policy_entry *b);
 
 /*
  * Reference check used by tests: does the compiled policy allow (family,

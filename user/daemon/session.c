@@ -445,6 +445,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	/* A restart keeps the generation counter moving forward. */
 	had_old = !tf_dp_session_get(&d->dp, &s->dev, &old) && old.sid == s->sid;
 	s->ver = had_old ? old.policy_ver + 1 : 1;
+	s->rver = s->ver; /* above every generation pinned: the old one is written beside it */
 
 	pin_name(spec->id, s->dev.netns, pin);
 	/*
@@ -489,7 +490,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	 * add walks no map.
 	 */
 	if (readopt)
-		tf_dp_policy_sweep(&d->dp, s->sid, s->ver);
+		tf_dp_policy_sweep(&d->dp, s->sid, s->rver);
 	/*
 	 * A re-adopted session was read from its state file, which stays as it
 	 * is if this write fails. A new one that cannot be saved would enforce
@@ -520,14 +521,14 @@ undo:
 		 * before) but for the half-written new generation, and keep the
 		 * slot from being handed out.
 		 */
-		tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+		tf_dp_policy_erase(&d->dp, s->sid, s->rver, &s->policy);
 		d->stale_sid[s->sid] = 1;
 		held = 0;
 		tf_dp_attach_close(&s->at);
 		goto cleanup;
 	}
 	/* Detach last: until then the device keeps denying. */
-	tf_dp_session_remove(&d->dp, spec, &s->policy, s->sid, s->ver, &s->dev);
+	tf_dp_session_remove(&d->dp, spec, &s->policy, s->sid, s->rver, &s->dev);
 	held = 0; /* released by the removal */
 	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
 cleanup:
@@ -622,7 +623,7 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 	if (!tf_dp_counters(&d->dp, s->sid, cnt))
 		for (i = 0; i < TF_CNT_SLOTS; i++)
 			d->gone_cnt[i] += cnt[i];
-	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->ver, &s->dev);
+	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->rver, &s->dev);
 	sess_path(d, id, ".json", path, sizeof(path));
 	unlink(path);
 	sess_path(d, id, ".journal", path, sizeof(path));
@@ -695,12 +696,23 @@ static int sess_switch(struct tf_daemon *d, struct tf_sess *s, const struct tf_s
 		       const struct tf_quarantine *q, const struct tf_rule_change *change,
 		       char *err, size_t errlen)
 {
-	struct tf_dp_gen cur = { .spec = in_force(s), .policy = &s->policy, .ver = s->ver };
-	struct tf_dp_gen nxt = { .spec = next, .policy = pol, .ver = s->ver + 1 };
-	int ret = tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
+	/*
+	 * A CIDR rule's change that leaves the names as they are is applied
+	 * in place, in the generation in force: what differs is written, not
+	 * every rule (docs/performance.md#rule-changes). Anything else is a
+	 * generation written whole beside it. Either way the version moves.
+	 */
+	int inplace = change && change->rule->kind == TF_RULE_CIDR &&
+		      !tf_policy_rebase(pol, &s->policy) && tf_policy_names_equal(pol, &s->policy);
+	struct tf_dp_gen cur = { .spec = in_force(s), .policy = &s->policy, .ver = s->rver,
+				 .pver = s->ver };
+	struct tf_dp_gen nxt = { .spec = next, .policy = pol, .ver = inplace ? s->rver : s->ver + 1,
+				 .pver = s->ver + 1 };
+	int ret = inplace ? tf_dp_policy_apply(&d->dp, s->sid, &s->dev, &cur, &nxt) :
+			    tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
 
 	if (ret) {
-		/* The old generation is still in force: nothing changed for packets. */
+		/* The old policy is still in force: nothing changed for packets. */
 		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
 		return ret;
 	}
@@ -711,20 +723,27 @@ static int sess_switch(struct tf_daemon *d, struct tf_sess *s, const struct tf_s
 			s->journal_n = 0;
 	}
 	if (ret) {
-		if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
+		if (inplace ? tf_dp_policy_apply(&d->dp, s->sid, &s->dev, &nxt, &cur) :
+			      tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
 			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
 				s->spec.id, s->ver);
+		else if (inplace)
+			tf_dp_policy_prune(&d->dp, s->sid, s->rver, pol, &s->policy);
 		else
 			tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, pol);
 		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
 			 d->cfg.state_dir, strerror(-ret));
 		return ret;
 	}
-	tf_dp_policy_erase(&d->dp, s->sid, s->ver, &s->policy);
+	if (inplace)
+		tf_dp_policy_prune(&d->dp, s->sid, s->rver, &s->policy, pol);
+	else
+		tf_dp_policy_erase(&d->dp, s->sid, s->rver, &s->policy);
 	tf_policy_free(&s->policy);
 	s->policy = *pol;
 	memset(pol, 0, sizeof(*pol));
-	s->ver = nxt.ver;
+	s->ver = nxt.pver;
+	s->rver = nxt.ver;
 	return 0;
 }
 
