@@ -715,6 +715,16 @@ static const struct fixture fx_after_del[] = {
 	  .p = { REPLY4("203.0.113.1", G4, 0x1234) } },
 };
 
+/* Session A with the deleted rule added back: its destination opens, nothing else changes. */
+static const struct fixture fx_after_readd[] = {
+	{ "a SYN to the rule added back", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { TCP(G4, DEL_DST, 42010, 22, SYN) } },
+	{ "... only on its port", FROM, DENY, R(PORT_NOT_ALLOWED),
+	  .p = { TCP(G4, DEL_DST, 42011, 23, SYN) } },
+	{ "the other rules still allow", FROM, ALLOW, R(ALLOW_RULE),
+	  .p = { TCP(G4, WEB, 40012, 443, SYN) } },
+};
+
 /* Session C: IPv6 only, its resolver at the gateway's link-local address. */
 static const struct fixture fx_v6only[] = {
 	{ "IPv4 from a guest without IPv4", FROM, DENY, R(SPOOFED_SRC),
@@ -745,11 +755,13 @@ static const struct fixture fx_v6only[] = {
 };
 
 /*
- * What the daemon's rule del does (sess_switch()): inplace, applied in the
- * generation in force (tf_dp_policy_apply()), else a generation ver + 1
- * written whole (tf_dp_policy_change()); the version moves either way.
+ * What the daemon's rule add or del does (tf_sess_rule(), sess_switch()):
+ * inplace, applied in the generation in force (tf_dp_policy_apply(); an
+ * added CIDR rule compiled from the policy in force, tf_policy_add_cidr()),
+ * else a generation ver + 1 written whole (tf_dp_policy_change()); the
+ * version moves either way.
  */
-static int rule_del(struct env *e, struct sess *s, const char *text, int inplace)
+static int rule_change(struct env *e, struct sess *s, const char *text, int add, int inplace)
 {
 	char buf[512], err[TF_ERR_MAX] = "";
 	struct tf_spec next = {};
@@ -769,9 +781,10 @@ static int rule_del(struct env *e, struct sess *s, const char *text, int inplace
 	if (!ret)
 		ret = tf_spec_copy(&next, &s->spec);
 	if (!ret)
-		ret = tf_spec_del_rule(&next, &r);
+		ret = add ? tf_spec_add_rule(&next, &r, 100) : tf_spec_del_rule(&next, &r);
 	if (!ret)
-		ret = tf_policy_compile(next.rules, next.nrules, &pol);
+		ret = add && inplace ? tf_policy_add_cidr(&s->pol, &r, &pol) :
+				       tf_policy_compile(next.rules, next.nrules, &pol);
 	if (!ret && inplace) {
 		ret = tf_policy_rebase(&pol, &s->pol);
 		if (!ret && !tf_policy_names_equal(&pol, &s->pol))
@@ -1000,7 +1013,7 @@ static void run_pass(struct env *e)
 			run_table(e, fx_main, N(fx_main));
 			snprintf(what, sizeof(what), "%s: rule del %s (%s)", p, rule_deleted,
 				 inplace ? "in place" : "a new generation");
-			ret = rule_del(e, &a, rule_deleted, inplace);
+			ret = rule_change(e, &a, rule_deleted, 0, inplace);
 			CHECK_EQ(what, ret, 0);
 			snprintf(what, sizeof(what), "%s: ... generation %u, version 2", p,
 				 inplace ? 1 : 2);
@@ -1008,6 +1021,14 @@ static void run_pass(struct env *e)
 			if (!ret) {
 				judge_as(e, &a, GMAC, HMAC);
 				run_table(e, fx_after_del, N(fx_after_del));
+			}
+			snprintf(what, sizeof(what), "%s: rule add %s again (%s)", p, rule_deleted,
+				 inplace ? "in place" : "a new generation");
+			ret = rule_change(e, &a, rule_deleted, 1, inplace);
+			CHECK_EQ(what, ret, 0);
+			if (!ret) {
+				judge_as(e, &a, GMAC, HMAC);
+				run_table(e, fx_after_readd, N(fx_after_readd));
 			}
 		}
 		session_del(e, &a);

@@ -797,6 +797,132 @@ static void test_rebase(void)
 	tf_policy_free(&b);
 }
 
+/*
+ * 0 if a and b say the same: the same entries (keys, all_ports, protos) and
+ * names, each class with the same chunks, whatever their numbers.
+ */
+static int same_policy(const struct tf_policy *a, const struct tf_policy *b, char *why, size_t len)
+{
+	const struct tf_rule_val *va[2], *vb[2];
+	unsigned int i, k, na, nb;
+	int ia, ib;
+
+	if (a->nentries != b->nentries || a->nnames != b->nnames) {
+		snprintf(why, len, "%u entries and %u names, want %u and %u", a->nentries, a->nnames,
+			 b->nentries, b->nnames);
+		return -1;
+	}
+	for (i = 0; i < a->nentries + a->nnames; i++) {
+		if (i < a->nentries) {
+			const struct tf_policy_entry *x = &a->entries[i], *y = &b->entries[i];
+
+			if (x->family != y->family || x->prefixlen != y->prefixlen ||
+			    memcmp(x->addr, y->addr, sizeof(x->addr))) {
+				snprintf(why, len, "entry %u: another prefix", i);
+				return -1;
+			}
+			va[0] = &x->val, vb[0] = &y->val, va[1] = vb[1] = NULL;
+		} else {
+			const struct tf_policy_name *x = &a->names[i - a->nentries],
+						    *y = &b->names[i - a->nentries];
+
+			if (x->len != y->len || memcmp(x->name, y->name, x->len)) {
+				snprintf(why, len, "name %u: another name", i - a->nentries);
+				return -1;
+			}
+			va[0] = &x->exact, vb[0] = &y->exact, va[1] = &x->sub, vb[1] = &y->sub;
+		}
+		for (k = 0; k < 2 && va[k]; k++) {
+			ia = class_run(a, va[k]->cls, &na);
+			ib = class_run(b, vb[k]->cls, &nb);
+			if (va[k]->all_ports != vb[k]->all_ports || va[k]->protos != vb[k]->protos ||
+			    !va[k]->cls != !vb[k]->cls ||
+			    (va[k]->cls && !runs_equal(a, ia, na, b, ib, nb))) {
+				snprintf(why, len, "%s %u: another permission",
+					 i < a->nentries ? "entry" : "name",
+					 i < a->nentries ? i : i - a->nentries);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * tf_policy_add_cidr() against the compiler: rules added one by one to a
+ * policy of random rules, each step said the same as tf_policy_compile() of
+ * all of them, numbered as the step before (a class kept keeps its number
+ * and its chunks), consistent, and agreeing with the oracle.
+ */
+static void test_add_cidr(void)
+{
+	char what[400], why[300] = "", buf[256], problem[256] = "consistent";
+	unsigned int round, nrules, first, i, c, bad, na, nb, steps, differ, numbered, agree;
+	static char texts[48][1024];
+	struct tf_rule rules[48];
+	struct tf_policy cur, next, whole;
+	struct tf_ip ip;
+	int ia, ib;
+
+	for (round = 0, steps = 0, differ = 0, numbered = 0, agree = 0; round < 40; round++) {
+		nrules = 1 + rnd(47);
+		for (i = 0, bad = 0; i < nrules; i++) {
+			random_rule_json(texts[i], sizeof(texts[i]));
+			bad += parse_rule(texts[i], &rules[i]) != 0;
+		}
+		first = rnd(nrules);
+		if (bad || tf_policy_compile(rules, first, &cur)) {
+			CHECK_EQ("add_cidr: the first rules compile", 0, 1);
+			continue;
+		}
+		for (i = first; i < nrules; i++, steps++) {
+			snprintf(what, sizeof(what), "add_cidr round %u: rule %u added", round, i);
+			CHECK_EQ(what, tf_policy_add_cidr(&cur, &rules[i], &next), 0);
+			if (tf_policy_compile(rules, i + 1, &whole)) {
+				CHECK_EQ("add_cidr: the rules compile whole", 0, 1);
+				break;
+			}
+			if (same_policy(&next, &whole, buf, sizeof(buf)) && !differ++) {
+				snprintf(why, sizeof(why), "round %u, rule %u: %s", round, i, buf);
+				for (c = 0; c <= i; c++)
+					printf("# %s rule %u: %s\n", c < first ? "first" : "added", c,
+					       texts[c]);
+			}
+			for (c = 0; c < next.nchunks; c++) {
+				if (next.chunks[c].cls > cur.max_cls ||
+				    (c && next.chunks[c - 1].cls == next.chunks[c].cls))
+					continue;
+				ia = class_run(&cur, next.chunks[c].cls, &na);
+				ib = class_run(&next, next.chunks[c].cls, &nb);
+				numbered += !runs_equal(&cur, ia, na, &next, ib, nb);
+			}
+			if (!strcmp(problem, "consistent"))
+				snprintf(problem, sizeof(problem), "%s",
+					 policy_check(&next, buf, sizeof(buf)));
+			tf_policy_free(&whole);
+			tf_policy_free(&cur);
+			cur = next;
+		}
+		for (i = 0; i < 300; i++) {
+			__u16 port = random_port();
+			__u8 proto = rnd(2) ? IPPROTO_TCP : IPPROTO_UDP;
+
+			random_ip(&ip);
+			agree += tf_policy_allows(&cur, ip.family, ip.addr, proto, port) !=
+				 rules_allow(rules, nrules, &ip, proto, port);
+			if (proto == IPPROTO_TCP)
+				agree += policy_tls(&cur, &ip, port) != rules_tls(rules, nrules, &ip, port);
+		}
+		tf_policy_free(&cur);
+	}
+	snprintf(what, sizeof(what), "add_cidr: %u rules added one by one, each as the compiler says%s%s",
+		 steps, differ ? ": " : "", why);
+	CHECK_EQ(what, differ, 0);
+	CHECK_EQ("add_cidr: a class kept keeps its number and its chunks", numbered, 0);
+	CHECK_STR("add_cidr: every step consistent", problem, "consistent");
+	CHECK_EQ("add_cidr: the last step agrees with the oracle (300 probes a round)", agree, 0);
+}
+
 static void host_rule(struct tf_rule *r, __u8 family, unsigned int i, __u8 protos, __u16 port)
 {
 	memset(r, 0, sizeof(*r));
@@ -1138,6 +1264,7 @@ int main(void)
 	test_layout();
 	test_random();
 	test_rebase();
+	test_add_cidr();
 	test_scale();
 	return CHECK_EXIT();
 }

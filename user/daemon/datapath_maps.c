@@ -310,6 +310,11 @@ static int policy_delta(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 	}
 	for (i = 0, k = 0; k < to->nentries; k++) {
 		b = &to->entries[k];
+		/* Most entries are the same, at the same place: one compare of the whole. */
+		if (i < from->nentries && !memcmp(&from->entries[i], b, sizeof(*b))) {
+			i++;
+			continue;
+		}
 		for (d = -1; i < from->nentries && (d = tf_policy_entry_cmp(&from->entries[i], b)) < 0;)
 			i++;
 		if (!d && !memcmp(&from->entries[i].val, &b->val, sizeof(b->val)))
@@ -320,6 +325,10 @@ static int policy_delta(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 	}
 	for (i = 0, k = 0; i < from->nentries; i++) {
 		a = &from->entries[i];
+		if (k < to->nentries && !memcmp(&to->entries[k], a, sizeof(*a))) {
+			k++;
+			continue;
+		}
 		for (d = 1; k < to->nentries && (d = tf_policy_entry_cmp(&to->entries[k], a)) < 0;)
 			k++;
 		if (!d)

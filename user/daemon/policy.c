@@ -646,6 +646,213 @@ cleanup:
 	return ret;
 }
 
+/*
+ * cc's class table seeded with p's classes under p's numbers: each one's
+ * port sets rebuilt from its chunks (bit runs, merged as the compiler
+ * merges them), so that interning finds them and a new class is numbered
+ * above p->max_cls. A number p does not use stays an empty class, which
+ * interning never returns (take_class() makes no class of empty sets).
+ */
+static int seed_classes(struct compiler *cc, const struct tf_policy *p)
+{
+	const struct tf_policy_chunk *ch;
+	struct tf_port_range *r, one;
+	unsigned int i, j, k, b, n, port;
+	struct pclass *c;
+
+	cc->cap_classes = p->max_cls + 2;
+	cc->classes = calloc(cc->cap_classes, sizeof(*cc->classes));
+	if (!cc->classes)
+		return -ENOMEM;
+	cc->nclasses = p->max_cls;
+	for (i = 0; i < p->nchunks; i = j) {
+		for (k = 0; k < NSETS; k++)
+			cc->nscratch[k] = 0;
+		for (j = i; j < p->nchunks && p->chunks[j].cls == p->chunks[i].cls; j++) {
+			ch = &p->chunks[j];
+			for (k = 0; k < NSETS && tf_ipproto[k] != ch->proto; k++)
+				;
+			for (b = 0; k < NSETS && b < 256; b++) {
+				port = (unsigned int)ch->hi << 8 | b;
+				if (!tf_port_bits_has(&ch->bits, (__u16)port))
+					continue;
+				n = cc->nscratch[k];
+				if (n && cc->scratch[k][n - 1].hi + 1u == port) {
+					cc->scratch[k][n - 1].hi = (__u16)port;
+					continue;
+				}
+				one.lo = one.hi = (__u16)port;
+				if (append(cc, k, &one, 1))
+					return -ENOMEM;
+			}
+		}
+		c = &cc->classes[p->chunks[i].cls];
+		c->hash = scratch_hash(cc);
+		for (k = 0, n = 0; k < NSETS; k++)
+			n += cc->nscratch[k];
+		r = malloc((n ? n : 1) * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		for (k = 0; k < NSETS; k++) {
+			c->set[k].r = r;
+			c->set[k].n = cc->nscratch[k];
+			memcpy(r, cc->scratch[k], c->set[k].n * sizeof(*r));
+			r += c->set[k].n;
+		}
+	}
+	while (2 * cc->nclasses + 2 > cc->nslots)
+		if (grow_slots(cc))
+			return -ENOMEM;
+	return 0;
+}
+
+static struct perm perm_of(const struct tf_rule_val *v)
+{
+	return (struct perm){ .all_ports = v->all_ports, .protos = v->protos, .cls = v->cls };
+}
+
+/* The index of the first entry of p not before e (tf_policy_entry_cmp()); *eq: it is e's key. */
+static unsigned int entry_find(const struct tf_policy *p, const struct tf_policy_entry *e, int *eq)
+{
+	unsigned int lo = 0, hi = p->nentries, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (tf_policy_entry_cmp(&p->entries[mid], e) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*eq = lo < p->nentries && !tf_policy_entry_cmp(&p->entries[lo], e);
+	return lo;
+}
+
+/* Is entry e (of the same family as c) within prefix c? */
+static int entry_within(const struct tf_policy_entry *e, const struct tf_policy_entry *c)
+{
+	struct tf_cidr pfx = { .ip.family = c->family & ~TF_FAM_DENY, .prefixlen = c->prefixlen };
+	struct tf_ip ip = { .family = e->family & ~TF_FAM_DENY };
+
+	memcpy(pfx.ip.addr, c->addr, sizeof(pfx.ip.addr));
+	memcpy(ip.addr, e->addr, sizeof(ip.addr));
+	return e->family == c->family && e->prefixlen >= c->prefixlen && tf_cidr_contains(&pfx, &ip);
+}
+
+/* The permission of the longest entry of p that strictly contains e (none: all zero). */
+static struct perm entry_parent(const struct tf_policy *p, const struct tf_policy_entry *e)
+{
+	struct tf_policy_entry a = *e;
+	unsigned int i, len, bits;
+	int eq;
+
+	for (len = e->prefixlen; len-- > 0;) {
+		memset(a.addr, 0, sizeof(a.addr));
+		for (bits = 0; bits < len; bits += 8)
+			a.addr[bits / 8] = e->addr[bits / 8] &
+					   (len - bits >= 8 ? 0xff : (__u8)(0xff << (8 - (len - bits))));
+		a.prefixlen = (__u8)len;
+		i = entry_find(p, &a, &eq);
+		if (eq)
+			return perm_of(&p->entries[i].val);
+	}
+	return (struct perm){ 0 };
+}
+
+/*
+ * Policy old with one CIDR rule r more (allow or deny), computed from old
+ * rather than from all the rules: what tf_policy_compile() of old's rules
+ * and r gives, numbered as old (tf_policy_rebase()). r's prefix and every
+ * entry within it take r's permission besides their own (an entry holds
+ * the union of the rules containing it); the others are old's. Classes are
+ * interned among old's, a new one numbered above old->max_cls; the chunks
+ * of classes nothing refers to any more are left out. test_policy.c checks
+ * it against the compiler.
+ */
+int tf_policy_add_cidr(const struct tf_policy *old, const struct tf_rule *r, struct tf_policy *out)
+{
+	unsigned int first = 0; /* cc.order: r alone */
+	struct compiler cc = { .rules = r, .order = &first };
+	struct tf_policy_entry key = { .prefixlen = r->cidr.prefixlen };
+	unsigned char *used = NULL;
+	unsigned int at, i, k, n;
+	struct perm perm, own;
+	int ret, eq;
+
+	memset(out, 0, sizeof(*out));
+	if (r->kind != TF_RULE_CIDR)
+		return -EINVAL;
+	key.family = r->cidr.ip.family | (r->deny ? TF_FAM_DENY : 0);
+	memcpy(key.addr, r->cidr.ip.addr, sizeof(key.addr));
+	ret = seed_classes(&cc, old);
+	if (ret)
+		goto cleanup;
+	ret = -ENOMEM;
+	at = entry_find(old, &key, &eq);
+	out->nentries = old->nentries + !eq;
+	out->entries = malloc(out->nentries * sizeof(*out->entries));
+	out->names = old->nnames ? malloc(old->nnames * sizeof(*out->names)) : NULL;
+	if (!out->entries || (old->nnames && !out->names))
+		goto cleanup;
+	memcpy(out->entries, old->entries, at * sizeof(*out->entries));
+	memcpy(out->entries + at + !eq, old->entries + at,
+	       (old->nentries - at) * sizeof(*out->entries));
+	if (!eq) {
+		out->entries[at] = key;
+		perm = entry_parent(old, &key);
+		rule_val(&perm, &out->entries[at].val);
+	}
+	for (i = at; i < out->nentries && entry_within(&out->entries[i], &key); i++) {
+		own = perm_of(&out->entries[i].val);
+		ret = group_perm(&cc, 0, 1, r->deny, &own, &perm);
+		if (ret)
+			goto cleanup;
+		rule_val(&perm, &out->entries[i].val);
+	}
+	out->nnames = old->nnames;
+	memcpy(out->names, old->names, old->nnames * sizeof(*out->names));
+	/* Chunks: old's of the classes still referred to, then the new classes'. */
+	ret = -ENOMEM;
+	used = calloc(cc.nclasses + 1, 1);
+	if (!used)
+		goto cleanup;
+	for (i = 0; i < out->nentries; i++)
+		used[out->entries[i].val.cls] = 1;
+	for (i = 0; i < out->nnames; i++)
+		used[out->names[i].exact.cls] = used[out->names[i].sub.cls] = 1;
+	for (i = 0; i < old->nchunks; i++) {
+		if (!used[old->chunks[i].cls])
+			continue;
+		if (!out->nchunks || out->chunks[out->nchunks - 1].cls != old->chunks[i].cls)
+			out->nclasses++;
+		if (!new_chunk(&cc, out))
+			goto cleanup;
+		out->chunks[out->nchunks - 1] = old->chunks[i];
+	}
+	for (i = old->max_cls + 1, n = 0; i <= cc.nclasses; i++) {
+		if (!used[i])
+			continue;
+		for (k = 0, n = out->nchunks; k < NSETS; k++) {
+			ret = emit_chunks(&cc, out, i, k);
+			if (ret)
+				goto cleanup;
+		}
+		out->nclasses += out->nchunks > n;
+	}
+	out->max_cls = cc.nclasses;
+	ret = 0;
+cleanup:
+	for (i = 1; cc.classes && i <= cc.nclasses; i++)
+		free(cc.classes[i].set[0].r);
+	free(cc.classes);
+	free(cc.slots);
+	for (k = 0; k < NSETS; k++)
+		free(cc.scratch[k]);
+	free(used);
+	if (ret)
+		tf_policy_free(out);
+	return ret;
+}
+
 /* A class's chunks: a run of the chunks array (compile_*() emit each class's together). */
 struct run {
 	unsigned int first, n;

@@ -28,6 +28,8 @@ struct tf_policy_entry {
 	__u8 addr[16];
 	struct tf_rule_val val;
 };
+/* No padding: tf_dp_policy_apply() compares entries whole. */
+_Static_assert(sizeof(struct tf_policy_entry) == 22, "tf_policy_entry layout");
 
 struct tf_policy_chunk {
 	__u16 cls;		  /* 1..max_cls */
@@ -72,6 +74,15 @@ void tf_policy_free(struct tf_policy *p); /* NULL-safe */
  * 65535: p is left as it was, to be written whole), -ENOMEM likewise.
  */
 int tf_policy_rebase(struct tf_policy *p, const struct tf_policy *old)
+	__attribute__((warn_unused_result));
+/*
+ * out: old with one more CIDR rule r, computed from old alone (the rules
+ * it was compiled from are not needed) and numbered as old, as
+ * tf_policy_compile() and tf_policy_rebase() would make it. 0, -E2BIG
+ * (more than 65535 classes: compile the rules whole), -ENOMEM, -EINVAL
+ * (r is not a CIDR rule).
+ */
+int tf_policy_add_cidr(const struct tf_policy *old, const struct tf_rule *r, struct tf_policy *out)
 	__attribute__((warn_unused_result));
 /* 1 if a and b have the same name entries (the same names, allowing the same). */
 int tf_policy_names_equal(const struct tf_policy *a, const struct tf_policy *b);

@@ -794,7 +794,10 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 			snprintf(err, errlen, "rule: %s", strerror(-ret));
 		goto cleanup;
 	}
-	ret = tf_policy_compile(next.rules, next.nrules, &pol);
+	/* A CIDR rule added: the policy in force and that rule, not every rule compiled again. */
+	ret = add && r->kind == TF_RULE_CIDR ? tf_policy_add_cidr(&s->policy, r, &pol) : -E2BIG;
+	if (ret == -E2BIG)
+		ret = tf_policy_compile(next.rules, next.nrules, &pol);
 	if (ret) {
 		snprintf(err, errlen, "rule: cannot compile the rules: %s", strerror(-ret));
 		goto cleanup;
