@@ -849,18 +849,23 @@ json_t *tf_spec_to_json(const struct tf_spec *s)
 int tf_spec_add_rule(struct tf_spec *s, const struct tf_rule *r, unsigned int max_rules)
 {
 	struct tf_rule *rules;
-	unsigned int i;
+	unsigned int i, cap;
 
 	for (i = 0; i < s->nrules; i++)
 		if (tf_rule_equal(&s->rules[i], r))
 			return -EEXIST;
 	if (s->nrules >= max_rules)
 		return -E2BIG;
-	rules = realloc(s->rules, (s->nrules + 1) * sizeof(*rules));
-	if (!rules)
-		return -ENOMEM;
-	rules[s->nrules++] = *r;
-	s->rules = rules;
+	/* Room doubled when it runs out: a rule added to 10,000 copies 5 MB only now and then. */
+	if (s->nrules >= s->cap_rules) {
+		cap = s->nrules < 8 ? 16 : 2 * s->nrules;
+		rules = realloc(s->rules, cap * sizeof(*rules));
+		if (!rules)
+			return -ENOMEM;
+		s->rules = rules;
+		s->cap_rules = cap;
+	}
+	s->rules[s->nrules++] = *r;
 	return 0;
 }
 
@@ -882,6 +887,7 @@ int tf_spec_copy(struct tf_spec *dst, const struct tf_spec *src)
 {
 	*dst = *src;
 	dst->rules = NULL;
+	dst->cap_rules = 0;
 	if (!src->nrules)
 		return 0;
 	dst->rules = malloc(src->nrules * sizeof(*dst->rules));
@@ -926,14 +932,12 @@ void tf_spec_free_rules(struct tf_spec *s)
 {
 	free(s->rules);
 	s->rules = NULL;
-	s->nrules = 0;
+	s->nrules = s->cap_rules = 0;
 }
 
 void tf_spec_free(struct tf_spec *s)
 {
 	if (!s)
 		return;
-	free(s->rules);
-	s->rules = NULL;
-	s->nrules = 0;
+	tf_spec_free_rules(s);
 }

@@ -74,6 +74,7 @@ struct tf_spec {
 	int audit;		     /* "mode": "audit" (docs/audit-mode.md); 0: "enforce" */
 	enum tf_on_deny on_deny;
 	unsigned int nrules;
+	unsigned int cap_rules; /* room in rules, if more than nrules (tf_spec_add_rule()) */
 	struct tf_rule *rules;
 };
 
