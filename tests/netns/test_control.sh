@@ -312,8 +312,9 @@ policy_version() { tfc --json session show "$1" 2>/dev/null | tfjson get session
 v0=$(policy_version s1)
 r443='{"cidr":"203.0.113.0/24","proto":"tcp","ports":[443]}'
 expect_ok "rule add s1 $r443" --json rule add s1 "$r443"
-jcheck "rule add --json: id s1, policy_version $v0 + 1" "$T/out" \
-	'd == {"id": "s1", "policy_version": int(a[0]) + 1}' "$v0"
+# A CIDR rule's change is applied in place: two versions, the first its transition.
+jcheck "rule add --json: id s1, policy_version $v0 + 2" "$T/out" \
+	'd == {"id": "s1", "policy_version": int(a[0]) + 2}' "$v0"
 expect_ok "session show --json s1 after rule add" --json session show s1
 jcheck "session show after rule add: 2 rules, the new one in the spec" "$T/out" \
 	'd["session"]["rules"] == 2 and {"cidr": "203.0.113.0/24", "proto": "tcp", "ports": [443]} in d["session"]["spec"]["allow"]'
@@ -327,16 +328,16 @@ expect_err "rule add: no such session" 1 "id: no session \`s9'" rule add s9 "$r4
 expect_err_start "rule add: RULE that is not JSON (usage error)" 64 "RULE: invalid JSON" rule add s1 '{"cidr":'
 check "rule add: RULE that is not JSON: usage printed" grep -q '^Usage: tapfence .*rule add ID RULE' "$T/err"
 expect_err "rule add: RULE that is not an object (usage error)" 64 "RULE: not a JSON object" rule add s1 '[1]'
-check "rule add failures left policy_version at $v0 + 1" test "$(policy_version s1)" = $((v0 + 1))
+check "rule add failures left policy_version at $v0 + 2" test "$(policy_version s1)" = $((v0 + 2))
 expect_ok "rule del s1 $r443" --json rule del s1 "$r443"
-jcheck "rule del --json: policy_version $v0 + 2" "$T/out" 'd == {"id": "s1", "policy_version": int(a[0]) + 2}' "$v0"
+jcheck "rule del --json: policy_version $v0 + 4" "$T/out" 'd == {"id": "s1", "policy_version": int(a[0]) + 4}' "$v0"
 expect_err "rule del of a missing rule" 1 "rule: session \`s1' has no such rule" rule del s1 "$r443"
 expect_ok "rule add (human output)" rule add s1 "$r443"
 check "rule add: prints the new policy version" \
-	grep -qxF "rule added to session s1, policy version $((v0 + 3))" "$T/out"
+	grep -qxF "rule added to session s1, policy version $((v0 + 6))" "$T/out"
 expect_ok "rule del (human output)" rule del s1 "$r443"
 check "rule del: prints the new policy version" \
-	grep -qxF "rule deleted from session s1, policy version $((v0 + 4))" "$T/out"
+	grep -qxF "rule deleted from session s1, policy version $((v0 + 8))" "$T/out"
 check "rules back to one" test "$(tfc --json session list | "$PY" -c 'import json,sys; print([s["rules"] for s in json.load(sys.stdin)["sessions"] if s["id"] == "s1"][0])')" = 1
 
 # --- the raw protocol -------------------------------------------------------------------------
@@ -494,8 +495,9 @@ check "a whole save folds the journal in: s1.journal is gone" test ! -e "$SD/s1.
 expect_ok "session mode s1 enforce" session mode s1 enforce
 expect_ok "rule add s1 $r8080" rule add s1 "$r8080"
 check "s1.journal: one line, the add" test "$(wc -l <"$SD/s1.journal")" = 1
-jcheck "... {\"op\":\"add\",\"rule\":RULE}" "$SD/s1.journal" \
-	'd == {"op": "add", "rule": {"cidr": "198.51.100.11/32", "proto": "tcp", "ports": [8080]}}'
+jcheck "... {\"base\":B,\"op\":\"add\",\"rule\":RULE}, B the journal base of s1.json" "$SD/s1.journal" \
+	'd == {"base": json.load(open(a[0]))["journal_base"], "op": "add",
+	       "rule": {"cidr": "198.51.100.11/32", "proto": "tcp", "ports": [8080]}}' "$SD/s1.json"
 check "s1.json does not have it (not rewritten)" sh -c "! grep -q 198.51.100.11 '$SD/s1.json'"
 # s3 has 1 rule: past 1 + 64 journal lines a change saves it whole.
 for ((i = 0; i < 40; i++)); do

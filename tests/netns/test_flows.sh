@@ -166,8 +166,8 @@ tf_mark
 check "rule del f $R_DU" tfc rule del f "$R_DU"
 check "rule del f $R_DT" tfc rule del f "$R_DT"
 check "rule del f $R_DI" tfc rule del f "$R_DI"
-check "three CIDR rules deleted in place: rules generation $GEN0 kept, policy version $VER0 + 3" \
-	test "$(gen)" = "$GEN0 $((VER0 + 3))"
+check "three CIDR rules deleted in place: rules generation $GEN0 kept, policy version $VER0 + 6" \
+	test "$(gen)" = "$GEN0 $((VER0 + 6))"
 expect_event $EV reason=revoked proto=udp dst=$DOOM sport=41000 dport=7000 -- \
 	"the doomed UDP stream's next datagram is revoked"
 expect_event $EV reason=revoked proto=tcp dst=$DOOM sport=41001 dport=7001 -- \

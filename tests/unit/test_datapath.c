@@ -769,8 +769,9 @@ static int rule_change(struct env *e, struct sess *s, const char *text, int add,
 	struct tf_dp_gen cur = { .spec = &s->spec, .policy = &s->pol, .ver = s->rver, .pver = s->ver };
 	struct tf_dp_gen nxt = { .spec = &next, .policy = &pol, .ver = s->ver + 1, .pver = s->ver + 1 };
 	struct tf_rule r;
+	int ret, mixed;
+	__u32 now;
 	json_t *j;
-	int ret;
 
 	unquote(text, buf, sizeof(buf));
 	j = json_loads(buf, 0, NULL);
@@ -790,9 +791,10 @@ static int rule_change(struct env *e, struct sess *s, const char *text, int add,
 		if (!ret && !tf_policy_names_equal(&pol, &s->pol))
 			ret = -EINVAL;
 		nxt.ver = s->rver;
+		nxt.pver = s->ver + 2; /* through the transition, s->ver + 1 */
 	}
 	if (!ret)
-		ret = inplace ? tf_dp_policy_apply(&e->dp, s->sid, &s->dev, &cur, &nxt) :
+		ret = inplace ? tf_dp_policy_apply(&e->dp, s->sid, &s->dev, &cur, &nxt, &now, &mixed) :
 				tf_dp_policy_change(&e->dp, s->sid, &s->dev, &cur, &nxt);
 	if (ret) {
 		tf_policy_free(&pol);
@@ -1015,9 +1017,9 @@ static void run_pass(struct env *e)
 				 inplace ? "in place" : "a new generation");
 			ret = rule_change(e, &a, rule_deleted, 0, inplace);
 			CHECK_EQ(what, ret, 0);
-			snprintf(what, sizeof(what), "%s: ... generation %u, version 2", p,
-				 inplace ? 1 : 2);
-			CHECK_TRUE(what, a.rver == (inplace ? 1u : 2u) && a.ver == 2);
+			snprintf(what, sizeof(what), "%s: ... generation %u, version %u", p,
+				 inplace ? 1 : 2, inplace ? 3 : 2);
+			CHECK_TRUE(what, a.rver == (inplace ? 1u : 2u) && a.ver == (inplace ? 3u : 2u));
 			if (!ret) {
 				judge_as(e, &a, GMAC, HMAC);
 				run_table(e, fx_after_del, N(fx_after_del));

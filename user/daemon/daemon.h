@@ -33,10 +33,13 @@ struct tf_sess {
 	__u32 sid;
 	__u32 ver;		 /* policy version in force (tf_session.policy_ver) */
 	__u32 rver;		 /* the generation it is written as (tf_session.rules_ver) */
+	__u32 transition;	 /* the version before ver that named its change's writing (0: none) */
+	int rules_dirty;	 /* a failed change left entries neither policy has: write whole next */
 	struct tf_policy policy; /* what generation ver wrote */
 	struct tf_attach at;
 	struct tf_evidence *ev; /* its policy history (evidence.c) */
 	unsigned int journal_n; /* rule changes in its state journal (session.c) */
+	__u64 journal_base;	/* the journal base of its last whole save (0: none yet) */
 	struct tf_spec_md *md;	/* its spec's hash, kept up to date (evidence.c) */
 	struct tf_sess *next;
 };
@@ -52,7 +55,8 @@ struct tf_daemon {
 	unsigned int nsessions;
 	struct tf_sess *by_sid[TF_MAX_SESSIONS];
 	__u8 stale_sid[TF_MAX_SESSIONS]; /* pinned, enforcing, not restored: never reused */
-	__u8 reserved_sid[TF_MAX_SESSIONS]; /* during restore: a device enforces it (session.c) */
+	__u8 reserved_sid[TF_MAX_SESSIONS]; /* during restore: 1 (2) device(s) enforce it (session.c) */
+	struct tf_sess_key reserved_dev[TF_MAX_SESSIONS]; /* ... that device */
 	time_t started;
 	time_t sess_ticked;	      /* the second tf_sess_tick() last looked */
 	__u32 gone_sid;		      /* restore_gone()'s slot, for its tf_sessions walk */
@@ -148,6 +152,8 @@ void tf_sess_tick(struct tf_daemon *d);
 int tf_sess_restore(struct tf_daemon *d);
 /* After restore: reserve stale slots, sweep every other slot's leftovers. */
 void tf_sess_reconcile(struct tf_daemon *d);
+/* At a stop: every session's rule journal folded into its state file. */
+void tf_sess_fold_all(struct tf_daemon *d);
 /* Forget every session in memory; enforcement stays pinned. */
 void tf_sess_forget_all(struct tf_daemon *d);
 
@@ -272,7 +278,8 @@ json_t *tf_attest_sign(struct tf_daemon *d, const json_t *stmt);
  * path in path, "" if none).
  */
 int tf_spec_sha256(const struct tf_spec *spec, char hex[65]) __attribute__((warn_unused_result));
-void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op);
+void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op,
+			const struct tf_rule *rule);
 /*
  * tf_spec_sha256() of s->spec, from what s keeps: with appended, the one
  * change since the last call must be a rule appended to its rules (then it

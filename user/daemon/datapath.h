@@ -187,20 +187,23 @@ int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *d
 			const struct tf_dp_gen *from, const struct tf_dp_gen *to)
 	__attribute__((warn_unused_result));
 /*
- * A policy change applied in place (docs/performance.md#rule-changes):
+ * A policy change applied in place (docs/architecture.md#policy-changes-generations-and-versions):
  * from and to of the same generation, to's classes numbered as from's
- * (tf_policy_rebase()) and its names the same. Writes the chunks of to's
- * new classes, the entries that differ, deletes the entries to does not
- * have, then switches the device's entry to to's version (every flow is
- * judged again at its next packet). A packet judged meanwhile finds, for
- * its address, what from or what to says: each entry changes in one
- * update, and a single rule's change moves every address from one answer
- * to the other. On failure what was written goes back and from stays in
- * force. from's classes to no longer has stay until tf_dp_policy_prune().
+ * (tf_policy_rebase()) and its names the same, to->pver = from->pver + 2.
+ * The device first moves to the transition, from->pver + 1 (from's rules),
+ * then the entries change (deletes, new classes' chunks, writes), then it
+ * moves to to's version. A packet judged meanwhile finds, for its address,
+ * what from or what to says (one rule's change moves each address from one
+ * answer to the other in one update), and every flow opened under the
+ * transition is judged again. On failure from's entries are written back
+ * and the device moves to from's rules under to->pver (*mixed: they could
+ * not all be, the generation holds neither policy whole). *now: the
+ * version the device is at. from's classes to has not stay until
+ * tf_dp_policy_prune().
  */
 int tf_dp_policy_apply(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
-		       const struct tf_dp_gen *from, const struct tf_dp_gen *to)
-	__attribute__((warn_unused_result));
+		       const struct tf_dp_gen *from, const struct tf_dp_gen *to, __u32 *now,
+		       int *mixed) __attribute__((warn_unused_result));
 /* After tf_dp_policy_apply(from, to) is kept: the chunks of from's classes that to has not. */
 void tf_dp_policy_prune(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *from,
 			const struct tf_policy *to);

@@ -286,9 +286,12 @@ int tf_dp_policy_switch(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *d
 }
 
 /*
- * Write to's entries and chunks that from has not (the chunks of classes
- * numbered above from's), then delete from's entries that to has not.
- * Entries come sorted (tf_policy_entry_cmp()), so one merge finds both.
+ * Make the entries of generation ver from's into to's: delete from's
+ * entries that to has not (a delete needs no room), write the chunks of to's
+ * new classes (numbered above from's), then to's entries that from has not
+ * or has otherwise. Entries come sorted (tf_policy_entry_cmp()), so one
+ * merge finds each. Run with from and to swapped, it undoes a run that
+ * failed part way: every step is idempotent.
  */
 static int policy_delta(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *from,
 			const struct tf_policy *to)
@@ -301,30 +304,9 @@ static int policy_delta(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 	unsigned int i, k;
 	int d;
 
-	for (i = 0; i < to->nchunks; i++) {
-		if (to->chunks[i].cls <= from->max_cls)
-			continue;
-		port_key(sid, ver, &to->chunks[i], &pk);
-		if (bpf_map_update_elem(pfd, &pk, &to->chunks[i].bits, BPF_ANY))
-			return -errno;
-	}
-	for (i = 0, k = 0; k < to->nentries; k++) {
-		b = &to->entries[k];
-		/* Most entries are the same, at the same place: one compare of the whole. */
-		if (i < from->nentries && !memcmp(&from->entries[i], b, sizeof(*b))) {
-			i++;
-			continue;
-		}
-		for (d = -1; i < from->nentries && (d = tf_policy_entry_cmp(&from->entries[i], b)) < 0;)
-			i++;
-		if (!d && !memcmp(&from->entries[i].val, &b->val, sizeof(b->val)))
-			continue;
-		rule_key(sid, ver, b, &rk);
-		if (bpf_map_update_elem(rfd, &rk, &b->val, BPF_ANY))
-			return -errno;
-	}
 	for (i = 0, k = 0; i < from->nentries; i++) {
 		a = &from->entries[i];
+		/* Most entries are the same, at the same place: one compare of the whole. */
 		if (k < to->nentries && !memcmp(&to->entries[k], a, sizeof(*a))) {
 			k++;
 			continue;
@@ -337,23 +319,61 @@ static int policy_delta(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_
 		if (bpf_map_delete_elem(rfd, &rk) && errno != ENOENT)
 			return -errno;
 	}
+	for (i = 0; i < to->nchunks; i++) {
+		if (to->chunks[i].cls <= from->max_cls)
+			continue;
+		port_key(sid, ver, &to->chunks[i], &pk);
+		if (bpf_map_update_elem(pfd, &pk, &to->chunks[i].bits, BPF_ANY))
+			return -errno;
+	}
+	for (i = 0, k = 0; k < to->nentries; k++) {
+		b = &to->entries[k];
+		if (i < from->nentries && !memcmp(&from->entries[i], b, sizeof(*b))) {
+			i++;
+			continue;
+		}
+		for (d = -1; i < from->nentries && (d = tf_policy_entry_cmp(&from->entries[i], b)) < 0;)
+			i++;
+		if (!d && !memcmp(&from->entries[i].val, &b->val, sizeof(b->val)))
+			continue;
+		rule_key(sid, ver, b, &rk);
+		if (bpf_map_update_elem(rfd, &rk, &b->val, BPF_ANY))
+			return -errno;
+	}
 	return 0;
 }
 
 int tf_dp_policy_apply(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *dev,
-		       const struct tf_dp_gen *from, const struct tf_dp_gen *to)
+		       const struct tf_dp_gen *from, const struct tf_dp_gen *to, __u32 *now,
+		       int *mixed)
 {
-	int err = policy_delta(dp, sid, to->ver, from->policy, to->policy);
+	struct tf_dp_gen mid = *from, back = *from;
+	int err;
 
+	*now = from->pver;
+	*mixed = 0;
+	mid.pver = from->pver + 1;
+	back.pver = to->pver;
+	err = tf_dp_policy_switch(dp, sid, dev, from, &mid);
+	if (err)
+		return err;
+	*now = mid.pver;
+	err = policy_delta(dp, sid, to->ver, from->policy, to->policy);
 	if (!err)
-		err = tf_dp_policy_switch(dp, sid, dev, from, to);
-	if (err) {
-		/* Back: from's entries again (updates of keys still there), to's new classes gone. */
-		if (policy_delta(dp, sid, from->ver, to->policy, from->policy))
-			pr_warn("slot %u: cannot write policy %u back in full after a failed change\n",
-				sid, from->pver ?: from->ver);
-		tf_dp_policy_prune(dp, sid, from->ver, to->policy, from->policy);
+		err = tf_dp_policy_switch(dp, sid, dev, &mid, to);
+	if (!err) {
+		*now = to->pver;
+		return 0;
 	}
+	/* Back to from's entries, under a version of their own: flows of the transition go again. */
+	if (policy_delta(dp, sid, from->ver, to->policy, from->policy)) {
+		pr_warn("slot %u: cannot write policy %u back in full after a failed change\n", sid,
+			from->pver);
+		*mixed = 1;
+	}
+	tf_dp_policy_prune(dp, sid, from->ver, to->policy, from->policy);
+	if (!tf_dp_policy_switch(dp, sid, dev, &mid, &back))
+		*now = back.pver;
 	return err;
 }
 

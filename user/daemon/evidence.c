@@ -142,20 +142,32 @@ static void now_rfc3339(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op)
+void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op,
+			const struct tf_rule *rule)
 {
-	char hex[2 * TF_HASH_LEN + 1], tbuf[32];
+	char hex[2 * TF_HASH_LEN + 1], tbuf[32], trans[48] = "";
 	__u64 index, checkpoints, unwritten;
+	json_t *rj = rule ? tf_rule_to_json(rule) : NULL;
+	char *rtxt = rj ? json_dumps(rj, JSON_COMPACT) : NULL;
+	__u32 transition = s->transition;
 
+	json_decref(rj);
+	s->transition = 0;
 	if (tf_sess_spec_hash(s, !strcmp(op, "rule.add"), hex)) {
 		pr_warn("session %s: cannot hash its policy for the log\n", s->spec.id);
+		free(rtxt);
 		return;
 	}
+	/* Versions transition..ver - 1 named the change being written or undone. */
+	if (transition)
+		snprintf(trans, sizeof(trans), ",\"transition\":[%u,%u]", transition, s->ver - 1);
 	tf_audit_stats(d, &index, &checkpoints, &unwritten);
 	tf_audit_note(d, "policy",
 		      "\"session\":\"%s\",\"op\":\"%s\",\"policy_version\":%u,"
-		      "\"spec_sha256\":\"%s\",\"rules\":%u",
-		      s->spec.id, op, s->ver, hex, s->spec.nrules);
+		      "\"spec_sha256\":\"%s\",\"rules\":%u%s%s%s",
+		      s->spec.id, op, s->ver, hex, s->spec.nrules, trans, rtxt ? ",\"rule\":" : "",
+		      rtxt ?: "");
+	free(rtxt);
 	/* The history is kept for the statement only: without one, the log line is all. */
 	if (!d->cfg.log_session_evidence)
 		return;
@@ -173,9 +185,12 @@ void tf_evidence_policy(struct tf_daemon *d, struct tf_sess *s, const char *op)
 	}
 	now_rfc3339(tbuf, sizeof(tbuf));
 	json_array_append_new(s->ev->policies,
-			      json_pack("{s:s, s:I, s:s, s:I, s:s}", "op", op, "policy_version",
+			      json_pack("{s:s, s:I, s:s, s:I, s:s, s:o*}", "op", op, "policy_version",
 					(json_int_t)s->ver, "spec_sha256", hex, "index",
-					(json_int_t)index, "time", tbuf));
+					(json_int_t)index, "time", tbuf, "transition",
+					transition ? json_pack("[I, I]", (json_int_t)transition,
+							       (json_int_t)s->ver - 1) :
+						     NULL));
 }
 
 void tf_evidence_free(struct tf_sess *s)
@@ -234,7 +249,7 @@ int tf_evidence_end(struct tf_daemon *d, struct tf_sess *s, char *path, size_t l
 	int err = -EIO;
 
 	path[0] = 0;
-	tf_evidence_policy(d, s, "del");
+	tf_evidence_policy(d, s, "del", NULL);
 	if (!d->cfg.log_session_evidence)
 		return 0;
 	tf_audit_stats(d, &last, &checkpoints, &unwritten);

@@ -517,6 +517,7 @@ cleanup:
 	tf_ctl_close(&d);
 	tf_attest_close(&d);
 	tf_events_close(&d);
+	tf_sess_fold_all(&d);
 	tf_sess_forget_all(&d);
 	tf_guard_close(&d);
 	tf_ns_stop();

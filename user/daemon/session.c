@@ -12,12 +12,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <net/if.h>
 #include <bpf/bpf.h>
@@ -55,19 +57,42 @@ static void pin_name(const char *id, __u64 netns, char buf[TF_PIN_NAME_MAX + 1])
 		*p = ',';
 }
 
-/* Written to a temporary file and renamed: a crash leaves the old or the new. */
-static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid, __u64 netns,
+/*
+ * A token no earlier save of any session used (the time in ns, kept above
+ * the last one): the journal lines a save folds in name the save before it,
+ * so a replay skips them (journal_replay()).
+ */
+static __u64 journal_base(void)
+{
+	static __u64 last;
+	struct timespec ts;
+	__u64 t;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t = (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+	last = t > last ? t : last + 1;
+	return last;
+}
+
+/*
+ * s saved whole as spec (quarantine q), written to a temporary file and
+ * renamed: a crash leaves the old or the new. Its journal is folded in:
+ * the save names a new journal base, and the old journal goes.
+ */
+static int sess_save(struct tf_daemon *d, struct tf_sess *s, const struct tf_spec *spec,
 		     const struct tf_quarantine *q)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	__u64 base = journal_base();
 	json_t *o;
 	int err = 0;
 
 	sess_path(d, spec->id, ".json", path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	/* The cookie: a restart re-adopts the session only in the namespace it was made in. */
-	o = json_pack("{s:i, s:I, s:o}", "slot", (json_int_t)sid, "netns_cookie", (json_int_t)netns,
-		      "spec", tf_spec_to_json(spec));
+	o = json_pack("{s:i, s:I, s:I, s:o}", "slot", (json_int_t)s->sid, "netns_cookie",
+		      (json_int_t)s->dev.netns, "journal_base", (json_int_t)base, "spec",
+		      tf_spec_to_json(spec));
 	if (o && q && q->on &&
 	    json_object_set_new(o, "quarantine",
 				json_pack("{s:s, s:I, s:b}", "reason", q->reason, "since",
@@ -82,9 +107,11 @@ static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
 		pr_warn("cannot save session `%s' to `%s': %s\n", spec->id, path, strerror(-err));
 		unlink(tmp);
 	} else {
-		/* Folded in: see sess_journal() for a crash before this. */
+		/* Folded in (a crash before this leaves lines of the old base: skipped). */
 		sess_path(d, spec->id, ".journal", path, sizeof(path));
 		unlink(path);
+		s->journal_base = base;
+		s->journal_n = 0;
 	}
 	json_decref(o);
 	return err;
@@ -95,26 +122,32 @@ static int sess_save(struct tf_daemon *d, const struct tf_spec *spec, __u32 sid,
 
 /*
  * One rule change appended to the session's journal as a line
- * {"op":"add"|"del","rule":RULE}, where saving the whole spec would cost
- * its every rule (30 ms at 10,000). A restore replays the journal over the
- * saved spec (journal_replay()); a whole save folds it in and removes it.
- * Replaying lines a save has folded in already (a crash between its rename
- * and the removal) gives the same rules in the same order: each line only
- * removes a rule or appends one, and the last line about a rule decides.
- * A failed write is cut off again, so no torn line is ever followed by
- * another; a journal past its slack is saved whole instead.
+ * {"base":B,"op":"add"|"del","rule":RULE}, where saving the whole spec
+ * would cost its every rule (30 ms at 10,000). B is the journal base of
+ * the session's last whole save: a restore replays over the saved spec the
+ * lines of its base only (journal_replay()), so lines a save folded in
+ * already (a crash between its rename and the journal's removal), or a
+ * deleted session's, are never applied twice or to another. A failed
+ * write is cut off again, and a journal that does not end with a whole
+ * line (a crash while writing it) gets no line after it: the change is
+ * saved whole instead, as is one past the journal's slack.
  */
 static int sess_journal(struct tf_daemon *d, struct tf_sess *s, const struct tf_rule *r, int add)
 {
-	char path[PATH_MAX], *txt = NULL;
+	char path[PATH_MAX], *txt = NULL, last = '\n';
 	json_t *o, *rule = tf_rule_to_json(r);
 	int fd, err = 0;
 	off_t end = -1;
+	ssize_t w;
 	size_t n;
 
-	if (s->journal_n >= s->spec.nrules + JOURNAL_SLACK)
+	if (s->journal_n >= s->spec.nrules + JOURNAL_SLACK || !s->journal_base) {
+		json_decref(rule);
 		return -E2BIG;
-	o = rule ? json_pack("{s:s, s:o}", "op", add ? "add" : "del", "rule", rule) : NULL;
+	}
+	o = rule ? json_pack("{s:I, s:s, s:o}", "base", (json_int_t)s->journal_base, "op",
+			     add ? "add" : "del", "rule", rule) :
+		   NULL;
 	if (o)
 		txt = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -128,10 +161,17 @@ static int sess_journal(struct tf_daemon *d, struct tf_sess *s, const struct tf_
 		err = -errno;
 	} else {
 		end = lseek(fd, 0, SEEK_END);
-		if (end < 0 || write(fd, txt, n) != (ssize_t)n) {
-			err = -errno ? -errno : -EIO;
-			if (end >= 0 && ftruncate(fd, end))
-				err = -EIO;
+		if (end < 0 || (end > 0 && pread(fd, &last, 1, end - 1) != 1))
+			err = -EIO;
+		else if (last != '\n')
+			err = -EILSEQ; /* a torn line: no line after it */
+		if (!err) {
+			w = write(fd, txt, n);
+			if (w != (ssize_t)n) {
+				err = w < 0 ? -errno : -EIO;
+				if (ftruncate(fd, end))
+					err = -EIO;
+			}
 		}
 		close(fd);
 	}
@@ -141,8 +181,12 @@ static int sess_journal(struct tf_daemon *d, struct tf_sess *s, const struct tf_
 	return err;
 }
 
-/* One journal line applied to spec: 0, or an error with why. */
-static int journal_line(const char *line, size_t len, struct tf_spec *spec, unsigned int max_rules,
+/*
+ * One journal line applied to spec, if it is of journal base base: 0, or
+ * an error with why. The rule count is checked on the result only (lines
+ * of a spec near its limit add and delete past it).
+ */
+static int journal_line(const char *line, size_t len, json_int_t base, struct tf_spec *spec,
 			char *why, size_t whylen)
 {
 	json_t *o, *rule;
@@ -156,6 +200,15 @@ static int journal_line(const char *line, size_t len, struct tf_spec *spec, unsi
 		snprintf(why, whylen, "%s", jerr.text);
 		return -EINVAL;
 	}
+	if (!json_is_integer(json_object_get(o, "base"))) {
+		snprintf(why, whylen, "base: not a number");
+		json_decref(o);
+		return -EINVAL;
+	}
+	if (json_integer_value(json_object_get(o, "base")) != base) {
+		json_decref(o); /* folded in already, or another session's of the same id */
+		return 0;
+	}
 	op = json_string_value(json_object_get(o, "op"));
 	rule = json_object_get(o, "rule");
 	if (!op || (strcmp(op, "add") && strcmp(op, "del"))) {
@@ -165,17 +218,15 @@ static int journal_line(const char *line, size_t len, struct tf_spec *spec, unsi
 		ret = tf_rule_from_json(rule, "rule", &r, why, whylen);
 	}
 	if (!ret && !strcmp(op, "add")) {
-		ret = tf_spec_add_rule(spec, &r, max_rules);
-		if (ret == -EEXIST) /* folded in already */
-			ret = 0;
-		else if (ret == -E2BIG)
-			snprintf(why, whylen, "too many rules (limit %u)", max_rules);
+		ret = tf_spec_add_rule(spec, &r, UINT_MAX);
+		if (ret == -EEXIST)
+			snprintf(why, whylen, "adds a rule the spec has");
 		else if (ret)
 			snprintf(why, whylen, "%s", strerror(-ret));
 	} else if (!ret) {
 		ret = tf_spec_del_rule(spec, &r);
-		if (ret == -ENOENT) /* folded in already */
-			ret = 0;
+		if (ret == -ENOENT)
+			snprintf(why, whylen, "deletes a rule the spec has not");
 	}
 	json_decref(o);
 	return ret;
@@ -187,8 +238,8 @@ static int journal_line(const char *line, size_t len, struct tf_spec *spec, unsi
  * being written when the daemon stopped, so its change was never
  * acknowledged: it is left out.
  */
-static int journal_replay(const char *path, struct tf_spec *spec, unsigned int max_rules,
-			  char *err, size_t errlen)
+static int journal_replay(const char *path, json_int_t base, struct tf_spec *spec,
+			  unsigned int max_rules, char *err, size_t errlen)
 {
 	char *line = NULL, why[TF_ERR_MAX - 32];
 	unsigned int no = 0;
@@ -207,7 +258,7 @@ static int journal_replay(const char *path, struct tf_spec *spec, unsigned int m
 				path, no);
 			break;
 		}
-		ret = journal_line(line, (size_t)len, spec, max_rules, why, sizeof(why));
+		ret = journal_line(line, (size_t)len, base, spec, why, sizeof(why));
 		if (ret) {
 			snprintf(err, errlen, "its journal, line %u: %s", no, why);
 			break;
@@ -215,6 +266,11 @@ static int journal_replay(const char *path, struct tf_spec *spec, unsigned int m
 	}
 	free(line);
 	fclose(f);
+	if (!ret && spec->nrules > max_rules) {
+		snprintf(err, errlen, "its journal: %u rules, more than limits.max_rules %u",
+			 spec->nrules, max_rules);
+		ret = -E2BIG;
+	}
 	return ret;
 }
 
@@ -341,12 +397,24 @@ static int addr_conflict(struct tf_daemon *d, const struct tf_spec *spec, __u64 
  */
 static int slot_readopt(struct tf_daemon *d, __u32 sid, const struct tf_sess_key *dev)
 {
+	const struct tf_sess_key *held = &d->reserved_dev[sid];
+	char name[IF_NAMESIZE];
 	struct tf_session v;
 
 	if (!d->reserved_sid[sid])
 		return !tf_dp_slot_hold(&d->dp, sid);
-	if (tf_dp_session_get(&d->dp, dev, &v) || v.sid != sid)
-		return 0;
+	if (tf_dp_session_get(&d->dp, dev, &v) || v.sid != sid) {
+		/*
+		 * Another device's entry names the slot. If that device is gone
+		 * (a tap made again while the daemon was down, at a new index),
+		 * nothing enforces the slot: its entry goes and the session has
+		 * the slot back. Only in the daemon's own namespace can it tell.
+		 */
+		if (d->reserved_sid[sid] != 1 || held->netns != tf_ns_self ||
+		    if_indextoname(held->ifindex, name))
+			return 0;
+		tf_dp_session_unset(&d->dp, held);
+	}
 	d->reserved_sid[sid] = 0;
 	return 1;
 }
@@ -496,7 +564,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	 * is if this write fails. A new one that cannot be saved would enforce
 	 * now and vanish at the next restart: it is undone instead.
 	 */
-	ret = sess_save(d, &s->spec, s->sid, s->dev.netns, &s->q);
+	ret = sess_save(d, s, &s->spec, &s->q);
 	if (ret && !readopt) {
 		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
 			 d->cfg.state_dir, strerror(-ret));
@@ -510,7 +578,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	pr_info("session %s: %s (ifindex %u%s%s) slot %u policy %u, %u rules\n", spec->id,
 		spec->ifname, s->dev.ifindex, ns ? " in " : "", ns ? ns : "", s->sid, s->ver,
 		spec->nrules);
-	tf_evidence_policy(d, s, want_sid ? "restore" : "add");
+	tf_evidence_policy(d, s, want_sid ? "restore" : "add", NULL);
 	return 0;
 
 undo:
@@ -624,9 +692,12 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 		for (i = 0; i < TF_CNT_SLOTS; i++)
 			d->gone_cnt[i] += cnt[i];
 	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->rver, &s->dev);
-	sess_path(d, id, ".json", path, sizeof(path));
-	unlink(path);
+	if (s->rules_dirty)
+		tf_dp_policy_sweep(&d->dp, s->sid, 0); /* what a failed undo left: never the next one's */
+	/* The journal first: a state file without it is the older spec, never a journal without one. */
 	sess_path(d, id, ".journal", path, sizeof(path));
+	unlink(path);
+	sess_path(d, id, ".json", path, sizeof(path));
 	unlink(path);
 	*pp = s->next;
 	d->by_sid[s->sid] = NULL;
@@ -698,53 +769,89 @@ static int sess_switch(struct tf_daemon *d, struct tf_sess *s, const struct tf_s
 {
 	/*
 	 * A CIDR rule's change that leaves the names as they are is applied
-	 * in place, in the generation in force: what differs is written, not
-	 * every rule (docs/performance.md#rule-changes). Anything else is a
-	 * generation written whole beside it. Either way the version moves.
+	 * in place, in the generation in force, through a transition version:
+	 * what differs is written, not every rule
+	 * (docs/architecture.md#policy-changes-generations-and-versions).
+	 * Anything else, or any change after one that could not be undone in
+	 * full (rules_dirty), is a generation written whole beside it.
 	 */
-	int inplace = change && change->rule->kind == TF_RULE_CIDR &&
+	int inplace = change && change->rule->kind == TF_RULE_CIDR && !s->rules_dirty &&
 		      !tf_policy_rebase(pol, &s->policy) && tf_policy_names_equal(pol, &s->policy);
 	struct tf_dp_gen cur = { .spec = in_force(s), .policy = &s->policy, .ver = s->rver,
 				 .pver = s->ver };
 	struct tf_dp_gen nxt = { .spec = next, .policy = pol, .ver = inplace ? s->rver : s->ver + 1,
-				 .pver = s->ver + 1 };
-	int ret = inplace ? tf_dp_policy_apply(&d->dp, s->sid, &s->dev, &cur, &nxt) :
-			    tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
+				 .pver = s->ver + (inplace ? 2 : 1) };
+	struct tf_dp_gen back = cur;
+	int ret, mixed = 0;
+	__u32 now = s->ver;
 
+	ret = inplace ? tf_dp_policy_apply(&d->dp, s->sid, &s->dev, &cur, &nxt, &now, &mixed) :
+			tf_dp_policy_change(&d->dp, s->sid, &s->dev, &cur, &nxt);
 	if (ret) {
-		/* The old policy is still in force: nothing changed for packets. */
 		snprintf(err, errlen, "cannot write the new policy: %s", strerror(-ret));
-		return ret;
+		goto failed;
 	}
+	now = nxt.pver;
 	ret = change ? sess_journal(d, s, change->rule, change->add) : -EAGAIN;
 	if (ret) {
-		ret = sess_save(d, saved, s->sid, s->dev.netns, q);
-		if (!ret)
-			s->journal_n = 0;
+		ret = sess_save(d, s, saved, q);
 	}
 	if (ret) {
-		if (inplace ? tf_dp_policy_apply(&d->dp, s->sid, &s->dev, &nxt, &cur) :
-			      tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &cur))
-			pr_warn("session `%s': cannot switch back to policy %u after a failed save\n",
-				s->spec.id, s->ver);
-		else if (inplace)
-			tf_dp_policy_prune(&d->dp, s->sid, s->rver, pol, &s->policy);
-		else
-			tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, pol);
+		/* Unsaved, so undone: the old policy again, under a version never used. */
 		snprintf(err, errlen, "cannot save the session to state_dir `%s': %s",
 			 d->cfg.state_dir, strerror(-ret));
-		return ret;
+		if (inplace) {
+			back.pver = nxt.pver + 2;
+			if (tf_dp_policy_apply(&d->dp, s->sid, &s->dev, &nxt, &back, &now, &mixed))
+				mixed = 1;
+			else
+				tf_dp_policy_prune(&d->dp, s->sid, s->rver, pol, &s->policy);
+		} else {
+			back.pver = nxt.pver + 1;
+			if (tf_dp_policy_switch(&d->dp, s->sid, &s->dev, &nxt, &back)) {
+				mixed = 1;
+			} else {
+				now = back.pver;
+				tf_dp_policy_erase(&d->dp, s->sid, nxt.ver, pol);
+			}
+		}
+		goto failed;
 	}
 	if (inplace)
 		tf_dp_policy_prune(&d->dp, s->sid, s->rver, &s->policy, pol);
 	else
 		tf_dp_policy_erase(&d->dp, s->sid, s->rver, &s->policy);
+	if (!inplace && s->rules_dirty)
+		tf_dp_policy_sweep(&d->dp, s->sid, nxt.ver); /* what a failed undo left */
+	s->rules_dirty = 0;
 	tf_policy_free(&s->policy);
 	s->policy = *pol;
 	memset(pol, 0, sizeof(*pol));
+	s->transition = inplace ? s->ver + 1 : 0;
 	s->ver = nxt.pver;
 	s->rver = nxt.ver;
 	return 0;
+
+failed:
+	/*
+	 * A class number a failed change wrote is never used again in this
+	 * generation: a packet that read it may still be on its way.
+	 */
+	if (pol->max_cls > s->policy.max_cls && inplace)
+		s->policy.max_cls = pol->max_cls;
+	if (mixed) {
+		pr_warn("session `%s': its rules could not all be written back after a failed "
+			"change: the next change writes them whole\n",
+			s->spec.id);
+		s->rules_dirty = 1;
+	}
+	/* The version moved (flows judged meanwhile go again): it is sealed, as the old policy. */
+	if (now != s->ver) {
+		s->transition = s->ver + 1;
+		s->ver = now;
+		tf_evidence_policy(d, s, "undone", change ? change->rule : NULL);
+	}
+	return ret;
 }
 
 /*
@@ -813,7 +920,7 @@ int tf_sess_rule(struct tf_daemon *d, const char *id, const struct tf_rule *r, i
 		s->spec = next;
 		memset(&next, 0, sizeof(next));
 	}
-	tf_evidence_policy(d, s, add ? "rule.add" : "rule.del");
+	tf_evidence_policy(d, s, add ? "rule.add" : "rule.del", r);
 cleanup:
 	tf_policy_free(&pol);
 	if (!add)
@@ -928,7 +1035,7 @@ int tf_sess_quarantine(struct tf_daemon *d, const char *id, int on, const char *
 		memset(&next, 0, sizeof(next));
 	}
 	s->q = q;
-	tf_evidence_policy(d, s, on ? "quarantine" : "resume");
+	tf_evidence_policy(d, s, on ? "quarantine" : "resume", NULL);
 	pr_info("session %s: %s (policy %u)\n", id, on ? "quarantined" : "resumed", s->ver);
 cleanup:
 	tf_policy_free(&pol);
@@ -983,7 +1090,7 @@ int tf_sess_mode(struct tf_daemon *d, const char *id, int audit, char *err, size
 		s->qspec = next;
 		memset(&next, 0, sizeof(next));
 	}
-	tf_evidence_policy(d, s, audit ? "mode.audit" : "mode.enforce");
+	tf_evidence_policy(d, s, audit ? "mode.audit" : "mode.enforce", NULL);
 	pr_info("session %s: %s mode (policy %u)\n", id, audit ? "audit" : "enforce", s->ver);
 cleanup:
 	tf_policy_free(&pol);
@@ -994,6 +1101,7 @@ cleanup:
 
 static int restore_one(struct tf_daemon *d, const char *path)
 {
+	/* The journal may take the spec to the limit and back: the limit is the result's. */
 	struct tf_spec_limits lim = { .max_rules = d->cfg.max_rules };
 	char err[TF_ERR_MAX] = "", journal[PATH_MAX];
 	struct tf_spec spec = {};
@@ -1021,7 +1129,8 @@ static int restore_one(struct tf_daemon *d, const char *path)
 	ret = tf_spec_from_json(json_object_get(o, "spec"), &lim, &spec, err, sizeof(err));
 	if (!ret) {
 		sess_path(d, spec.id, ".journal", journal, sizeof(journal));
-		ret = journal_replay(journal, &spec, lim.max_rules, err, sizeof(err));
+		ret = journal_replay(journal, json_integer_value(json_object_get(o, "journal_base")),
+				     &spec, lim.max_rules, err, sizeof(err));
 		if (ret && !err[0])
 			snprintf(err, sizeof(err), "its journal: %s", strerror(-ret));
 	}
@@ -1042,10 +1151,13 @@ static int reserve(const struct tf_sess_key *dev, const struct tf_session *v, vo
 {
 	struct tf_daemon *d = ctx;
 
-	(void)dev;
-	if (v->sid && v->sid < TF_MAX_SESSIONS &&
-	    (d->reserved_sid[v->sid] || !tf_dp_slot_hold(&d->dp, v->sid)))
+	if (!v->sid || v->sid >= TF_MAX_SESSIONS)
+		return 0;
+	if (d->reserved_sid[v->sid])
+		d->reserved_sid[v->sid] = 2; /* two devices on one slot: never handed over */
+	else if (!tf_dp_slot_hold(&d->dp, v->sid))
 		d->reserved_sid[v->sid] = 1;
+	d->reserved_dev[v->sid] = *dev;
 	return 0;
 }
 
@@ -1123,6 +1235,21 @@ void tf_sess_reconcile(struct tf_daemon *d)
 		d->reserved_sid[sid] = 0;
 	}
 	tf_dp_sweep_orphans(&d->dp, keep_sid, d);
+}
+
+/*
+ * At a stop: every journal folded into its state file, so the next start
+ * replays nothing and an older tapfenced (which reads no journal) finds
+ * every session as it is.
+ */
+void tf_sess_fold_all(struct tf_daemon *d)
+{
+	struct tf_sess *s;
+
+	for (s = d->sessions; s; s = s->next)
+		if (s->journal_n && sess_save(d, s, &s->spec, &s->q))
+			pr_warn("session %s: its journal stays (replayed at the next start)\n",
+				s->spec.id);
 }
 
 void tf_sess_forget_all(struct tf_daemon *d)
