@@ -603,6 +603,19 @@ static int compile_cidrs(struct compiler *cc, unsigned int nrules, int deny, str
 	return 0;
 }
 
+/* What a compiler holds: its classes (each one allocation, from set[0].r), slots and scratch. */
+static void compiler_free(struct compiler *cc)
+{
+	unsigned int i, k;
+
+	for (i = 1; cc->classes && i <= cc->nclasses; i++)
+		free(cc->classes[i].set[0].r);
+	free(cc->classes);
+	free(cc->slots);
+	for (k = 0; k < NSETS; k++)
+		free(cc->scratch[k]);
+}
+
 int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct tf_policy *out)
 {
 	struct compiler cc = { .rules = rules, .cap_classes = 64 };
@@ -634,12 +647,7 @@ int tf_policy_compile(const struct tf_rule *rules, unsigned int nrules, struct t
 	out->max_cls = cc.nclasses;
 	ret = 0;
 cleanup:
-	for (i = 1; cc.classes && i <= cc.nclasses; i++)
-		free(cc.classes[i].set[0].r);
-	free(cc.classes);
-	free(cc.slots);
-	for (k = 0; k < NSETS; k++)
-		free(cc.scratch[k]);
+	compiler_free(&cc);
 	free(cc.order);
 	if (ret)
 		tf_policy_free(out);
@@ -841,12 +849,7 @@ int tf_policy_add_cidr(const struct tf_policy *old, const struct tf_rule *r, str
 	out->max_cls = cc.nclasses;
 	ret = 0;
 cleanup:
-	for (i = 1; cc.classes && i <= cc.nclasses; i++)
-		free(cc.classes[i].set[0].r);
-	free(cc.classes);
-	free(cc.slots);
-	for (k = 0; k < NSETS; k++)
-		free(cc.scratch[k]);
+	compiler_free(&cc);
 	free(used);
 	if (ret)
 		tf_policy_free(out);
