@@ -226,7 +226,7 @@ check "session list: one row for s1" \
 	grep -qxE "s1 +h1 +$(ifindex h1) +[0-9]+ +1 +1 +(tcx|xdp)" "$T/out"
 expect_ok "session list --json (s1)" --json session list
 jcheck "session list --json: s1 with the documented fields" "$T/out" \
-	'[sorted(s) for s in d["sessions"]] == [sorted(["id","ifname","ifindex","slot","policy_version","rules","attach"])] and
+	'[sorted(s) for s in d["sessions"]] == [sorted(["id","ifname","ifindex","slot","policy_version","rules_generation","rules","attach"])] and
 	 d["sessions"][0]["id"] == "s1" and d["sessions"][0]["ifname"] == "h1" and
 	 d["sessions"][0]["ifindex"] == int(a[0]) and 1 <= d["sessions"][0]["slot"] <= 4095 and
 	 d["sessions"][0]["rules"] == 1 and d["sessions"][0]["attach"] in ("tcx", "xdp")' "$(ifindex h1)"
@@ -244,7 +244,7 @@ check "session show: allow_rule under counters:" in_block "$T/out" counters '^  
 expect_ok "session show --json s1" --json session show s1
 jcheck "session show --json: summary, spec, counters, events_lost" "$T/out" \
 	'(s := d["session"]) and "ok" not in d and
-	 all(k in s for k in ("id","ifname","ifindex","slot","policy_version","rules","attach","spec","counters","events_lost")) and
+	 all(k in s for k in ("id","ifname","ifindex","slot","policy_version","rules_generation","rules","attach","spec","counters","events_lost")) and
 	 s["spec"]["allow"] == [{"cidr": "198.51.100.0/24", "proto": "tcp", "ports": [80]}] and
 	 s["spec"]["guest"] == {"mac": "02:00:00:01:01:02", "ipv4": "10.20.1.2", "ipv6": "fd00:14:1::2"} and
 	 s["spec"]["resolver"] == {"ipv4": "10.20.1.1", "port": 53} and

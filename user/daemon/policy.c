@@ -704,7 +704,8 @@ static int seed_classes(struct compiler *cc, const struct tf_policy *p)
 		for (k = 0; k < NSETS; k++) {
 			c->set[k].r = r;
 			c->set[k].n = cc->nscratch[k];
-			memcpy(r, cc->scratch[k], c->set[k].n * sizeof(*r));
+			if (c->set[k].n)
+				memcpy(r, cc->scratch[k], c->set[k].n * sizeof(*r));
 			r += c->set[k].n;
 		}
 	}
@@ -817,7 +818,8 @@ int tf_policy_add_cidr(const struct tf_policy *old, const struct tf_rule *r, str
 		rule_val(&perm, &out->entries[i].val);
 	}
 	out->nnames = old->nnames;
-	memcpy(out->names, old->names, old->nnames * sizeof(*out->names));
+	if (old->nnames)
+		memcpy(out->names, old->names, old->nnames * sizeof(*out->names));
 	/* Chunks: old's of the classes still referred to, then the new classes'. */
 	ret = -ENOMEM;
 	used = calloc(cc.nclasses + 1, 1);
