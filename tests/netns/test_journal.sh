@@ -101,6 +101,9 @@ restart
 check "session a is restored" shown
 check "rule add a $R_OTHER" tfc rule add a "$R_OTHER"
 check "a.journal has it" grep -q 203.0.113.10 "$SD/a.journal"
+check "rule del a $R_OTHER, rule add a $R_OTHER" sh -c \
+	"$TF_BUILD/tapfence --socket $TF_SOCK rule del a '$R_OTHER' && $TF_BUILD/tapfence --socket $TF_SOCK rule add a '$R_OTHER'"
+check "... appended: a.journal has three lines" test "$(wc -l <"$SD/a.journal")" = 3
 tfd_stop_keep
 check "after SIGTERM: no journal, a.json has the rule" \
 	sh -c "! test -e '$SD/a.journal' && grep -q 203.0.113.10 '$SD/a.json'"

@@ -156,7 +156,7 @@ static int sess_journal(struct tf_daemon *d, struct tf_sess *s, const struct tf_
 	n = strlen(txt);
 	txt[n++] = '\n'; /* over the terminating NUL: the line is written by its length */
 	sess_path(d, s->spec.id, ".journal", path, sizeof(path));
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600); /* read: its last byte */
 	if (fd < 0) {
 		err = -errno;
 	} else {
