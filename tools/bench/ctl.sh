@@ -124,6 +124,8 @@ run_rules() {
 	daemon_start "" ",\"max_rules\":$(($1 + C + 100))"
 	"$CTL" "$TF_SOCK" 1 "$T/$2-add.json" prefix="ctl.$2" rules="$1" session_add ||
 		{ tfd_log_tail 10; die "bench_ctl $2: a session of $1 rules"; }
+	# The steady state, as for the churn: the pool's thread done refilling after the add.
+	wait_for 60 pool_full || { tfd_log_tail 10; die "$2: the slot pool did not refill"; }
 	"$CTL" "$TF_SOCK" "$C" "$T/$2.json" prefix="ctl.$2" target=1 present="1 (of $1 rules)" \
 		rule_add rule_del || { tfd_log_tail 10; die "bench_ctl $2: rule changes"; }
 	tfd_stop
