@@ -41,9 +41,10 @@ write() { n "$1" "$PY" "$TF_NETNS_DIR/tapstorm.py" write --dev "$2" --frames 5 "
 reached() { since "$L_INET" | grep -c "from 10.50.0.2:40000"; }
 # some_reached: at least one did (for wait_for, which re-runs it: $(reached) in its arguments would not).
 some_reached() { [ "$(reached)" -ge 1 ]; }
-# write_reached: write tapc's frames again, then some_reached (the first frames after a claim can
-# wait on the host's neighbour resolution towards the far side, and be dropped there).
-write_reached() { write "$host" tapc >/dev/null 2>&1; sleep 0.3; some_reached; }
+# write_reached [DEV]: write DEV's (tapc's) frames again, then some_reached (the first frames after
+# a claim or a release can wait on the host's neighbour resolution towards the far side, and be
+# dropped there).
+write_reached() { write "$host" "${1:-tapc}" >/dev/null 2>&1; sleep 0.3; some_reached; }
 # guarded IFNAME: `tapfence guard' lists IFNAME with its guard programs attached.
 guarded() { tfc --json guard 2>/dev/null | tfjson check /dev/stdin \
 	'any(e["ifname"] == a[0] and e["programs"] for e in d["devices"])' "$1" >/dev/null; }
@@ -148,8 +149,7 @@ check "after a plain session del, vmx0 (no pattern) still denies everything" tes
 sessions_add x
 check "session del --release" tfc session del x --release
 tf_mark
-setup write "$host" vmx0
-check "after --release, vmx0 is unfiltered" wait_for 2 some_reached
+check "after --release, vmx0 is unfiltered" wait_for 5 write_reached vmx0
 
 note "the daemon down"
 kill_pid "$TFD_PID"
