@@ -156,12 +156,32 @@ static int grow_slots(struct compiler *cc)
 	return 0;
 }
 
+/* Class c's sets: the scratch sets copied, in one allocation (set[0].r, which frees it). */
+static int class_set(struct compiler *cc, struct pclass *c)
+{
+	struct tf_port_range *r;
+	unsigned int k, n = 0;
+
+	for (k = 0; k < NSETS; k++)
+		n += cc->nscratch[k];
+	r = malloc((n ? n : 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (k = 0; k < NSETS; k++) {
+		c->set[k].r = r;
+		c->set[k].n = cc->nscratch[k];
+		if (c->set[k].n)
+			memcpy(r, cc->scratch[k], c->set[k].n * sizeof(*r));
+		r += c->set[k].n;
+	}
+	return 0;
+}
+
 /* The class id of the scratch sets, made if new: 1..MAX_CLASSES or -errno. */
 static int intern(struct compiler *cc)
 {
-	unsigned int s, id, k, n = 0, mask = cc->nslots - 1;
+	unsigned int s, id, mask = cc->nslots - 1;
 	__u32 h = scratch_hash(cc);
-	struct tf_port_range *r;
 	struct pclass *c;
 
 	for (s = h & mask; (id = cc->slots[s]); s = (s + 1) & mask)
@@ -177,18 +197,8 @@ static int intern(struct compiler *cc)
 		cc->cap_classes *= 2;
 	}
 	c = &cc->classes[cc->nclasses + 1];
-	for (k = 0; k < NSETS; k++)
-		n += cc->nscratch[k];
-	r = malloc(n * sizeof(*r));
-	if (!r)
+	if (class_set(cc, c))
 		return -ENOMEM;
-	for (k = 0; k < NSETS; k++) {
-		c->set[k].r = r;
-		c->set[k].n = cc->nscratch[k];
-		if (c->set[k].n)
-			memcpy(r, cc->scratch[k], c->set[k].n * sizeof(*r));
-		r += c->set[k].n;
-	}
 	c->hash = h;
 	id = ++cc->nclasses;
 	cc->slots[s] = id;
@@ -664,7 +674,7 @@ cleanup:
 static int seed_classes(struct compiler *cc, const struct tf_policy *p)
 {
 	const struct tf_policy_chunk *ch;
-	struct tf_port_range *r, one;
+	struct tf_port_range one;
 	unsigned int i, j, k, b, n, port;
 	struct pclass *c;
 
@@ -696,18 +706,8 @@ static int seed_classes(struct compiler *cc, const struct tf_policy *p)
 		}
 		c = &cc->classes[p->chunks[i].cls];
 		c->hash = scratch_hash(cc);
-		for (k = 0, n = 0; k < NSETS; k++)
-			n += cc->nscratch[k];
-		r = malloc((n ? n : 1) * sizeof(*r));
-		if (!r)
+		if (class_set(cc, c))
 			return -ENOMEM;
-		for (k = 0; k < NSETS; k++) {
-			c->set[k].r = r;
-			c->set[k].n = cc->nscratch[k];
-			if (c->set[k].n)
-				memcpy(r, cc->scratch[k], c->set[k].n * sizeof(*r));
-			r += c->set[k].n;
-		}
 	}
 	while (2 * cc->nclasses + 2 > cc->nslots)
 		if (grow_slots(cc))
