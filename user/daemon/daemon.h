@@ -41,6 +41,16 @@ struct tf_sess {
 	unsigned int journal_n; /* rule changes in its state journal (session.c) */
 	__u64 journal_base;	/* the journal base of its last whole save (0: none yet) */
 	struct tf_spec_md *md;	/* its spec's hash, kept up to date (evidence.c) */
+	/*
+	 * Its events' lines name it and its device the same way every time:
+	 * that part, formatted once for dev and q.on (events.c).
+	 */
+	struct {
+		struct tf_sess_key dev;
+		int q;
+		size_t sess_len, len; /* buf[0, sess_len): "session"...; [sess_len, len): "ifname"... */
+		char *buf;
+	} evh;
 	struct tf_sess *next;
 };
 

@@ -105,19 +105,24 @@ static void put_hex2(struct line *l, __u8 b)
 
 static void put_mac(struct line *l, const __u8 m[6])
 {
+	static const char hex[] = "0123456789abcdef";
+	char d[17];
 	int i;
 
 	for (i = 0; i < 6; i++) {
-		if (i)
-			put_lit(l, ":");
-		put_hex2(l, m[i]);
+		d[3 * i] = hex[m[i] >> 4];
+		d[3 * i + 1] = hex[m[i] & 15];
+		if (i < 5)
+			d[3 * i + 2] = ':';
 	}
+	put_raw(l, d, sizeof(d));
 }
 
 /* IPv4 by hand; IPv6 through inet_ntop() (its "::" rules are not worth copying). */
 static void put_ip(struct line *l, __u8 family, const __u8 a[16])
 {
 	char buf[TF_ADDRSTRLEN];
+	size_t n = 0;
 	int i;
 
 	if (family != TF_FAM_IPV4) {
@@ -126,33 +131,41 @@ static void put_ip(struct line *l, __u8 family, const __u8 a[16])
 	}
 	for (i = 0; i < 4; i++) {
 		if (i)
-			put_lit(l, ".");
-		put_u64(l, a[i]);
+			buf[n++] = '.';
+		if (a[i] >= 100)
+			buf[n++] = (char)('0' + a[i] / 100);
+		if (a[i] >= 10)
+			buf[n++] = (char)('0' + a[i] / 10 % 10);
+		buf[n++] = (char)('0' + a[i] % 10);
 	}
+	put_raw(l, buf, n);
 }
 
-/* A JSON string: quotes, backslashes, control and non-ASCII bytes escaped. */
+/* A JSON string: quotes, backslashes, control and non-ASCII bytes escaped; plain runs copied whole. */
 static void put_str(struct line *l, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t i;
+	size_t i, run = 0;
 
 	put_lit(l, "\"");
-	for (i = 0; i < n && l->ok; i++) {
+	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
+		if (c != '"' && c != '\\' && c >= 0x20 && c < 0x7f)
+			continue;
+		put_raw(l, s + run, i - run);
+		run = i + 1;
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
 
 			put_raw(l, e, 2);
-		} else if (c < 0x20 || c >= 0x7f) {
+		} else {
 			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
 
 			put_raw(l, e, 6);
-		} else {
-			put_raw(l, (const char *)&c, 1);
 		}
 	}
+	put_raw(l, s + run, n - run);
 	put_lit(l, "\"");
 }
 
@@ -196,6 +209,46 @@ static void put_proto(struct line *l, __u8 proto)
 }
 
 /*
+ * The part of s's events' lines that names the session and its own device:
+ * formatted when first needed and again only when its device or quarantine
+ * changed. NULL if there is no memory for it.
+ */
+static const char *sess_head(struct tf_sess *s)
+{
+	char buf[2048]; /* a 255-byte namespace path, every byte escaped (6x) */
+	struct line l = { .buf = buf, .cap = sizeof(buf), .ok = 1 };
+	char *p;
+
+	if (s->evh.buf && s->evh.dev.ifindex == s->dev.ifindex && s->evh.dev.netns == s->dev.netns &&
+	    s->evh.q == !!s->q.on)
+		return s->evh.buf;
+	put_lit(&l, ",\"session\":");
+	put_str(&l, s->spec.id, strlen(s->spec.id));
+	if (s->q.on)
+		put_lit(&l, ",\"quarantined\":true");
+	s->evh.sess_len = l.len;
+	put_lit(&l, ",\"ifname\":");
+	put_str(&l, s->spec.ifname, strlen(s->spec.ifname));
+	put_lit(&l, ",\"ifindex\":");
+	put_u64(&l, s->dev.ifindex);
+	if (s->dev.netns != tf_ns_self) {
+		put_lit(&l, ",\"netns\":");
+		put_str(&l, s->spec.netns, strlen(s->spec.netns));
+	}
+	if (!l.ok || !(p = realloc(s->evh.buf, l.len))) {
+		free(s->evh.buf);
+		s->evh.buf = NULL;
+		return NULL;
+	}
+	memcpy(p, buf, l.len);
+	s->evh.buf = p;
+	s->evh.len = l.len;
+	s->evh.dev = s->dev;
+	s->evh.q = !!s->q.on;
+	return p;
+}
+
+/*
  * One event as a JSON line (docs/events.md), formatted straight into buf:
  * the feed is on the drain path of every event. 0 if it does not fit.
  */
@@ -205,40 +258,48 @@ static size_t event_line(struct tf_daemon *d, const struct tf_event *e, __u64 lo
 	struct tf_sess *s = e->sid < TF_MAX_SESSIONS ? d->by_sid[e->sid] : NULL;
 	struct line l = { .buf = buf, .cap = cap, .ok = 1 };
 	char ifname[IF_NAMESIZE] = "";
-	const char *ifn = ifname;
+	const char *ifn = ifname, *head;
 
-	/*
-	 * The session knows its device; ask the kernel only for a device
-	 * without one in the daemon's own namespace (another namespace's
-	 * index means nothing here).
-	 */
-	if (s && s->dev.ifindex == e->ifindex && s->dev.netns == e->netns)
-		ifn = s->spec.ifname;
-	else if (e->netns != tf_ns_self || !if_indextoname(e->ifindex, ifname))
-		snprintf(ifname, sizeof(ifname), "%u", e->ifindex);
 	put_lit(&l, "{");
 	put_time(d, &l, e->ts_ns + d->mono_off);
-	put_lit(&l, ",\"session\":");
-	if (s)
-		put_str(&l, s->spec.id, strlen(s->spec.id));
-	else
-		put_lit(&l, "null");
-	if (s && s->q.on)
-		put_lit(&l, ",\"quarantined\":true");
-	if (e->rejected)
-		put_lit(&l, ",\"rejected\":true");
-	put_lit(&l, ",\"ifname\":");
-	put_str(&l, ifn, strlen(ifn));
-	put_lit(&l, ",\"ifindex\":");
-	put_u64(&l, e->ifindex);
-	if (e->netns != tf_ns_self) {
-		put_lit(&l, ",\"netns\":");
-		if (s && s->dev.netns == e->netns) {
-			put_str(&l, s->spec.netns, strlen(s->spec.netns));
-		} else {
-			put_lit(&l, "\"cookie:");
-			put_u64(&l, e->netns);
-			put_lit(&l, "\"");
+	/* The session's own device: its names come formatted (sess_head()). */
+	if (s && s->dev.ifindex == e->ifindex && s->dev.netns == e->netns && (head = sess_head(s))) {
+		put_raw(&l, head, s->evh.sess_len);
+		if (e->rejected)
+			put_lit(&l, ",\"rejected\":true");
+		put_raw(&l, head + s->evh.sess_len, s->evh.len - s->evh.sess_len);
+	} else {
+		/*
+		 * No session, another device, or no memory for the head: ask
+		 * the kernel for the name only in the daemon's own namespace
+		 * (another namespace's index means nothing here).
+		 */
+		if (s && s->dev.ifindex == e->ifindex && s->dev.netns == e->netns)
+			ifn = s->spec.ifname;
+		else if (e->netns != tf_ns_self || !if_indextoname(e->ifindex, ifname))
+			snprintf(ifname, sizeof(ifname), "%u", e->ifindex);
+		put_lit(&l, ",\"session\":");
+		if (s)
+			put_str(&l, s->spec.id, strlen(s->spec.id));
+		else
+			put_lit(&l, "null");
+		if (s && s->q.on)
+			put_lit(&l, ",\"quarantined\":true");
+		if (e->rejected)
+			put_lit(&l, ",\"rejected\":true");
+		put_lit(&l, ",\"ifname\":");
+		put_str(&l, ifn, strlen(ifn));
+		put_lit(&l, ",\"ifindex\":");
+		put_u64(&l, e->ifindex);
+		if (e->netns != tf_ns_self) {
+			put_lit(&l, ",\"netns\":");
+			if (s && s->dev.netns == e->netns) {
+				put_str(&l, s->spec.netns, strlen(s->spec.netns));
+			} else {
+				put_lit(&l, "\"cookie:");
+				put_u64(&l, e->netns);
+				put_lit(&l, "\"");
+			}
 		}
 	}
 	if (e->dir == TF_DIR_FROM_GUEST)

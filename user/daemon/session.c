@@ -297,6 +297,7 @@ static void sess_free(struct tf_sess *s)
 	tf_spec_free(&s->qspec);
 	tf_policy_free(&s->policy);
 	tf_evidence_free(s);
+	free(s->evh.buf);
 	free(s);
 }
 
