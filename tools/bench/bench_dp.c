@@ -122,6 +122,9 @@ struct pcase {
 	__u16 reason;	     /* the counter every run must move */
 	unsigned int events; /* events per packet */
 	double max_ratio;    /* target: at most this many times the no-op (0: none) */
+	double max_ev_ns;    /* target with every event written: at most this many ns (0: none) */
+	double max_net_ns;   /* target: at most this many ns over the no-op (0: none) */
+	int cname;	     /* a DNS answer: its A records owned by a CNAME of the asked name */
 };
 
 #define TCP(s, d, sp, dp, fl) \
@@ -138,7 +141,10 @@ static const struct pcase pcases[] = {
 	  0,
 	  R(ALLOW_FLOW),
 	  0,
-	  2.0 },
+	  2.5,
+	  0,
+	  0,
+	  0 },
 	{ "deny_floor",
 	  "new flow denied by the hard floor (metadata address)",
 	  FROM,
@@ -147,7 +153,10 @@ static const struct pcase pcases[] = {
 	  0,
 	  R(FLOOR_METADATA),
 	  1,
-	  4.0 },
+	  4.0,
+	  0,
+	  0,
+	  0 },
 	{ "deny_no_rule",
 	  "new flow denied by no rule",
 	  FROM,
@@ -156,7 +165,10 @@ static const struct pcase pcases[] = {
 	  0,
 	  R(NO_RULE),
 	  1,
-	  4.0 },
+	  4.0,
+	  0,
+	  0,
+	  0 },
 	{ "new_flow",
 	  "new flow allowed by a CIDR rule (SYN: evaluated and inserted)",
 	  FROM,
@@ -165,7 +177,10 @@ static const struct pcase pcases[] = {
 	  0,
 	  R(ALLOW_RULE),
 	  1,
-	  4.0 },
+	  4.0,
+	  300,
+	  0,
+	  0 },
 	{ "reply",
 	  "host->guest reply of a tracked flow",
 	  TO,
@@ -174,7 +189,10 @@ static const struct pcase pcases[] = {
 	  0,
 	  R(ALLOW_FLOW),
 	  0,
-	  2.0 },
+	  2.5,
+	  0,
+	  0,
+	  0 },
 	{ "dns_query",
 	  "DNS query for an allowed name (recorded, flow opened)",
 	  FROM,
@@ -183,6 +201,9 @@ static const struct pcase pcases[] = {
 	  DNS_QUERY,
 	  R(ALLOW_DNS),
 	  1,
+	  0,
+	  0,
+	  0,
 	  0 },
 	{ "dns_answer_1",
 	  "DNS answer, 1 A record learnt (single runs)",
@@ -192,6 +213,9 @@ static const struct pcase pcases[] = {
 	  1,
 	  R(ALLOW_DNS_ANSWER),
 	  1,
+	  0,
+	  0,
+	  0,
 	  0 },
 	{ "dns_answer_8",
 	  "DNS answer, 8 A records learnt (single runs)",
@@ -201,6 +225,9 @@ static const struct pcase pcases[] = {
 	  8,
 	  R(ALLOW_DNS_ANSWER),
 	  1,
+	  0,
+	  0,
+	  0,
 	  0 },
 	{ "dns_answer_16",
 	  "DNS answer, 16 A records learnt (single runs)",
@@ -210,7 +237,23 @@ static const struct pcase pcases[] = {
 	  16,
 	  R(ALLOW_DNS_ANSWER),
 	  1,
+	  0,
+	  0,
+	  0,
 	  0 },
+	{ "dns_answer_cname_4",
+	  "DNS answer, a CNAME and 4 A records of its target learnt (single runs; "
+	  "target on the time over the no-op's single run)",
+	  TO,
+	  D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) },
+	  4,
+	  R(ALLOW_DNS_ANSWER),
+	  1,
+	  0,
+	  0,
+	  1000,
+	  1 },
 };
 
 /* Part 2: what is measured at each point of a scaling curve (TC, guest -> host). */
@@ -614,18 +657,37 @@ static void m_head(struct dnsmsg *m, unsigned int flags, unsigned int ancount)
 	m_u16(m, DNS_C_IN);
 }
 
-/* A query (RD), or an answer with n A records 203.0.113.1.. (owner: a pointer to the question). */
-static void dns_msg(struct dnsmsg *m, int n)
+/* The CNAME target of a cname answer: "edge.example.net", uncompressed. */
+static const __u8 cname_target[] = "\4edge\7example\3net";
+
+/*
+ * A query (RD), or an answer with n A records 203.0.113.1.., owned by the
+ * question's name (a pointer to it), or with cname by a CNAME record's
+ * target, the CNAME first.
+ */
+static void dns_msg(struct dnsmsg *m, int n, int cname)
 {
+	unsigned int owner = 0xc00c; /* the question's name, at offset 12 */
 	int i;
 
 	if (n == DNS_QUERY) {
 		m_head(m, 0x0100, 0);
 		return;
 	}
-	m_head(m, 0x8180, (unsigned int)n);
-	for (i = 0; i < n; i++) {
+	m_head(m, 0x8180, (unsigned int)n + !!cname);
+	if (cname) {
 		m_u16(m, 0xc00c);
+		m_u16(m, DNS_T_CNAME);
+		m_u16(m, DNS_C_IN);
+		m_u16(m, 0);
+		m_u16(m, 300);
+		m_u16(m, sizeof(cname_target));
+		owner = 0xc000 | m->len;
+		memcpy(m->b + m->len, cname_target, sizeof(cname_target));
+		m->len += sizeof(cname_target);
+	}
+	for (i = 0; i < n; i++) {
+		m_u16(m, owner);
 		m_u16(m, DNS_T_A);
 		m_u16(m, DNS_C_IN);
 		m_u16(m, 0);
@@ -659,7 +721,7 @@ static int frame(const struct pcase *c, unsigned int sid, struct pk_frame *f)
 		return -EINVAL;
 	if (!c->dns)
 		return 0;
-	dns_msg(&m, c->dns);
+	dns_msg(&m, c->dns, c->cname);
 	if (f->family != TF_FAM_IPV4 || payload + m.len > PK_MAX)
 		return -EINVAL;
 	memcpy(f->data + payload, m.b, m.len);
@@ -852,7 +914,8 @@ struct series {
 	unsigned int n;
 	int base; /* index of its baseline series, or -1 */
 	double max_ratio;
-	const char *mode; /* "repeat" or "single" */
+	double max_ns, max_net_ns; /* targets on the value, on the value less the baseline's */
+	const char *mode;	   /* "repeat" or "single" */
 };
 
 static json_t *samples_json(const double *s, unsigned int n)
@@ -902,7 +965,13 @@ static json_t *metric_json(const struct series *v, const struct series *base, co
 	json_object_set_new(m, "baseline", json_string(base->id));
 	json_object_set_new(m, "ratio", json_real(bmed > 0 ? med / bmed : 0));
 	json_object_set_new(m, "net_ns", json_real(med - bmed));
-	if (v->max_ratio > 0)
+	if (v->max_net_ns > 0)
+		json_object_set_new(m, "target",
+				    json_pack("{s:s, s:f}", "on", "net_ns", "max", v->max_net_ns));
+	else if (v->max_ns > 0)
+		json_object_set_new(m, "target",
+				    json_pack("{s:s, s:f}", "on", "value", "max", v->max_ns));
+	else if (v->max_ratio > 0)
 		json_object_set_new(m, "target",
 				    json_pack("{s:s, s:f}", "on", "ratio", "max", v->max_ratio));
 	return m;
@@ -931,6 +1000,7 @@ static void series_init(struct series *v, const char *pfx, const char *id, const
 	v->n = 0;
 	v->base = base;
 	v->max_ratio = max_ratio;
+	v->max_ns = v->max_net_ns = 0;
 	v->mode = mode;
 }
 
@@ -996,6 +1066,10 @@ static int part_paths(struct bench *b, int every, json_t *out)
 			else
 				series_init(&v[nv], pfx, c->id, hooks[h].name, c->desc,
 					    base[hooks[h].base], c->max_ratio, "repeat");
+			/* Issue 17: a new flow with its event in ns, a DNS answer's parse and learning. */
+			if (every && c->max_ev_ns > 0)
+				v[nv].max_ns = c->max_ev_ns;
+			v[nv].max_net_ns = c->max_net_ns;
 			if (c->dns == DNS_QUERY && h == TC_FROM)
 				query = (int)nv;
 			nv++;

@@ -227,7 +227,8 @@ def judge(m):
     t = m.get("target")
     if not t:
         return None
-    v = m.get("ratio") if t.get("on") == "ratio" else m.get("value")
+    # "ratio": to the baseline; "net_ns": the value less the baseline's; "value" itself.
+    v = m.get(t.get("on") if t.get("on") in ("ratio", "net_ns") else "value")
     if v is None:
         m["met"] = None
     elif "max" in t:
@@ -241,7 +242,7 @@ def target_text(m):
     t = m.get("target")
     if not t:
         return ""
-    what = "ratio" if t.get("on") == "ratio" else m["unit"]
+    what = {"ratio": "ratio", "net_ns": "ns net"}.get(t.get("on"), m["unit"])
     if "max" in t:
         return f"<= {t['max']:g} {what}"
     return f">= {t['min']:g} {what}"
