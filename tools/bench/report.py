@@ -11,8 +11,8 @@
   report.py plot FILE PLOT_DIR                the PNGs again, from a results file
 
 A metric is {"id", "group", "desc", "unit", "value"} with optional "min"/"max"/"samples",
-"baseline"/"ratio" (to a baseline measured in the same run) and "target": {"on": "ratio"|"value",
-"max"|"min": X}. Targets are printed as met / not met, never asserted: the exit status only says
+"baseline"/"ratio"/"net_ns" (to a baseline measured in the same run: the value over it, the value
+less it) and "target": {"on": "ratio"|"net_ns"|"value", "max"|"min": X}. Targets are printed as met / not met, never asserted: the exit status only says
 whether the files could be read and written. Standard library only.
 """
 import datetime
