@@ -18,10 +18,15 @@ It prints what the daemon sent; tests/netns/test_control.sh judges it.
                                  --timeout s; prints a JSON summary of what the daemon did and when
   ctlraw.py SOCK subscribe [ID]  events.subscribe (of session ID); prints every line received, flushed,
                                  until SIGTERM or the daemon closes the connection
+  ctlraw.py SOCK stalled FILE    events.subscribe (every session), its answer read, then nothing read
+                                 (a 4 KiB receive buffer) until FILE exists; then everything to the
+                                 end; prints a JSON summary: bytes and lines read after the answer,
+                                 and whether the daemon had closed the connection
 
 Standard library only; run it as /usr/bin/python3. Every wait is bounded (--timeout, default 5 s).
 """
 import json
+import os
 import signal
 import socket
 import sys
@@ -190,6 +195,36 @@ def cmd_subscribe(args):
         print(line, flush=True)
 
 
+def cmd_stalled(args):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(args.timeout)
+    s.connect(args.sock)
+    s.sendall(b'{"op":"events.subscribe"}\n')
+    r = Reader(s)
+    answer = r.line(args.timeout)
+    deadline = time.monotonic() + 600
+    while not os.path.exists(args.file) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    n, lines = len(r.buf), r.buf.count(b"\n")
+    s.settimeout(args.timeout)
+    end = "open"
+    while True:
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            end = "reset"
+            break
+        if not data:
+            end = "eof"
+            break
+        n += len(data)
+        lines += data.count(b"\n")
+    print(json.dumps({"answer": answer, "bytes": n, "lines": lines, "end": end}))
+
+
 COMMANDS = {
     "lines": (cmd_lines, [arg("line", nargs="+")]),
     "big": (cmd_big, [arg("size", type=int)]),
@@ -197,6 +232,7 @@ COMMANDS = {
     "idle": (cmd_idle, []),
     "trickle": (cmd_trickle, []),
     "subscribe": (cmd_subscribe, [arg("session", nargs="?")]),
+    "stalled": (cmd_stalled, [arg("file")]),
 }
 
 if __name__ == "__main__":

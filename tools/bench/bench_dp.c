@@ -1810,6 +1810,9 @@ static void subs_close(struct tf_daemon *d, struct sub_reader *rd, unsigned int 
 		free(c->in);
 		free(c);
 	}
+	free(d->feed.buf);
+	d->feed.buf = NULL;
+	d->feed.len = d->feed.cap = 0;
 	if (d->epoll_fd >= 0)
 		close(d->epoll_fd);
 }

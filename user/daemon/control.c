@@ -170,7 +170,8 @@ static int client_flush(struct tf_daemon *d, struct tf_client *c)
 	return 0;
 }
 
-static int client_queue(struct tf_client *c, const char *buf, size_t len)
+/* Queue len bytes for c, then a newline if nl. */
+static int client_queue_raw(struct tf_client *c, const char *buf, size_t len, int nl)
 {
 	size_t cap;
 	char *p;
@@ -195,9 +196,15 @@ static int client_queue(struct tf_client *c, const char *buf, size_t len)
 		c->out_cap = cap;
 	}
 	memcpy(c->out + c->out_len, buf, len);
-	c->out[c->out_len + len] = '\n';
-	c->out_len += len + 1;
+	c->out_len += len;
+	if (nl)
+		c->out[c->out_len++] = '\n';
 	return 0;
+}
+
+static int client_queue(struct tf_client *c, const char *buf, size_t len)
+{
+	return client_queue_raw(c, buf, len, 1);
 }
 
 static void client_reply(struct tf_daemon *d, struct tf_client *c, json_t *resp)
@@ -217,19 +224,68 @@ static json_t *error_resp(const char *msg)
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
 
+static void subscriber_behind(struct tf_daemon *d, struct tf_client *c)
+{
+	pr_warn("subscriber fell %u bytes behind: disconnected\n", TF_OUT_MAX);
+	client_free(d, c);
+}
+
+/*
+ * The lines for the subscribers of every session, to each of them: sent
+ * straight from the one buffer to a subscriber with nothing queued, else
+ * (or what its socket did not take) queued behind what it has.
+ */
+static void feed_flush(struct tf_daemon *d)
+{
+	const char *buf = d->feed.buf;
+	size_t len = d->feed.len;
+	struct tf_client *c, *next;
+	ssize_t n;
+
+	d->feed.len = 0;
+	for (c = d->clients; c && len; c = next) {
+		next = c->next;
+		if (!c->subscriber || c->sub_sid || c->dead)
+			continue;
+		n = 0;
+		if (c->out_len == c->out_off) {
+			do
+				n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+			while (n < 0 && errno == EINTR);
+			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+				client_free(d, c);
+				continue;
+			}
+			if (n < 0)
+				n = 0;
+		}
+		if ((size_t)n == len)
+			continue;
+		if (client_queue_raw(c, buf + n, len - n, 0)) {
+			subscriber_behind(d, c);
+			continue;
+		}
+		client_flush(d, c);
+	}
+}
+
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len)
 {
 	struct tf_client *c, *next;
+	int all = 0;
+	size_t cap;
+	char *p;
 
 	for (c = d->clients; c; c = next) {
 		next = c->next;
-		if (!c->subscriber || (c->sub_sid && c->sub_sid != sid))
+		if (!c->subscriber || c->dead || (c->sub_sid && c->sub_sid != sid))
 			continue;
-		if (c->dead)
+		if (!c->sub_sid) {
+			all = 1;
 			continue;
+		}
 		if (client_queue(c, line, len)) {
-			pr_warn("subscriber fell %u bytes behind: disconnected\n", TF_OUT_MAX);
-			client_free(d, c);
+			subscriber_behind(d, c);
 			continue;
 		}
 		/* Sent in 64 KiB writes, and what is left once the drain ends (tf_ctl_flush_events()). */
@@ -238,12 +294,38 @@ void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t l
 		else
 			c->pending = 1;
 	}
+	if (!all)
+		return;
+	/* The subscribers of every session: the line written once, sent to each in 64 KiB writes. */
+	if (d->feed.len + len + 1 > d->feed.cap) {
+		for (cap = d->feed.cap ? d->feed.cap : TF_OUT_BATCH; cap < d->feed.len + len + 1; cap *= 2)
+			;
+		p = realloc(d->feed.buf, cap);
+		if (!p) {
+			/* Each subscriber is told as when it falls behind: a gap it cannot see is worse. */
+			for (c = d->clients; c; c = next) {
+				next = c->next;
+				if (c->subscriber && !c->sub_sid && !c->dead)
+					subscriber_behind(d, c);
+			}
+			return;
+		}
+		d->feed.buf = p;
+		d->feed.cap = cap;
+	}
+	memcpy(d->feed.buf + d->feed.len, line, len);
+	d->feed.buf[d->feed.len + len] = '\n';
+	d->feed.len += len + 1;
+	if (d->feed.len >= TF_OUT_BATCH)
+		feed_flush(d);
 }
 
 void tf_ctl_flush_events(struct tf_daemon *d)
 {
 	struct tf_client *c;
 
+	if (d->feed.len)
+		feed_flush(d);
 	for (c = d->clients; c; c = c->next)
 		if (c->pending && !c->dead)
 			client_flush(d, c);
@@ -526,6 +608,9 @@ void tf_ctl_close(struct tf_daemon *d)
 	for (c = d->clients; c; c = c->next)
 		client_free(d, c);
 	tf_ctl_reap(d);
+	free(d->feed.buf);
+	d->feed.buf = NULL;
+	d->feed.len = d->feed.cap = 0;
 	if (d->spare_fd >= 0)
 		close(d->spare_fd);
 	d->spare_fd = -1;

@@ -82,6 +82,11 @@ struct tf_daemon {
 	struct tf_client *clients;
 	unsigned int nclients;
 	unsigned int nsubscribers;
+	/* event lines for the subscribers of every session, written once, sent to each (control.c) */
+	struct {
+		char *buf;
+		size_t len, cap;
+	} feed;
 	/* event feed */
 	struct ring_buffer *rb;
 	struct tf_audit *audit;	      /* the sealed event log (auditlog.c) */
@@ -175,11 +180,11 @@ void tf_ctl_tick(struct tf_daemon *d);
 /* Free the clients ended during this loop iteration. */
 void tf_ctl_reap(struct tf_daemon *d);
 void tf_ctl_close(struct tf_daemon *d);
-/* Send one event line to the subscribers of sid (or of all sessions). */
 /*
- * Queue a line for every subscriber of session sid (0: all); a subscriber's
- * queue is sent once it holds TF_OUT_BATCH, else by tf_ctl_flush_events(),
- * which the drain and the event loop call.
+ * Queue a line for every subscriber of session sid (0: all): once for all
+ * the subscribers of every session (d->feed), in its own queue for one of
+ * sid's. What is queued is sent once it holds TF_OUT_BATCH, else by
+ * tf_ctl_flush_events(), which the drain and the event loop call.
  */
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len);
 void tf_ctl_flush_events(struct tf_daemon *d);
