@@ -1975,12 +1975,21 @@ static int write_json(json_t *root, const char *path)
  * fds (TF_SLOT_MAPS each), and the 4095-session point needs more than
  * systemd's default soft limit of 1024.
  */
+/*
+ * The 4095-session point holds each slot's 5 tables open (20,475 fds, and
+ * the rest): the hard limit is raised to FD_NEED too where root may
+ * (CAP_SYS_RESOURCE), else the soft limit to the hard one.
+ */
+#define FD_NEED 32768
+
 static int fd_limit_raise(void)
 {
-	struct rlimit rl;
+	struct rlimit rl, need = { FD_NEED, FD_NEED };
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return -errno;
+	if (rl.rlim_max < FD_NEED && !setrlimit(RLIMIT_NOFILE, &need))
+		return 0;
 	rl.rlim_cur = rl.rlim_max;
 	return setrlimit(RLIMIT_NOFILE, &rl) ? -errno : 0;
 }
