@@ -1645,18 +1645,34 @@ static void growth_json(const struct dim *d, const unsigned int *xs, unsigned in
 	}
 }
 
+/* Sessions whose tables fit in the fd limit, 512 fds kept for the rest. */
+static unsigned int sessions_fit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur < 512 + TF_SLOT_MAPS)
+		return 1;
+	return (unsigned int)((rl.rlim_cur - 512) / TF_SLOT_MAPS);
+}
+
 static int part_scaling(struct bench *b, int quick, json_t *out)
 {
 	double med[6][NSCASES];
-	const unsigned int *xs;
-	unsigned int n, k;
+	unsigned int xs[6], n, k, fit = sessions_fit();
 	size_t i;
 	int err;
 
 	for (i = 0; i < N(dims); i++) {
-		xs = quick ? dims[i].quick_xs : dims[i].xs;
-		for (n = 0; n < 6 && xs[n]; n++)
-			;
+		for (n = 0; n < 6 && (quick ? dims[i].quick_xs : dims[i].xs)[n]; n++) {
+			xs[n] = (quick ? dims[i].quick_xs : dims[i].xs)[n];
+			/* A point the fd limit cannot hold is measured where it can, and named so. */
+			if (!strcmp(dims[i].id, "sessions") && xs[n] > fit) {
+				pr_warn("scaling: %u sessions need %u fds; measured at %u, what the fd "
+					"limit holds\n",
+					xs[n], xs[n] * TF_SLOT_MAPS + 512, fit);
+				xs[n] = fit;
+			}
+		}
 		for (k = 0; k < n; k++) {
 			err = scale_point(&dims[i], xs[k], b, out, med[k]);
 			if (err)
@@ -1971,14 +1987,10 @@ static int write_json(json_t *root, const char *path)
 }
 
 /*
- * The soft fd limit up to the hard one: every session holds its tables'
- * fds (TF_SLOT_MAPS each), and the 4095-session point needs more than
- * systemd's default soft limit of 1024.
- */
-/*
- * The 4095-session point holds each slot's 5 tables open (20,475 fds, and
- * the rest): the hard limit is raised to FD_NEED too where root may
- * (CAP_SYS_RESOURCE), else the soft limit to the hard one.
+ * Every session holds its tables' fds (TF_SLOT_MAPS each), so the
+ * 4095-session point needs 20,475 and the rest: the hard limit is raised to
+ * FD_NEED too where root may (CAP_SYS_RESOURCE), else the soft limit to the
+ * hard one (sessions_fit() then says how many sessions fit).
  */
 #define FD_NEED 32768
 
