@@ -349,6 +349,16 @@ def markdown(res, path, out=sys.stdout):
                 targets.append((x, result))
             tt = target_text(x).replace("<=", "≤").replace(">=", "≥")
             w(f"| `{x['id']}` | {fmt(x['value'], x['unit'])} | {x['unit']} | {spread} | {ratio} | {tt} | {result} |")
+    dims = sorted({x["dim"] for x in res["metrics"] if x["group"] == "scale"})
+    if dims:
+        w()
+        w("## Scaling plots")
+        w()
+        w("`report.py plot FILE docs/img` draws them from the same file, as `scale_<dimension>.png` "
+      "(beside `.dat` files, which are not kept).")
+        for dim in dims:
+            w()
+            w(f"![ns per packet against the {DIM_TITLE.get(dim, dim)}](img/scale_{dim}.png)")
     w()
     w("## Targets")
     w()
