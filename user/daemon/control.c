@@ -323,12 +323,21 @@ void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t l
 void tf_ctl_flush_events(struct tf_daemon *d)
 {
 	struct tf_client *c;
+	int all = 0;
 
 	if (d->feed.len)
 		feed_flush(d);
-	for (c = d->clients; c; c = c->next)
+	for (c = d->clients; c; c = c->next) {
 		if (c->pending && !c->dead)
 			client_flush(d, c);
+		all |= c->subscriber && !c->sub_sid && !c->dead;
+	}
+	/* The feed's buffer goes with the last subscriber of every session: 64 KiB not held idle. */
+	if (!all && d->feed.buf) {
+		free(d->feed.buf);
+		d->feed.buf = NULL;
+		d->feed.cap = 0;
+	}
 }
 
 static void handle_line(struct tf_daemon *d, struct tf_client *c, const char *line, size_t len)
@@ -338,6 +347,13 @@ static void handle_line(struct tf_daemon *d, struct tf_client *c, const char *li
 	struct tf_request r;
 	json_t *resp = NULL;
 
+	/*
+	 * The feed's lines go out before the request is handled: a reply comes
+	 * after the event lines queued before it, and a new subscriber gets no
+	 * line from before its subscription.
+	 */
+	if (d->feed.len)
+		feed_flush(d);
 	if (!tf_request_parse(line, len, &lim, &r, err, sizeof(err))) {
 		resp = tf_ctl_dispatch(d, c, &r, err, sizeof(err));
 		if (!resp && !err[0])

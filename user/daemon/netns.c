@@ -157,22 +157,37 @@ static int xdp_id_here(__u32 ifindex, __u32 *id)
 	int len, xlen, sock, err = -EPROTO;
 	unsigned int k;
 
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
+	socklen_t fromlen = sizeof(from);
+
 	sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (sock < 0)
 		return -errno;
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
-	if (send(sock, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+	/*
+	 * Connected to the kernel: a message another socket sends this one is
+	 * refused (net/netlink/af_netlink.c, netlink_getsockbyportid()), so no
+	 * process of the namespace can answer for the kernel; the sender is
+	 * checked all the same.
+	 */
+	if (connect(sock, (struct sockaddr *)&kernel, sizeof(kernel)) ||
+	    send(sock, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
 		err = -errno;
-	else if ((n = recv(sock, buf, sizeof(buf), MSG_TRUNC)) < 0)
+	else if ((n = recvfrom(sock, buf, sizeof(buf), MSG_TRUNC, (struct sockaddr *)&from,
+			       &fromlen)) < 0)
 		err = -errno;
 	else if (n > (ssize_t)sizeof(buf))
 		err = -EMSGSIZE; /* never read part of it as all of it */
+	else if (fromlen != sizeof(from) || from.nl_pid != 0)
+		err = -EPROTO; /* not the kernel's */
 	else
 		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
 			if (h->nlmsg_seq != req.h.nlmsg_seq)
 				continue;
 			if (h->nlmsg_type == NLMSG_ERROR) {
-				err = ((struct nlmsgerr *)NLMSG_DATA(h))->error ?: -EPROTO;
+				err = h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)) ?
+					      -EPROTO :
+					      ((struct nlmsgerr *)NLMSG_DATA(h))->error ?: -EPROTO;
 				break;
 			}
 			if (h->nlmsg_type != RTM_NEWLINK ||
