@@ -1265,9 +1265,8 @@ static int part_hello(struct bench *b, json_t *out)
 			.p = { UDP("G", "GW", DNS_GPORT, 53) }, .dns = DNS_QUERY },
 		answer = { .dir = D_TO, .p = { UDP("GW", "G", 53, DNS_GPORT) }, .dns = 1 };
 	struct target tn, tq, ta;
-	unsigned int gport = 1024, i, k, r, segs;
+	unsigned int gport = 1024, i, k, r, segs, seg;
 	__u64 al0, ev0, al1, ev1, per_conn = 0;
-	double ns;
 	__u32 d;
 	int err;
 
@@ -1320,7 +1319,7 @@ static int part_hello(struct bench *b, json_t *out)
 			for (i = 0; i < b->singles && !err; i++) {
 				err = hello_conn(b, &hellos[k], gport, &a[i]);
 				gport = gport == 65535 ? 1024 : gport + 1;
-				for (z[i] = 0, ns = 0; ns < segs && !err; ns++) {
+				for (z[i] = 0, seg = 0; seg < segs && !err; seg++) {
 					err = test_run(&tn, 1, &d);
 					z[i] += d;
 				}

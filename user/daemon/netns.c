@@ -154,11 +154,10 @@ static int xdp_id_here(__u32 ifindex, __u32 *id)
 	ssize_t n;
 	static const int order[] = { IFLA_XDP_PROG_ID, IFLA_XDP_HW_PROG_ID, IFLA_XDP_DRV_PROG_ID,
 				     IFLA_XDP_SKB_PROG_ID };
-	int len, xlen, sock, err = -EPROTO;
-	unsigned int k;
-
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
 	socklen_t fromlen = sizeof(from);
+	int len, xlen, sock, err = -EPROTO;
+	unsigned int k;
 
 	sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (sock < 0)
