@@ -24,7 +24,10 @@
  * before the bytes it was reached from, so every jump goes backwards and
  * no loop is possible; at most TF_DNS_JUMPS_MAX jumps per name) and
  * compared with the chain: the asked name, then each CNAME target whose
- * owner is the chain's tail, at most TF_DNS_CHAIN_MAX names. A and AAAA
+ * owner is the chain's tail, at most TF_DNS_CHAIN_MAX names. An owner that
+ * is nothing but a pointer to where a chain name was read ("@12", the
+ * common case) is that name, and is taken whole in one step
+ * (dns_owner_whole()). A and AAAA
  * records owned by a chain name are collected (at most TF_DNS_LEARN_MAX)
  * with the smallest TTL along the chain. Records of other names and types
  * are skipped; authority and additional sections (EDNS0 OPT lives there)
@@ -127,12 +130,15 @@ struct dns_name_walk {
  *            bytes, valid once @nchain > 0, which only a name of [a-z0-9-_.]
  *            within TF_DNS_FWD_MAX bytes reaches; an answer adds CNAME targets
  * @rev:      query: the question's name in reversed form, @rev_len bytes,
- *            zero padded (an answer compares with @want instead)
+ *            zero padded (an answer compares with @want instead), and
+ *            @rev_hash, its tf_name_hash()
  * @matched:  answer: the question is the stored query's (case-insensitively)
  * @rec:      answer: @nrec address records of chain names
  * @lost:     answer: some address records could not be collected (more than
  *            TF_DNS_LEARN_MAX, more than TF_DNS_RR_MAX answer records, a
  *            chain longer than TF_DNS_CHAIN_MAX or a CNAME target not usable)
+ * @walk_all: input: 1 to read every owner a byte at a time, never whole
+ *            (the walk the unit tests and the fuzzer compare results with)
  */
 struct dns_parse {
 	__u8 answer;
@@ -143,6 +149,8 @@ struct dns_parse {
 	__u8 nrec;
 	__u8 nchain;
 	__u8 owner; /* chain slot owning the current record, or DNS_NONE */
+	__u8 walk_all;
+	__u8 pad;
 	__u16 id;
 	__u16 flags;
 	__u16 ancount;
@@ -156,9 +164,14 @@ struct dns_parse {
 	__u32 pos;    /* next fixed field */
 	__u32 rd_end; /* end of the current record's data */
 	__u32 ttl;    /* TTL a CNAME target being read gets */
+	__u64 rev_hash;
 	struct dns_name_walk nw;
 	__u16 chain_len[TF_DNS_CHAIN_MAX];
 	__u32 chain_ttl[TF_DNS_CHAIN_MAX];
+	/* where chain name k was read, the pointers it followed, the first chain name equal to it */
+	__u16 chain_off[TF_DNS_CHAIN_MAX];
+	__u8 chain_jumps[TF_DNS_CHAIN_MAX];
+	__u8 chain_alias[TF_DNS_CHAIN_MAX];
 	/* 8-aligned: the datapath copies them as 8-byte words */
 	__u8 chain[TF_DNS_CHAIN_MAX][TF_DNS_NAME_BUF] __attribute__((aligned(8)));
 	__u8 rev[TF_DNS_NAME_BUF] __attribute__((aligned(8)));
@@ -246,6 +259,32 @@ DNS_INLINE void dns_name_put(struct dns_parse *p, __u8 c)
 }
 
 /*
+ * An owner name that starts with a pointer to where chain name k was read
+ * is chain name k: the same bytes, read by the same rules, its pointers
+ * plus this one within TF_DNS_JUMPS_MAX (else it is walked, and fails as
+ * it would). It ends here, with what the byte walk would leave: its
+ * length, not bad, and equal to the first chain name equal to k.
+ */
+DNS_INLINE int dns_owner_whole(struct dns_parse *p, __u32 t, __u32 pos)
+{
+	struct dns_name_walk *w = &p->nw;
+	__u8 k;
+
+	if (p->walk_all || w->out || w->jumps || w->dst != DNS_NONE)
+		return 0;
+	for (k = 0; k < TF_DNS_CHAIN_MAX; k++) {
+		if (k >= p->nchain || p->chain_off[k] != t ||
+		    p->chain_jumps[k] >= TF_DNS_JUMPS_MAX)
+			continue;
+		w->end = pos + 2;
+		w->out = p->chain_len[k];
+		w->cand = (__u8)(1 << (p->chain_alias[k] & (TF_DNS_CHAIN_MAX - 1)));
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * One step of reading a name: one label byte, one length byte or one
  * compression pointer. Returns 0 to go on, 1 when the name is read, -1 if
  * it is malformed. Compression only in answers; a pointer must point into
@@ -282,6 +321,8 @@ DNS_INLINE int dns_name_step(struct dns_parse *p, const __u8 *msg, __u32 len)
 		t = (__u32)(b & 0x3f) << 8 | dns_u8(msg, len, pos + 1);
 		if (t < TF_DNS_HDR_LEN || t >= w->seg || w->jumps >= TF_DNS_JUMPS_MAX)
 			return -1;
+		if (dns_owner_whole(p, t, pos))
+			return 1;
 		w->jumps++;
 		if (!w->end)
 			w->end = pos + 2;
@@ -343,6 +384,9 @@ DNS_INLINE int dns_qname(struct dns_parse *p, const __u8 *msg, __u32 len)
 	/* Only a name of host-name bytes becomes chain[0], the name events carry. */
 	p->chain_len[0] = p->nw.out;
 	p->chain_ttl[0] = 0xffffffff;
+	p->chain_off[0] = TF_DNS_HDR_LEN;
+	p->chain_jumps[0] = p->nw.jumps;
+	p->chain_alias[0] = 0;
 	p->nchain = 1;
 	p->pos = p->nw.end;
 	p->phase = DNS_PH_QTAIL;
@@ -407,9 +451,10 @@ DNS_INLINE int dns_rev(struct dns_parse *p)
 
 	if (k < d)
 		c = p->chain[0][(d - 1 - k) & (TF_DNS_NAME_BUF - 1)];
-	if (!p->answer)
+	if (!p->answer) {
 		p->rev[k & (TF_DNS_NAME_BUF - 1)] = c;
-	else if (p->want[k & (TF_DNS_NAME_BUF - 1)] != c)
+		p->rev_hash = tf_name_hash_add(p->rev_hash, c);
+	} else if (p->want[k & (TF_DNS_NAME_BUF - 1)] != c)
 		return dns_finish(p, DNS_MISMATCH);
 	p->k = (__u16)(k + 1);
 	if (k < d)
@@ -514,7 +559,9 @@ DNS_INLINE int dns_rr(struct dns_parse *p, const __u8 *msg, __u32 len)
 		}
 		p->ttl = ttl;
 		p->rd_end = rd_end;
-		dns_name_begin(p, rd, p->nchain, 0);
+		p->chain_off[p->nchain & (TF_DNS_CHAIN_MAX - 1)] = (__u16)rd;
+		/* compared with the chain as it is read, for its alias */
+		dns_name_begin(p, rd, p->nchain, (__u8)((1 << p->nchain) - 1));
 		p->phase = DNS_PH_CNAME;
 		return 0;
 	}
@@ -524,7 +571,7 @@ DNS_INLINE int dns_rr(struct dns_parse *p, const __u8 *msg, __u32 len)
 DNS_INLINE int dns_cname(struct dns_parse *p, const __u8 *msg, __u32 len)
 {
 	int r = dns_name_step(p, msg, len);
-	__u8 n = p->nchain;
+	__u8 n = p->nchain, k;
 
 	if (r == 0)
 		return 0;
@@ -535,6 +582,11 @@ DNS_INLINE int dns_cname(struct dns_parse *p, const __u8 *msg, __u32 len)
 	} else {
 		p->chain_len[n] = p->nw.out;
 		p->chain_ttl[n] = p->ttl;
+		p->chain_jumps[n] = p->nw.jumps;
+		p->chain_alias[n] = n;
+		for (k = TF_DNS_CHAIN_MAX; k-- > 0;)
+			if (k < n && (p->nw.cand & (1 << k)) && p->chain_len[k] == p->nw.out)
+				p->chain_alias[n] = k;
 		p->nchain = n + 1;
 	}
 	p->pos = p->rd_end;
@@ -589,6 +641,7 @@ DNS_INLINE void dns_parse_start(struct dns_parse *p, __u8 answer, const __u8 *wa
 				__u16 want_qtype)
 {
 	p->answer = answer;
+	p->walk_all = 0;
 	p->phase = DNS_PH_HDR;
 	p->status = DNS_MALFORMED;
 	p->matched = 0;
@@ -598,6 +651,7 @@ DNS_INLINE void dns_parse_start(struct dns_parse *p, __u8 answer, const __u8 *wa
 	p->owner = DNS_NONE;
 	p->rr = 0;
 	p->rev_len = 0;
+	p->rev_hash = TF_NAME_HASH_INIT;
 	p->chain_len[0] = 0;
 	p->want_len = want_len;
 	p->want_qtype = want_qtype;

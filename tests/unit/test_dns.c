@@ -28,6 +28,7 @@
 
 #include <tapfence/abi.h>
 #include <tapfence/dns.h>
+#include "../fuzz/dns_walk.h"
 #include "fixture.h"
 #include "pkt.h"
 
@@ -386,8 +387,14 @@ static const char *recs(const struct dns_parse *p, char *buf, size_t len)
 static void check_answer(const char *desc, const struct msg *m, const char *want,
 			 unsigned int qtype, int status, int matched, const char *learnt, int lost)
 {
+	static struct dns_parse ref;
 	char what[200], buf[1024];
+	__u8 rev[TF_DNS_NAME_MAX];
 	int st = parse(m, 1, want, qtype);
+
+	snprintf(what, sizeof(what), "parser: %s: the same with every owner walked", desc);
+	dns_parse_walk_all(&ref, m->b, m->len, rev, (__u16)rev_of(want, rev), (__u16)qtype);
+	CHECK_TRUE(what, dns_same_outcome(&P, &ref));
 
 	snprintf(what, sizeof(what), "parser: %s: status", desc);
 	CHECK_EQ(what, st, status);
@@ -399,6 +406,38 @@ static void check_answer(const char *desc, const struct msg *m, const char *want
 	CHECK_STR(what, recs(&P, buf, sizeof(buf)), learnt);
 	snprintf(what, sizeof(what), "parser: %s: records lost", desc);
 	CHECK_EQ(what, P.lost, lost);
+}
+
+/*
+ * An answer to a.test: a CNAME whose target, b.x...x.a.test, follows jumps
+ * pointers (through label fragments in the data of a record of type 99),
+ * then an A record owned by a pointer to that target. Taken whole, the
+ * owner follows the target's pointers and its own.
+ */
+static void m_jumpy(struct msg *m, unsigned int jumps)
+{
+	__u8 frag[4 * TF_DNS_JUMPS_MAX], target[4];
+	unsigned int i, prev = TF_DNS_HDR_LEN, at;
+	char owner[16];
+
+	m_answer(m, 7, 0, "a.test", DNS_T_A, 3);
+	at = m->len + 12; /* the data of a record owned by "@12" */
+	for (i = 0; i + 1 < jumps; i++) {
+		frag[4 * i] = 1;
+		frag[4 * i + 1] = 'x';
+		frag[4 * i + 2] = (__u8)(0xc0 | prev >> 8);
+		frag[4 * i + 3] = (__u8)prev;
+		prev = at + 4 * i;
+	}
+	m_rr(m, "@12", 99, 60, frag, 4 * (jumps - 1));
+	at = m->len + 12;
+	target[0] = 1;
+	target[1] = 'b';
+	target[2] = (__u8)(0xc0 | prev >> 8);
+	target[3] = (__u8)prev;
+	m_rr(m, "@12", DNS_T_CNAME, 300, target, sizeof(target));
+	snprintf(owner, sizeof(owner), "@%u", at);
+	m_a(m, owner, 60, "203.0.113.30");
 }
 
 static void test_parse_answers(void)
@@ -522,6 +561,20 @@ static void test_parse_answers(void)
 	m_a(&m, "b@14", 60, "203.0.113.18");
 	check_answer("pointer to a name ending in a pointer", &m, "a.test", DNS_T_A, DNS_OK, 1,
 		     "203.0.113.18/60", 0);
+	m_jumpy(&m, TF_DNS_JUMPS_MAX - 1);
+	check_answer("owner: a pointer to a target of TF_DNS_JUMPS_MAX - 1 pointers", &m,
+		     "a.test", DNS_T_A, DNS_OK, 1, "203.0.113.30/60", 0);
+	m_jumpy(&m, TF_DNS_JUMPS_MAX);
+	check_answer("owner: a pointer to a target of TF_DNS_JUMPS_MAX pointers: one too many",
+		     &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	m_answer(&m, 7, 0, "a.test", DNS_T_A, 2);
+	at = m.len + 12;
+	m_cname(&m, "@12", 30, "@12");
+	snprintf(a, sizeof(a), "@%u", at);
+	m_a(&m, a, 60, "203.0.113.31");
+	/* Owned by the asked name (the first chain name it equals): the CNAME's TTL not taken. */
+	check_answer("a CNAME to the asked name, an A record owned by a pointer to its target", &m,
+		     "a.test", DNS_T_A, DNS_OK, 1, "203.0.113.31/60", 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 1);
 	m_a(&m, "@12", 60, "203.0.113.19");
 	m.b[m.len - 4 - 10 - 2] = 0x80; /* the pointer's first byte: label type 0x80 */
@@ -1184,14 +1237,16 @@ static void test_answers(struct env *e)
 	CHECK_FIELD("140.82.112.3 is learnt in this generation", l, ver, 1);
 	{
 		struct tf_bind_key bk = { .family = TF_FAM_IPV4 };
-		__u64 exp = 0;
+		struct tf_bind_val bv;
 
 		pk_addr("140.82.112.3", bk.addr);
-		memcpy(bk.name, rev, 11);
+		bk.name_hash = tf_name_hash(rev, 11);
 		CHECK_EQ("140.82.112.3 is bound to github.com for SNI checks",
-			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &exp), 0);
+			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &bv), 0);
 		CHECK_TRUE("the binding ends with the TTL",
-			   exp > now_ns() && exp <= now_ns() + 61000000000ULL);
+			   bv.expires_ns > now_ns() && bv.expires_ns <= now_ns() + 61000000000ULL);
+		CHECK_FIELD("the binding holds github.com's name", bv, name_len, 11);
+		CHECK_MEM("the binding holds github.com's name: bytes", bv.name, rev, 11);
 	}
 	CHECK_EQ("140.82.112.3 expires with the TTL (60 s)", learned_ttl(e, "140.82.112.3"), 60);
 	CHECK_EQ("140.82.112.3 is not learnt for session B",
