@@ -4,7 +4,7 @@
  * the unit tests and the libFuzzer harness (tests/fuzz/fuzz_dns.c).
  *
  * It is a state machine over a bounded byte buffer: dns_step() does one
- * small step (one byte of a name, or one fixed-size field group) and says
+ * small step (one label of a name, or one fixed-size field group) and says
  * whether the message is done. Each side drives it with its own loop: the
  * BPF programs with one bpf_loop() (bpf/lib/dns.bpf.h), so the verifier
  * checks one step instead of every path through nested loops; userspace
@@ -53,8 +53,10 @@
 #define TF_DNS_CHAIN_MAX 4		       /* the asked name and up to 3 CNAME targets */
 #define TF_DNS_RR_MAX	 64		       /* answer records walked; more are not learnt from */
 #define TF_DNS_JUMPS_MAX 16		       /* compression pointers followed per name */
+#define TF_DNS_LABEL_STEP 8		       /* label bytes one step reads */
+#define TF_DNS_REV_STEP	  16		       /* reversed-form bytes one step writes */
 
-/* Steps of one name: one per wire byte (<= 255) plus one per jump. */
+/* Steps of one name, at most: one per wire byte (<= 255) plus one per jump. */
 #define TF_DNS_NAME_STEPS (TF_DNS_WIRE_MAX + TF_DNS_JUMPS_MAX)
 /* Enough for any message the limits above accept: header, question, reversal, records. */
 #define TF_DNS_STEPS_MAX                                                                     \
@@ -285,60 +287,68 @@ DNS_INLINE int dns_owner_whole(struct dns_parse *p, __u32 t, __u32 pos)
 }
 
 /*
- * One step of reading a name: one label byte, one length byte or one
- * compression pointer. Returns 0 to go on, 1 when the name is read, -1 if
- * it is malformed. Compression only in answers; a pointer must point into
- * the message body (past the header) and strictly below the bytes it was
- * reached from (RFC 1035 4.1.4 speaks of "a prior occurrence"), so every
- * jump goes backwards and a loop is impossible.
+ * One step of reading a name: a label's length byte and up to
+ * TF_DNS_LABEL_STEP of its bytes, or the next bytes of a label, or the
+ * root label, or one compression pointer. Returns 0 to go on, 1 when the
+ * name is read, -1 if it is malformed. Compression only in answers; a
+ * pointer must point into the message body (past the header) and strictly
+ * below the bytes it was reached from (RFC 1035 4.1.4 speaks of "a prior
+ * occurrence"), so every jump goes backwards and a loop is impossible.
  */
 DNS_INLINE int dns_name_step(struct dns_parse *p, const __u8 *msg, __u32 len)
 {
 	struct dns_name_walk *w = &p->nw;
-	__u32 pos = w->pos, t;
-	__u8 b, c;
+	__u32 pos = w->pos, t, i;
+	__u8 b, c, left = w->left;
 
-	if (pos >= len)
-		return -1;
-	b = dns_u8(msg, len, pos);
-	if (w->left) {
-		c = b >= 'A' && b <= 'Z' ? (__u8)(b + ('a' - 'A')) : b;
+	if (!left) {
+		if (pos >= len)
+			return -1;
+		b = dns_u8(msg, len, pos);
+		if (b == 0) {
+			if (!w->end)
+				w->end = pos + 1;
+			return 1;
+		}
+		if ((b & 0xc0) == 0xc0) {
+			if (!p->answer || pos + 1 >= len)
+				return -1;
+			t = (__u32)(b & 0x3f) << 8 | dns_u8(msg, len, pos + 1);
+			if (t < TF_DNS_HDR_LEN || t >= w->seg || w->jumps >= TF_DNS_JUMPS_MAX)
+				return -1;
+			if (dns_owner_whole(p, t, pos))
+				return 1;
+			w->jumps++;
+			if (!w->end)
+				w->end = pos + 2;
+			w->pos = t;
+			w->seg = t;
+			return 0;
+		}
+		if (b & 0xc0)
+			return -1; /* 0x40 and 0x80 label types: obsolete (RFC 6891 5) */
+		if (w->wire + b + 1 >= TF_DNS_WIRE_MAX)
+			return -1; /* no room left for the root label */
+		w->wire = (__u16)(w->wire + b + 1);
+		if (w->out)
+			dns_name_put(p, '.');
+		left = b;
+		pos++;
+	}
+	for (i = 0; i < TF_DNS_LABEL_STEP && left; i++) {
+		if (pos >= len)
+			return -1;
+		c = dns_u8(msg, len, pos);
+		if (c >= 'A' && c <= 'Z')
+			c = (__u8)(c + ('a' - 'A'));
 		if (!dns_name_char(c))
 			w->bad = 1;
 		dns_name_put(p, c);
-		w->left--;
-		w->pos = pos + 1;
-		return 0;
+		left--;
+		pos++;
 	}
-	if (b == 0) {
-		if (!w->end)
-			w->end = pos + 1;
-		return 1;
-	}
-	if ((b & 0xc0) == 0xc0) {
-		if (!p->answer || pos + 1 >= len)
-			return -1;
-		t = (__u32)(b & 0x3f) << 8 | dns_u8(msg, len, pos + 1);
-		if (t < TF_DNS_HDR_LEN || t >= w->seg || w->jumps >= TF_DNS_JUMPS_MAX)
-			return -1;
-		if (dns_owner_whole(p, t, pos))
-			return 1;
-		w->jumps++;
-		if (!w->end)
-			w->end = pos + 2;
-		w->pos = t;
-		w->seg = t;
-		return 0;
-	}
-	if (b & 0xc0)
-		return -1; /* 0x40 and 0x80 label types: obsolete (RFC 6891 5) */
-	if (w->wire + b + 1 >= TF_DNS_WIRE_MAX)
-		return -1; /* no room left for the root label */
-	w->wire = (__u16)(w->wire + b + 1);
-	if (w->out)
-		dns_name_put(p, '.');
-	w->left = b;
-	w->pos = pos + 1;
+	w->left = left;
+	w->pos = pos;
 	return 0;
 }
 
@@ -441,23 +451,30 @@ DNS_INLINE void dns_owner_begin(struct dns_parse *p)
 }
 
 /*
- * One byte of the reversed form: rev[k] = fwd[D - 1 - k], then the dot. A
- * query keeps it; an answer compares it with the stored query's.
+ * Up to TF_DNS_REV_STEP bytes of the reversed form: rev[k] = fwd[D - 1 - k],
+ * then the dot. A query keeps it (and its hash); an answer compares it
+ * with the stored query's.
  */
 DNS_INLINE int dns_rev(struct dns_parse *p)
 {
-	__u32 d = p->chain_len[0], k = p->k;
-	__u8 c = '.';
+	__u32 d = p->chain_len[0], k = p->k, i;
+	__u64 h = p->rev_hash;
+	__u8 c;
 
-	if (k < d)
-		c = p->chain[0][(d - 1 - k) & (TF_DNS_NAME_BUF - 1)];
-	if (!p->answer) {
-		p->rev[k & (TF_DNS_NAME_BUF - 1)] = c;
-		p->rev_hash = tf_name_hash_add(p->rev_hash, c);
-	} else if (p->want[k & (TF_DNS_NAME_BUF - 1)] != c)
-		return dns_finish(p, DNS_MISMATCH);
-	p->k = (__u16)(k + 1);
-	if (k < d)
+	for (i = 0; i < TF_DNS_REV_STEP; i++, k++) {
+		if (k > d)
+			break;
+		c = k < d ? p->chain[0][(d - 1 - k) & (TF_DNS_NAME_BUF - 1)] : '.';
+		if (!p->answer) {
+			p->rev[k & (TF_DNS_NAME_BUF - 1)] = c;
+			h = tf_name_hash_add(h, c);
+		} else if (p->want[k & (TF_DNS_NAME_BUF - 1)] != c) {
+			return dns_finish(p, DNS_MISMATCH);
+		}
+	}
+	p->rev_hash = h;
+	p->k = (__u16)k;
+	if (k <= d)
 		return 0;
 	p->rev_len = (__u16)(d + 1);
 	if (!p->answer)
