@@ -65,6 +65,8 @@
 #define TF_TLS_WALK_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + 4)
 #define TF_TLS_COPY_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + TF_TLS_BUF / TF_TLS_COPY + 4)
 #define TF_TLS_PARSE_STEPS  (8 + TF_TLS_BUF / 4 + 256 + TF_DNS_NAME_MAX)
+#define TF_TLS_SNI_STEP	    8  /* SNI bytes one parse step reads */
+#define TF_TLS_REV_STEP	    16 /* reversed-form bytes one parse step writes */
 /* Following: at most a step per wire byte, plus the walk of a later hello. */
 #define TF_TLS_FOLLOW_STEPS (TF_TLS_BUF + TF_TLS_WALK_STEPS)
 
@@ -469,7 +471,7 @@ static inline int tls_extension(struct tls_parse *p, const __u8 *hs, __u32 type,
 /* One parsing step; returns 1 when the parse is done (phase DONE). */
 static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 {
-	__u32 n, type;
+	__u32 n, type, i;
 
 	switch (p->phase) {
 	case TLS_PH_HELLO:
@@ -519,32 +521,36 @@ static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 		return tls_extension(p, hs, type, n);
 	case TLS_PH_SNI:
 		/*
-		 * A step a byte up to one past TF_TLS_SNI_MAX, then the rest is
-		 * skipped: a name of thousands of bytes would outrun
-		 * TF_TLS_PARSE_STEPS, and it is too long whatever they are.
+		 * TF_TLS_SNI_STEP bytes a step up to one past TF_TLS_SNI_MAX,
+		 * then the rest is skipped: a name of thousands of bytes would
+		 * outrun TF_TLS_PARSE_STEPS, and it is too long whatever they are.
 		 */
-		if (p->pos == p->sni_end || p->sni_len > TF_TLS_SNI_MAX) {
-			p->pos = p->sni_end;
-			p->phase = TLS_PH_EXT;
-			return 0;
+		for (i = 0; i < TF_TLS_SNI_STEP; i++) {
+			if (p->pos == p->sni_end || p->sni_len > TF_TLS_SNI_MAX) {
+				p->pos = p->sni_end;
+				p->phase = TLS_PH_EXT;
+				return 0;
+			}
+			tls_sni_byte(p, hs[p->pos & TF_TLS_MASK]);
+			p->pos++;
 		}
-		tls_sni_byte(p, hs[p->pos & TF_TLS_MASK]);
-		p->pos++;
 		return 0;
 	case TLS_PH_REV:
 		/* "www.github.com" -> "moc.buhtig.www." (sni_len <= TF_TLS_SNI_MAX here) */
-		n = p->pos;
-		if (n > TF_DNS_NAME_MAX - 1)
-			return tls_fail(p, TLS_MALFORMED);
-		if (n == p->sni_len) {
-			p->rev[n] = '.';
-			p->rev_len = p->sni_len + 1;
-			p->rev_hash = tf_name_hash_add(p->rev_hash, '.');
-			return tls_done(p, TLS_OK);
+		for (i = 0; i < TF_TLS_REV_STEP; i++) {
+			n = p->pos;
+			if (n > TF_DNS_NAME_MAX - 1)
+				return tls_fail(p, TLS_MALFORMED);
+			if (n == p->sni_len) {
+				p->rev[n] = '.';
+				p->rev_len = p->sni_len + 1;
+				p->rev_hash = tf_name_hash_add(p->rev_hash, '.');
+				return tls_done(p, TLS_OK);
+			}
+			p->rev[n] = p->sni[(p->sni_len - 1 - n) & (TF_DNS_NAME_BUF - 1)];
+			p->rev_hash = tf_name_hash_add(p->rev_hash, p->rev[n]);
+			p->pos++;
 		}
-		p->rev[n] = p->sni[(p->sni_len - 1 - n) & (TF_DNS_NAME_BUF - 1)];
-		p->rev_hash = tf_name_hash_add(p->rev_hash, p->rev[n]);
-		p->pos++;
 		return 0;
 	}
 	return 1;
