@@ -1552,6 +1552,89 @@ static int scale_targets(struct bench *b, unsigned int nrules, struct target t[N
 	return prime_flow(b);
 }
 
+/*
+ * The fast path on a flow picked at random among the n filled by
+ * flows_fill() (issue 17: "random of 1M flows <= 2x the hot figure"), in
+ * single runs, each beside a single run of the hot flow and one of the
+ * no-op: a repeated run would keep the random flow's entry in cache. Each
+ * run must count as allow_flow (check_end()). Emits both series (net of
+ * the no-op's) and their ratio.
+ */
+static int random_flows(struct bench *b, const struct target t[NSCASES], unsigned int x,
+			unsigned int n, json_t *out)
+{
+	static double a[SINGLES], h[SINGLES], z[SINGLES];
+	static struct series rnd, hot, noop;
+	struct target r = t[S_FAST];
+	__u32 seed = 2463534242u, v, d;
+	unsigned int i, k, runs = 0;
+	struct check ck;
+	double net_r, net_h;
+	json_t *m;
+	int err;
+
+	snprintf(rnd.id, sizeof(rnd.id), "scale.flows.random.%u", x);
+	snprintf(hot.id, sizeof(hot.id), "scale.flows.hot_single.%u", x);
+	snprintf(noop.id, sizeof(noop.id), "scale.flows.noop_single.%u", x);
+	rnd.desc = "fast path, a flow picked at random among the table's (single runs)";
+	hot.desc = "fast path, the same flow each time (single runs)";
+	noop.desc = "no-op program (single runs, the baseline)";
+	rnd.mode = hot.mode = noop.mode = "single";
+	rnd.n = hot.n = noop.n = 0;
+	rnd.max_ratio = hot.max_ratio = 0;
+	rnd.max_ns = rnd.max_net_ns = hot.max_ns = hot.max_net_ns = 0;
+	/* flows_fill()'s keys: the frame's IPv4 destination (offset 30) and TCP source port (34). */
+	if (r.f.family != TF_FAM_IPV4 || r.f.len < 38)
+		return -EINVAL;
+	err = check_begin(b, &t[S_FAST], &ck);
+	for (k = 0; k < b->rounds && !err; k++) {
+		for (i = 0; i < b->singles && !err; i++, runs++) {
+			seed ^= seed << 13;
+			seed ^= seed >> 17;
+			seed ^= seed << 5;
+			v = seed % n;
+			r.f.data[30] = 198;
+			r.f.data[31] = (__u8)(18 + ((v >> 16) & 1));
+			r.f.data[32] = (__u8)(v >> 8);
+			r.f.data[33] = (__u8)v;
+			pk_put16(r.f.data + 34, 1024 + (v >> 17));
+			err = test_run(&r, 1, &d);
+			a[i] = d;
+			if (!err)
+				err = test_run(&t[S_FAST], 1, &d);
+			h[i] = d;
+			if (!err)
+				err = test_run(&t[S_NOOP], 1, &d);
+			z[i] = d;
+		}
+		rnd.s[rnd.n++] = median(a, b->singles);
+		hot.s[hot.n++] = median(h, b->singles);
+		noop.s[noop.n++] = median(z, b->singles);
+	}
+	if (!err)
+		err = check_end(b, &t[S_FAST], &ck, 2ULL * runs, rnd.id);
+	if (err)
+		return err;
+	json_array_append_new(out, metric_json(&noop, NULL, "scale_random", 1));
+	json_array_append_new(out, metric_json(&hot, &noop, "scale_random", 1));
+	json_array_append_new(out, metric_json(&rnd, &noop, "scale_random", 1));
+	progress(&hot, &noop);
+	progress(&rnd, &noop);
+	net_r = median(rnd.s, rnd.n) - median(noop.s, noop.n);
+	net_h = median(hot.s, hot.n) - median(noop.s, noop.n);
+	snprintf(rnd.id, sizeof(rnd.id), "scale.flows.random_vs_hot.%u", x);
+	m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:s, s:i}", "id", rnd.id, "group", "scale_random",
+		      "desc", "fast path: a random flow's cost over a hot one's (each net of the no-op)",
+		      "unit", "x", "value", net_h > 0 ? net_r / net_h : 0, "dim", "flows", "x", x);
+	/* Issue 17's target is on 1M flows. */
+	if (m && x >= 1000000)
+		json_object_set_new(m, "target", json_pack("{s:s, s:f}", "on", "value", "max", 2.0));
+	json_array_append_new(out, m);
+	fprintf(stderr, "  %-34s %8.2f x  (net %.0f / %.0f ns)\n", rnd.id,
+		net_h > 0 ? net_r / net_h : 0, net_r, net_h);
+	return 0;
+}
+
 static int scale_point(const struct dim *d, unsigned int x, struct bench *b, json_t *out,
 		       double med[NSCASES])
 {
@@ -1615,6 +1698,8 @@ static int scale_point(const struct dim *d, unsigned int x, struct bench *b, jso
 		progress(&v[i], i == S_NOOP ? NULL : &v[S_NOOP]);
 		med[i] = median(v[i].s, v[i].n);
 	}
+	if (!err && nflows && !strcmp(d->id, "flows"))
+		err = random_flows(b, t, x, nflows, out);
 cleanup:
 	bench_close(b);
 	return err;

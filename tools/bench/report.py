@@ -266,6 +266,8 @@ GROUPS = [
               "to the plain session's same packet, this run)"),
     ("scale", "Scaling (TC, guest -> host; ratio to the no-op)"),
     ("scale_growth", "Scaling: cost at the largest point / at the smallest"),
+    ("scale_random", "Fast path on a flow picked at random among the table's, against the same flow each "
+                     "time (single runs; net: over the no-op's single run)"),
     ("events", "Event feed: the daemon's drain loop alone (ring buffer -> JSON log file)"),
     ("throughput", "Throughput (ratio to no enforcement, per repetition)"),
     ("throughput_cost", "Per-run cost of the daemon's programs under that load (one more run each, stats on)"),
