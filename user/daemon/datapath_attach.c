@@ -243,15 +243,15 @@ static int xdp_detach_alone(struct tf_dp *dp, __u32 ifindex)
 {
 	int fd = dp->xdp ? xdp_program__fd(dp->xdp) : -1;
 	LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = fd);
-	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info), flags;
+	struct tf_xdp_state st;
 
-	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || bpf_xdp_query((int)ifindex, 0, &q))
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || tf_xdp_state(ifindex, &st))
 		return 0;
-	if (q.attach_mode == XDP_ATTACHED_DRV && q.drv_prog_id == info.id)
+	if (st.attached == XDP_ATTACHED_DRV && st.ids[IFLA_XDP_DRV_PROG_ID] == info.id)
 		flags = XDP_FLAGS_DRV_MODE;
-	else if (q.attach_mode == XDP_ATTACHED_SKB && q.skb_prog_id == info.id)
+	else if (st.attached == XDP_ATTACHED_SKB && st.ids[IFLA_XDP_SKB_PROG_ID] == info.id)
 		flags = XDP_FLAGS_SKB_MODE;
 	else
 		return 0;

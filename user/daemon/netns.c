@@ -122,15 +122,13 @@ static int tcx_link_here(int prog_fd, __u32 ifindex, __u32 attach_type, __u32 fl
 }
 
 /*
- * The XDP program that runs first on ifindex (0: none), from one
- * RTM_GETLINK of that device. Not bpf_xdp_query_id(): libbpf 1.1 dumps
- * every device of the namespace for it (NLM_F_DUMP, filtered in user
- * space), about 8 us a device, and tf_attest_first() runs it on every
- * session add on a guarded device: 10-14 ms with 1200 taps. Several
- * attached at once (XDP_ATTACHED_MULTI, no IFLA_XDP_PROG_ID) report the
- * first to run; libbpf reported none.
+ * What XDP runs on ifindex in the current namespace, from one RTM_GETLINK
+ * of that device. Not libbpf's bpf_xdp_query(): libbpf 1.1 dumps every
+ * device of the namespace for it (NLM_F_DUMP, filtered in user space),
+ * about 8 us a device, and tf_attest_first() asks on every session add on
+ * a guarded device: 10-14 ms with 1200 taps.
  */
-static int xdp_id_here(__u32 ifindex, __u32 *id)
+int tf_xdp_state(__u32 ifindex, struct tf_xdp_state *st)
 {
 	struct {
 		struct nlmsghdr h;
@@ -147,18 +145,16 @@ static int xdp_id_here(__u32 ifindex, __u32 *id)
 		.mask = RTEXT_FILTER_SKIP_STATS,
 	};
 	struct timeval tmo = { .tv_sec = 2 };
-	__u32 ids[IFLA_XDP_MAX + 1] = {}, attached = ~0U; /* ~0U: not said */
 	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
-	struct nlmsghdr *h;
-	struct rtattr *a, *x;
-	ssize_t n;
-	static const int order[] = { IFLA_XDP_PROG_ID, IFLA_XDP_HW_PROG_ID, IFLA_XDP_DRV_PROG_ID,
-				     IFLA_XDP_SKB_PROG_ID };
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
 	socklen_t fromlen = sizeof(from);
 	int len, xlen, sock, err = -EPROTO;
-	unsigned int k;
+	struct nlmsghdr *h;
+	struct rtattr *a, *x;
+	ssize_t n;
 
+	memset(st, 0, sizeof(*st));
+	st->attached = ~0U; /* not said */
 	sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (sock < 0)
 		return -errno;
@@ -200,24 +196,40 @@ static int xdp_id_here(__u32 ifindex, __u32 *id)
 				xlen = (int)RTA_PAYLOAD(a);
 				for (x = RTA_DATA(a); RTA_OK(x, xlen); x = RTA_NEXT(x, xlen)) {
 					if (x->rta_type == IFLA_XDP_ATTACHED && RTA_PAYLOAD(x) >= 1)
-						attached = *(__u8 *)RTA_DATA(x);
+						st->attached = *(__u8 *)RTA_DATA(x);
 					else if (x->rta_type <= IFLA_XDP_MAX && RTA_PAYLOAD(x) == 4)
-						memcpy(&ids[x->rta_type], RTA_DATA(x), 4);
+						memcpy(&st->ids[x->rta_type], RTA_DATA(x), 4);
 				}
 			}
 			err = 0;
 			break;
 		}
 	close(sock);
-	if (!err && attached == ~0U)
-		err = -EPROTO; /* every device says it: unknown counts as ahead */
+	if (!err && st->attached == ~0U)
+		err = -EPROTO; /* every device says it */
+	return err;
+}
+
+/*
+ * The XDP program that runs first on ifindex (0: none): offloaded, then
+ * driver, then generic. Several attached at once (XDP_ATTACHED_MULTI, no
+ * IFLA_XDP_PROG_ID) report the first to run (libbpf reported none);
+ * attached but unnamed, or any doubt: ~0U, something ahead.
+ */
+static int xdp_id_here(__u32 ifindex, __u32 *id)
+{
+	static const int order[] = { IFLA_XDP_PROG_ID, IFLA_XDP_HW_PROG_ID, IFLA_XDP_DRV_PROG_ID,
+				     IFLA_XDP_SKB_PROG_ID };
+	struct tf_xdp_state st;
+	unsigned int k;
+	int err = tf_xdp_state(ifindex, &st);
+
 	if (err)
 		return err;
-	/* The first to run: offloaded, then driver, then generic; attached but unnamed: ahead. */
-	*id = attached == XDP_ATTACHED_NONE ? 0 : ~0U;
+	*id = st.attached == XDP_ATTACHED_NONE ? 0 : ~0U;
 	for (k = 0; *id && k < sizeof(order) / sizeof(order[0]); k++)
-		if (ids[order[k]]) {
-			*id = ids[order[k]];
+		if (st.ids[order[k]]) {
+			*id = st.ids[order[k]];
 			break;
 		}
 	return 0;

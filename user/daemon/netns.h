@@ -16,6 +16,7 @@
 #ifndef TF_DAEMON_NETNS_H
 #define TF_DAEMON_NETNS_H
 
+#include <linux/if_link.h>
 #include <linux/types.h>
 #include <tapfence/abi.h>
 
@@ -23,6 +24,18 @@
 extern __u64 tf_ns_self;
 
 /* Read tf_ns_self; with broker = 1 also fork the broker. 0 or -errno. */
+/*
+ * XDP on a device of the current namespace, from one RTM_GETLINK:
+ * @attached an XDP_ATTACHED_* mode, @ids the IFLA_XDP_*_PROG_ID it named
+ * (0 where none). An error if the kernel's answer does not say.
+ */
+struct tf_xdp_state {
+	__u32 attached;
+	__u32 ids[IFLA_XDP_MAX + 1];
+};
+
+int tf_xdp_state(__u32 ifindex, struct tf_xdp_state *st);
+
 int tf_ns_init(int broker);
 /* End the broker (daemon exit). */
 void tf_ns_stop(void);
