@@ -294,7 +294,9 @@ static int nsid_msg(int sock, __u16 type, int ns, __s32 *nsid)
 		.a2 = { .rta_len = RTA_LENGTH(4), .rta_type = NETNSA_NSID },
 		.id = NETNSA_NSID_NOT_ASSIGNED,
 	};
-	char buf[512];
+	char buf[512] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct sockaddr_nl from;
+	socklen_t fromlen = sizeof(from);
 	struct nlmsghdr *h;
 	struct rtattr *a;
 	ssize_t n;
@@ -304,12 +306,18 @@ static int nsid_msg(int sock, __u16 type, int ns, __s32 *nsid)
 		req.h.nlmsg_len -= sizeof(req.a2) + sizeof(req.id);
 	if (send(sock, &req, req.h.nlmsg_len, 0) != (ssize_t)req.h.nlmsg_len)
 		return -errno;
-	n = recv(sock, buf, sizeof(buf), 0);
+	n = recvfrom(sock, buf, sizeof(buf), MSG_TRUNC, (struct sockaddr *)&from, &fromlen);
 	if (n < 0)
 		return -errno;
+	if (n > (ssize_t)sizeof(buf))
+		return -EMSGSIZE;
+	if (fromlen != sizeof(from) || from.nl_pid != 0)
+		return -EPROTO; /* not the kernel's */
 	for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
 		if (h->nlmsg_type == NLMSG_ERROR)
-			return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+			return h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)) ?
+				       -EPROTO :
+				       ((struct nlmsgerr *)NLMSG_DATA(h))->error;
 		if (h->nlmsg_type != RTM_NEWNSID)
 			continue;
 		len = h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(struct rtgenmsg)));
@@ -331,12 +339,19 @@ static int nsid_msg(int sock, __u16 type, int ns, __s32 *nsid)
 static int nsid_here(int ns, __u32 *out)
 {
 	struct timeval tmo = { .tv_sec = 2 };
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	__s32 nsid = NETNSA_NSID_NOT_ASSIGNED;
 	int sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), err;
 
 	if (sock < 0)
 		return -errno;
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+	/* Connected to the kernel, as tf_xdp_state(): no other sender's message is taken. */
+	if (connect(sock, (struct sockaddr *)&kernel, sizeof(kernel))) {
+		err = -errno;
+		close(sock);
+		return err;
+	}
 	err = nsid_msg(sock, RTM_NEWNSID, ns, &nsid);
 	if (!err || err == -EEXIST)
 		err = nsid_msg(sock, RTM_GETNSID, ns, &nsid);
@@ -348,7 +363,6 @@ static int nsid_here(int ns, __u32 *out)
 	return err;
 }
 
-/* Broker side: open path if it is a network namespace, and enter it. */
 /*
  * Broker side: open path if it is a network namespace, and enter it. The
  * path is resolved once, to an O_PATH fd (which opens nothing: no device
