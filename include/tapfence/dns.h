@@ -45,16 +45,16 @@
  * MTU is at most 1472 bytes, and fragments are dropped before DNS is read.
  * A power of two: every read is masked with TF_DNS_MSG_MAX - 1.
  */
-#define TF_DNS_MSG_MAX	 2048
-#define TF_DNS_HDR_LEN	 12
-#define TF_DNS_WIRE_MAX	 255		       /* RFC 1035 3.1: a name's wire length */
-#define TF_DNS_FWD_MAX	 (TF_DNS_NAME_MAX - 1) /* forward form: reversed minus the dot */
-#define TF_DNS_NAME_BUF	 256		       /* name buffers: a power of two, for masking */
-#define TF_DNS_CHAIN_MAX 4		       /* the asked name and up to 3 CNAME targets */
-#define TF_DNS_RR_MAX	 64		       /* answer records walked; more are not learnt from */
-#define TF_DNS_JUMPS_MAX 16		       /* compression pointers followed per name */
-#define TF_DNS_LABEL_STEP 8		       /* label bytes one step reads */
-#define TF_DNS_REV_STEP	  16		       /* reversed-form bytes one step writes */
+#define TF_DNS_MSG_MAX	  2048
+#define TF_DNS_HDR_LEN	  12
+#define TF_DNS_WIRE_MAX	  255			/* RFC 1035 3.1: a name's wire length */
+#define TF_DNS_FWD_MAX	  (TF_DNS_NAME_MAX - 1) /* forward form: reversed minus the dot */
+#define TF_DNS_NAME_BUF	  256			/* name buffers: a power of two, for masking */
+#define TF_DNS_CHAIN_MAX  4			/* the asked name and up to 3 CNAME targets */
+#define TF_DNS_RR_MAX	  64 /* answer records walked; more are not learnt from */
+#define TF_DNS_JUMPS_MAX  16 /* compression pointers followed per name */
+#define TF_DNS_LABEL_STEP 8  /* label bytes one step reads */
+#define TF_DNS_REV_STEP	  16 /* reversed-form bytes one step writes */
 
 /* Steps of one name, at most: one per wire byte (<= 255) plus one per jump. */
 #define TF_DNS_NAME_STEPS (TF_DNS_WIRE_MAX + TF_DNS_JUMPS_MAX)
@@ -275,8 +275,7 @@ DNS_INLINE int dns_owner_whole(struct dns_parse *p, __u32 t, __u32 pos)
 	if (p->walk_all || w->out || w->jumps || w->dst != DNS_NONE)
 		return 0;
 	for (k = 0; k < TF_DNS_CHAIN_MAX; k++) {
-		if (k >= p->nchain || p->chain_off[k] != t ||
-		    p->chain_jumps[k] >= TF_DNS_JUMPS_MAX)
+		if (k >= p->nchain || p->chain_off[k] != t || p->chain_jumps[k] >= TF_DNS_JUMPS_MAX)
 			continue;
 		w->end = pos + 2;
 		w->out = p->chain_len[k];

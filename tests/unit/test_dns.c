@@ -562,11 +562,11 @@ static void test_parse_answers(void)
 	check_answer("pointer to a name ending in a pointer", &m, "a.test", DNS_T_A, DNS_OK, 1,
 		     "203.0.113.18/60", 0);
 	m_jumpy(&m, TF_DNS_JUMPS_MAX - 1);
-	check_answer("owner: a pointer to a target of TF_DNS_JUMPS_MAX - 1 pointers", &m,
-		     "a.test", DNS_T_A, DNS_OK, 1, "203.0.113.30/60", 0);
+	check_answer("owner: a pointer to a target of TF_DNS_JUMPS_MAX - 1 pointers", &m, "a.test",
+		     DNS_T_A, DNS_OK, 1, "203.0.113.30/60", 0);
 	m_jumpy(&m, TF_DNS_JUMPS_MAX);
-	check_answer("owner: a pointer to a target of TF_DNS_JUMPS_MAX pointers: one too many",
-		     &m, "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
+	check_answer("owner: a pointer to a target of TF_DNS_JUMPS_MAX pointers: one too many", &m,
+		     "a.test", DNS_T_A, DNS_MALFORMED, 1, NULL, 0);
 	m_answer(&m, 7, 0, "a.test", DNS_T_A, 2);
 	at = m.len + 12;
 	m_cname(&m, "@12", 30, "@12");

@@ -1624,11 +1624,13 @@ static int random_flows(struct bench *b, const struct target t[NSCASES], unsigne
 	net_h = median(hot.s, hot.n) - median(noop.s, noop.n);
 	snprintf(rnd.id, sizeof(rnd.id), "scale.flows.random_vs_hot.%u", x);
 	m = json_pack("{s:s, s:s, s:s, s:s, s:f, s:s, s:i}", "id", rnd.id, "group", "scale_random",
-		      "desc", "fast path: a random flow's cost over a hot one's (each net of the no-op)",
+		      "desc",
+		      "fast path: a random flow's cost over a hot one's (each net of the no-op)",
 		      "unit", "x", "value", net_h > 0 ? net_r / net_h : 0, "dim", "flows", "x", x);
 	/* Issue 17's target is on 1M flows. */
 	if (m && x >= 1000000)
-		json_object_set_new(m, "target", json_pack("{s:s, s:f}", "on", "value", "max", 2.0));
+		json_object_set_new(m, "target",
+				    json_pack("{s:s, s:f}", "on", "value", "max", 2.0));
 	json_array_append_new(out, m);
 	fprintf(stderr, "  %-34s %8.2f x  (net %.0f / %.0f ns)\n", rnd.id,
 		net_h > 0 ? net_r / net_h : 0, net_r, net_h);
