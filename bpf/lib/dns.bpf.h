@@ -110,7 +110,6 @@ static __always_inline enum judgement dns_query(struct judge *j, struct dns_scra
 	}
 
 	s->q.created_ns = bpf_ktime_get_ns();
-	s->q.name_hash = s->p.rev_hash;
 	s->q.ver = j->ver;
 	s->q.perm = perm;
 	s->q.name_idx = v ? v->idx : 0;
@@ -202,9 +201,8 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	/* The (address, name) pair first: an SNI check never sees the address without it. */
 	s->bkey.family = r->family;
 	__builtin_memcpy(s->bkey.addr, r->addr, 16);
-	s->bval.expires_ns = s->l.expires_ns;
 	bmap = bpf_map_lookup_elem(&tf_tlsbind, &sid);
-	if (!bmap || bpf_map_update_elem(bmap, &s->bkey, &s->bval, BPF_ANY))
+	if (!bmap || bpf_map_update_elem(bmap, &s->bkey, &s->l.expires_ns, BPF_ANY))
 		return 1;
 	lmap = bpf_map_lookup_elem(&tf_learned, &sid);
 	return !lmap || bpf_map_update_elem(lmap, &k, &s->l, BPF_ANY) ? 1 : 0;
@@ -225,11 +223,8 @@ static __always_inline void dns_learn(const struct judge *j, struct dns_scratch 
 	copy_halves(s->l.name, s->q.name, TF_DNS_NAME_MAX);
 	s->l.pad2[0] = 0;
 	s->l.pad2[1] = 0;
-	s->bkey.name_hash = s->q.name_hash;
 	__builtin_memset(s->bkey.pad, 0, sizeof(s->bkey.pad));
-	s->bval.name_len = s->q.name_len;
-	__builtin_memset(s->bval.pad, 0, sizeof(s->bval.pad));
-	copy_words(s->bval.name, s->q.name, TF_DNS_NAME_MAX);
+	copy_u32s(s->bkey.name, s->q.name, TF_DNS_NAME_MAX);
 	for (i = 0; i < TF_DNS_LEARN_MAX; i++) {
 		if (i >= s->p.nrec)
 			break;

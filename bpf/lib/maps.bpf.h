@@ -180,7 +180,7 @@ struct tf_tlsbind_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__uint(key_size, sizeof(struct tf_bind_key));
-	__uint(value_size, sizeof(struct tf_bind_val));
+	__uint(value_size, sizeof(__u64));
 };
 
 struct {
@@ -213,7 +213,6 @@ struct tls_scratch {
 	struct tls_parse p;
 	struct tf_name_key key;
 	struct tf_bind_key bkey;
-	struct tf_bind_val bval; /* a copy of the binding found (an LRU element can be recycled) */
 	struct tf_flow_key fkey; /* the segment's flow (keys may live in map values) */
 	struct tf_flow flow;	 /* JUDGE_NEED_TLS: a copy of the segment's flow (tls_flow_out()) */
 	__u8 chunk[TF_TLS_SLACK];
@@ -241,7 +240,6 @@ struct dns_scratch {
 	struct tf_dnsq q;	 /* the query being recorded, or a copy of the one answered */
 	struct tf_learned l;	 /* what an answer's addresses are learnt with */
 	struct tf_bind_key bkey; /* (address, asked name) pairs an SNI is checked against */
-	struct tf_bind_val bval;
 };
 
 struct {

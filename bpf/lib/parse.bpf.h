@@ -159,18 +159,6 @@ static __always_inline void copy_words(void *dst, const void *src, __u32 n)
 		d[i] = s[i];
 }
 
-/* 1 if n bytes (a multiple of 8) of two 8-aligned buffers are equal, compared a word at a time. */
-static __always_inline int words_equal(const void *a, const void *b, __u32 n)
-{
-	const __u64 *x = a, *y = b;
-	__u64 diff = 0;
-	__u32 i;
-
-	for (i = 0; i < n / 8; i++)
-		diff |= x[i] ^ y[i];
-	return !diff;
-}
-
 /* The same for 4-aligned buffers, n a multiple of 4. */
 static __always_inline void copy_u32s(void *dst, const void *src, __u32 n)
 {

@@ -318,8 +318,8 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 	struct tls_parse_ctx pc = { .p = &t->p, .hs = t->hs };
 	struct tf_rule_val perm;
 	struct tf_name_val *v;
-	struct tf_bind_val *bv;
 	void *bmap;
+	__u64 *exp;
 	__u32 sid = j->sid;
 	int st, name_st;
 
@@ -354,18 +354,13 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 		return TF_REASON_TLS_SNI_DENIED;
 	if (!t->flow.bind)
 		return 0;
-	t->bkey.name_hash = t->p.rev_hash;
 	t->bkey.family = j->p.family;
 	__builtin_memset(t->bkey.pad, 0, sizeof(t->bkey.pad));
 	__builtin_memcpy(t->bkey.addr, j->p.daddr, 16);
+	copy_u32s(t->bkey.name, t->p.rev, TF_DNS_NAME_MAX);
 	bmap = bpf_map_lookup_elem(&tf_tlsbind, &sid);
-	bv = bmap ? bpf_map_lookup_elem(bmap, &t->bkey) : NULL;
-	if (!bv)
-		return TF_REASON_TLS_SNI_MISMATCH;
-	/* A copy, then the whole name: its hash only found the entry. */
-	copy_words(&t->bval, bv, sizeof(t->bval));
-	if (bpf_ktime_get_ns() >= t->bval.expires_ns || t->bval.name_len != t->p.rev_len ||
-	    !words_equal(t->bval.name, t->p.rev, TF_DNS_NAME_MAX))
+	exp = bmap ? bpf_map_lookup_elem(bmap, &t->bkey) : NULL;
+	if (!exp || bpf_ktime_get_ns() >= *exp)
 		return TF_REASON_TLS_SNI_MISMATCH;
 	return 0;
 }

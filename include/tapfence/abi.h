@@ -19,10 +19,9 @@
  * 4: sessions keyed by (network namespace, ifindex), events carry the namespace;
  * 5: audit mode and rejections (session flags, the audit verdict, counter slots), deny rules;
  * 6: sessions judged through the guard (TF_SF_VIA_GUARD);
- * 7: tf_session.rules_ver apart from policy_ver (a rule change applied in place);
- * 8: tf_tlsbind keyed by (address, name hash), the name in its value (struct tf_bind_val)
+ * 7: tf_session.rules_ver apart from policy_ver (a rule change applied in place)
  */
-#define TF_ABI_VERSION 8
+#define TF_ABI_VERSION 7
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS 4096
@@ -325,7 +324,6 @@ struct tf_dnsq_key {
  */
 struct tf_dnsq {
 	__u64 created_ns;
-	__u64 name_hash; /* tf_name_hash() of @name */
 	__u32 ver;
 	struct tf_rule_val perm;
 	__u16 name_idx;
@@ -429,56 +427,17 @@ struct tf_tls_buf {
 
 /**
  * struct tf_bind_key - a (learnt address, asked name) pair, map tf_tlsbind
- * (per session, value struct tf_bind_val). An address shared by several
- * names (a CDN) has one entry per name, so an SNI is checked against every
- * name the guest resolved to that address. The name is filed under its
- * hash, a key of 32 bytes instead of 268 (the kernel hashes and compares
- * every byte of a key on each update); the value holds the whole name and
- * the SNI check compares it, so two names of one hash never pass for each
- * other: at one address the later learnt replaces the earlier (whose SNI
- * is then refused, fail closed).
+ * (per session, value: __u64 expiry in bpf_ktime_get_ns()). An address
+ * shared by several names (a CDN) has one entry per name, so an SNI is
+ * checked against every name the guest resolved to that address.
  */
 struct tf_bind_key {
-	__u64 name_hash; /* tf_name_hash() of the reversed form */
 	__u8 family;
-	__u8 pad[7];
+	__u8 pad[3];
 	__u8 addr[16];
-};
-_Static_assert(sizeof(struct tf_bind_key) == 32, "tf_bind_key layout");
-
-/** struct tf_bind_val - the binding's name and end (bpf_ktime_get_ns()). */
-struct tf_bind_val {
-	__u64 expires_ns;
-	__u16 name_len;
-	__u8 pad[6];
 	__u8 name[TF_DNS_NAME_MAX]; /* reversed form, zero padded */
 };
-_Static_assert(sizeof(struct tf_bind_val) == 264, "tf_bind_val layout");
-
-/*
- * A name's hash as tf_tlsbind files it: 64-bit FNV-1a over the reversed
- * form's bytes, the trailing dot included. The parsers add a byte at a
- * time as they write the reversed form (dns.h dns_rev(), tls.h
- * TLS_PH_REV). Not collision resistant, and it need not be: it only picks
- * the entry whose whole name is then compared.
- */
-#define TF_NAME_HASH_INIT  0xcbf29ce484222325ULL
-#define TF_NAME_HASH_PRIME 0x100000001b3ULL
-
-static inline __u64 tf_name_hash_add(__u64 h, __u8 c)
-{
-	return (h ^ c) * TF_NAME_HASH_PRIME;
-}
-
-static inline __u64 tf_name_hash(const __u8 *rev, __u32 len)
-{
-	__u64 h = TF_NAME_HASH_INIT;
-	__u32 i;
-
-	for (i = 0; i < len && i < TF_DNS_NAME_MAX; i++)
-		h = tf_name_hash_add(h, rev[i]);
-	return h;
-}
+_Static_assert(sizeof(struct tf_bind_key) == 268, "tf_bind_key layout");
 
 /* Directions, seen from the guest. */
 #define TF_DIR_FROM_GUEST 0

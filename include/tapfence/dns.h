@@ -58,10 +58,14 @@
 
 /* Steps of one name, at most: one per wire byte (<= 255) plus one per jump. */
 #define TF_DNS_NAME_STEPS (TF_DNS_WIRE_MAX + TF_DNS_JUMPS_MAX)
-/* Enough for any message the limits above accept: header, question, reversal, records. */
-#define TF_DNS_STEPS_MAX                                                                     \
-	(2 + TF_DNS_NAME_STEPS + TF_DNS_NAME_BUF + TF_DNS_RR_MAX * (1 + TF_DNS_NAME_STEPS) + \
-	 TF_DNS_CHAIN_MAX * TF_DNS_NAME_STEPS)
+/*
+ * Enough for any message the limits above accept, whether owners are taken
+ * whole or walked (struct dns_parse.walk_all): header, question, reversal,
+ * then per record its owner, its fixed fields and a CNAME target (walked
+ * even when it is not kept: a name no host name can be, or a full chain).
+ */
+#define TF_DNS_STEPS_MAX \
+	(2 + TF_DNS_NAME_STEPS + TF_DNS_NAME_BUF + TF_DNS_RR_MAX * (1 + 2 * TF_DNS_NAME_STEPS))
 
 #define DNS_T_A	    1
 #define DNS_T_CNAME 5
@@ -132,8 +136,7 @@ struct dns_name_walk {
  *            bytes, valid once @nchain > 0, which only a name of [a-z0-9-_.]
  *            within TF_DNS_FWD_MAX bytes reaches; an answer adds CNAME targets
  * @rev:      query: the question's name in reversed form, @rev_len bytes,
- *            zero padded (an answer compares with @want instead), and
- *            @rev_hash, its tf_name_hash()
+ *            zero padded (an answer compares with @want instead)
  * @matched:  answer: the question is the stored query's (case-insensitively)
  * @rec:      answer: @nrec address records of chain names
  * @lost:     answer: some address records could not be collected (more than
@@ -166,7 +169,6 @@ struct dns_parse {
 	__u32 pos;    /* next fixed field */
 	__u32 rd_end; /* end of the current record's data */
 	__u32 ttl;    /* TTL a CNAME target being read gets */
-	__u64 rev_hash;
 	struct dns_name_walk nw;
 	__u16 chain_len[TF_DNS_CHAIN_MAX];
 	__u32 chain_ttl[TF_DNS_CHAIN_MAX];
@@ -451,27 +453,23 @@ DNS_INLINE void dns_owner_begin(struct dns_parse *p)
 
 /*
  * Up to TF_DNS_REV_STEP bytes of the reversed form: rev[k] = fwd[D - 1 - k],
- * then the dot. A query keeps it (and its hash); an answer compares it
- * with the stored query's.
+ * then the dot. A query keeps it; an answer compares it with the stored
+ * query's.
  */
 DNS_INLINE int dns_rev(struct dns_parse *p)
 {
 	__u32 d = p->chain_len[0], k = p->k, i;
-	__u64 h = p->rev_hash;
 	__u8 c;
 
 	for (i = 0; i < TF_DNS_REV_STEP; i++, k++) {
 		if (k > d)
 			break;
 		c = k < d ? p->chain[0][(d - 1 - k) & (TF_DNS_NAME_BUF - 1)] : '.';
-		if (!p->answer) {
+		if (!p->answer)
 			p->rev[k & (TF_DNS_NAME_BUF - 1)] = c;
-			h = tf_name_hash_add(h, c);
-		} else if (p->want[k & (TF_DNS_NAME_BUF - 1)] != c) {
+		else if (p->want[k & (TF_DNS_NAME_BUF - 1)] != c)
 			return dns_finish(p, DNS_MISMATCH);
-		}
 	}
-	p->rev_hash = h;
 	p->k = (__u16)k;
 	if (k <= d)
 		return 0;
@@ -667,7 +665,6 @@ DNS_INLINE void dns_parse_start(struct dns_parse *p, __u8 answer, const __u8 *wa
 	p->owner = DNS_NONE;
 	p->rr = 0;
 	p->rev_len = 0;
-	p->rev_hash = TF_NAME_HASH_INIT;
 	p->chain_len[0] = 0;
 	p->want_len = want_len;
 	p->want_qtype = want_qtype;

@@ -322,8 +322,7 @@ enum tls_phase {
  * @status:  enum tls_status (TLS_OK, TLS_MALFORMED, TLS_NO_SNI, ...)
  * @sni:     the host name, lower case, @sni_len bytes, zero padded (also
  *           filled, up to TF_TLS_SNI_MAX bytes, for TLS_SNI_IP/TLS_SNI_LONG)
- * @rev:     TLS_OK: its reversed form, @rev_len bytes, zero padded, and
- *           @rev_hash, its tf_name_hash()
+ * @rev:     TLS_OK: its reversed form, @rev_len bytes, zero padded
  * @ech:     encrypted_client_hello or ESNI was present (then @status is
  *           TLS_ECH and @ech_status what the outer name alone gives)
  */
@@ -344,8 +343,7 @@ struct tls_parse {
 	__u8 ech_status;
 	__u16 sni_len;
 	__u16 rev_len;
-	__u8 pad[6];
-	__u64 rev_hash;
+	__u8 pad[3];
 	__u8 sni[TF_DNS_NAME_BUF];
 	__u8 rev[TF_DNS_NAME_MAX];
 };
@@ -370,9 +368,7 @@ static inline void tls_parse_start(struct tls_parse *p, __u32 end)
 	p->ech_status = 0;
 	p->sni_len = 0;
 	p->rev_len = 0;
-	for (i = 0; i < sizeof(p->pad); i++)
-		p->pad[i] = 0;
-	p->rev_hash = TF_NAME_HASH_INIT;
+	p->pad[0] = p->pad[1] = p->pad[2] = 0;
 	for (i = 0; i < TF_DNS_NAME_BUF; i++)
 		p->sni[i] = 0;
 	for (i = 0; i < TF_DNS_NAME_MAX; i++)
@@ -544,11 +540,9 @@ static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 			if (n == p->sni_len) {
 				p->rev[n] = '.';
 				p->rev_len = p->sni_len + 1;
-				p->rev_hash = tf_name_hash_add(p->rev_hash, '.');
 				return tls_done(p, TLS_OK);
 			}
 			p->rev[n] = p->sni[(p->sni_len - 1 - n) & (TF_DNS_NAME_BUF - 1)];
-			p->rev_hash = tf_name_hash_add(p->rev_hash, p->rev[n]);
 			p->pos++;
 		}
 		return 0;

@@ -41,6 +41,18 @@ def cname(owner, ttl, target):
 
 OPT = b"\0" + struct.pack(">HHIH", 41, 1232, 0, 0)
 
+
+def cname_lost(n):
+    """A 240-byte question, then n CNAMEs of it to a 240-byte name of '*' labels (walked, not kept),
+    then an A record: owners taken whole and owners walked must both finish (TF_DNS_STEPS_MAX)."""
+    q = question(".".join(["a" * 63] * 3 + ["a" * 48]))
+    bad_at = 12 + len(q) + 1 + 10
+    bad = rr("", 99, 60, name(".".join(["*" * 63] * 3 + ["*" * 48])))
+    return (hdr(18, 0x8180, an=n + 2) + q + bad
+            + b"".join(rr("@12", 5, 300, name("@%d" % bad_at)) for _ in range(n))
+            + a("@12", 60, "203.0.113.7"))
+
+
 SEEDS = {
     "q_github_a": hdr(1, 0x0100) + question("github.com"),
     "q_mixed_case_aaaa": hdr(2, 0x0100) + question("www.GitHub.com", 28),
@@ -65,6 +77,7 @@ SEEDS = {
     "a_pointer_chain": hdr(16, 0x8180, an=2) + question("a.test") + cname("@12", 60, "b@14")
     + a("@36", 60, "203.0.113.18"),
     "a_cut": (hdr(17, 0x8180, an=1) + question("a.test") + a("@12", 60, "203.0.113.20"))[:-1],
+    "a_cname_lost": cname_lost(40),
 }
 
 

@@ -1237,16 +1237,14 @@ static void test_answers(struct env *e)
 	CHECK_FIELD("140.82.112.3 is learnt in this generation", l, ver, 1);
 	{
 		struct tf_bind_key bk = { .family = TF_FAM_IPV4 };
-		struct tf_bind_val bv;
+		__u64 exp = 0;
 
 		pk_addr("140.82.112.3", bk.addr);
-		bk.name_hash = tf_name_hash(rev, 11);
+		memcpy(bk.name, rev, 11);
 		CHECK_EQ("140.82.112.3 is bound to github.com for SNI checks",
-			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &bv), 0);
+			 slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &bk, &exp), 0);
 		CHECK_TRUE("the binding ends with the TTL",
-			   bv.expires_ns > now_ns() && bv.expires_ns <= now_ns() + 61000000000ULL);
-		CHECK_FIELD("the binding holds github.com's name", bv, name_len, 11);
-		CHECK_MEM("the binding holds github.com's name: bytes", bv.name, rev, 11);
+			   exp > now_ns() && exp <= now_ns() + 61000000000ULL);
 	}
 	CHECK_EQ("140.82.112.3 expires with the TTL (60 s)", learned_ttl(e, "140.82.112.3"), 60);
 	CHECK_EQ("140.82.112.3 is not learnt for session B",

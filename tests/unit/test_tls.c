@@ -343,7 +343,6 @@ static int learn(struct env *e, const struct sess *s, const char *addr, const ch
 	struct tf_learn_key lk = { .sid = s->sid };
 	struct tf_learned l = { .ver = s->ver };
 	struct tf_bind_key bk = {};
-	struct tf_bind_val bv = {};
 	__u64 exp = now_ns() + 600000000000ULL;
 	int idx, sub, lfd, bfd;
 
@@ -351,10 +350,7 @@ static int learn(struct env *e, const struct sess *s, const char *addr, const ch
 	bk.family = lk.family;
 	memcpy(bk.addr, lk.addr, 16);
 	l.name_len = (__u16)rev_of(name, l.name);
-	bk.name_hash = tf_name_hash(l.name, l.name_len);
-	bv.expires_ns = exp;
-	bv.name_len = l.name_len;
-	memcpy(bv.name, l.name, TF_DNS_NAME_MAX);
+	memcpy(bk.name, l.name, TF_DNS_NAME_MAX);
 	idx = tf_policy_name_perm(&s->pol, l.name, l.name_len, 0, &l.perm, &sub);
 	if (idx < 0)
 		return -ENOENT;
@@ -363,7 +359,7 @@ static int learn(struct env *e, const struct sess *s, const char *addr, const ch
 	l.expires_ns = exp;
 	lfd = tf_dp_slot_map(&e->dp, TF_SLOT_LEARNED, s->sid);
 	bfd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBIND, s->sid);
-	if (lfd < 0 || bfd < 0 || bpf_map_update_elem(bfd, &bk, &bv, BPF_ANY))
+	if (lfd < 0 || bfd < 0 || bpf_map_update_elem(bfd, &bk, &exp, BPF_ANY))
 		return -errno;
 	return bpf_map_update_elem(lfd, &lk, &l, BPF_ANY) ? -errno : 0;
 }
@@ -1360,30 +1356,6 @@ static const struct {
 	{ CDN6, "www.example.com" },
 };
 
-/*
- * Two names of one hash: the binding the SNI's hash finds at OTHER holds
- * another name, as a colliding name learnt for OTHER would leave it. The
- * hash only finds the entry; the names differ, so the SNI is refused.
- */
-static void test_bind_collision(struct env *e, const struct sess *s)
-{
-	struct tf_bind_val bv = { .expires_ns = now_ns() + 600000000000ULL };
-	int fd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBIND, s->sid);
-	__u8 rev[TF_DNS_NAME_MAX] = {};
-	struct tf_bind_key bk = {};
-	static struct hello h;
-
-	bk.family = (__u8)pk_addr(OTHER, bk.addr);
-	bk.name_hash = tf_name_hash(rev, (__u32)rev_of("www.example.com", rev));
-	bv.name_len = (__u16)rev_of("other.example.net", bv.name);
-	CHECK_EQ("bind OTHER under www.example.com's hash, naming other.example.net",
-		 fd >= 0 ? bpf_map_update_elem(fd, &bk, &bv, BPF_ANY) : -EBADF, 0);
-	hello_build(&h, "www.example.com", 0);
-	test_refused(e, "an SNI whose hash finds another name's binding", &h, OTHER, 443,
-		     "tls_sni_mismatch+1", "tls_sni_mismatch[www.example.com]");
-	CHECK_EQ("remove the planted binding", bpf_map_delete_elem(fd, &bk), 0);
-}
-
 /* Load the datapath with config, set up the session, learn its addresses. */
 static int env_open_session(struct env *e, struct sess *a, const char *config)
 {
@@ -1440,7 +1412,6 @@ int main(void)
 			test_ports(&e);
 		}
 		e.xdp = 0;
-		test_bind_collision(&e, &a);
 		test_table(&e);
 		CHECK_EQ("set up session B on ifindex 2", session_add(&e, &b, spec_b, 2, 2), 0);
 		test_flood(&e, &b);

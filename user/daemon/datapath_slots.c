@@ -79,8 +79,7 @@ const struct tf_slot_desc tf_slot_descs[TF_SLOT_MAPS] = {
 			     sizeof(struct tf_flow_key), sizeof(struct tf_tls_buf),
 			     LIMIT(tls_pending) },
 	[TF_SLOT_TLSBIND] = { "tf_tlsbind", OUTER(tf_tlsbind), BPF_MAP_TYPE_LRU_HASH, 0,
-			      sizeof(struct tf_bind_key), sizeof(struct tf_bind_val),
-			      LIMIT(learned_entries) },
+			      sizeof(struct tf_bind_key), sizeof(__u64), LIMIT(learned_entries) },
 };
 
 struct bpf_map *tf_slot_outer(struct tapfence_bpf *skel, enum tf_slot_map which)
