@@ -268,4 +268,53 @@ static inline int pk_build(const struct pk *p, const char *def_smac, const char 
 	return 0;
 }
 
+/*
+ * A TCP segment bigger than struct pk_frame holds (a ClientHello): the
+ * Ethernet header from p->smac to p->dmac, IPv4 or IPv6 as p->src is, TCP
+ * from p->sport to p->dport with seq, ack, p->flags and a 65535 window,
+ * then n bytes of pay. b has room for 14 + 40 + 20 + n bytes. Returns the
+ * frame's length.
+ */
+static inline unsigned int pk_tcp_seg(__u8 *b, const struct pk *p, __u32 seq, __u32 ack,
+				      const void *pay, unsigned int n)
+{
+	__u8 s[16], d[16], *t;
+	int fam = pk_addr(p->src, s);
+	unsigned int ip = fam == 4 ? 20 : 40, o = 14;
+
+	pk_addr(p->dst, d);
+	memset(b, 0, 14 + ip + 20);
+	pk_mac(p->dmac, b);
+	pk_mac(p->smac, b + 6);
+	pk_put16(b + 12, fam == 4 ? 0x0800 : 0x86dd);
+	if (fam == 4) {
+		b[o] = 0x45;
+		pk_put16(b + o + 2, ip + 20 + n);
+		b[o + 8] = 64;
+		b[o + 9] = IPPROTO_TCP;
+		memcpy(b + o + 12, s, 4);
+		memcpy(b + o + 16, d, 4);
+	} else {
+		b[o] = 0x60;
+		pk_put16(b + o + 4, 20 + n);
+		b[o + 6] = IPPROTO_TCP;
+		b[o + 7] = 64;
+		memcpy(b + o + 8, s, 16);
+		memcpy(b + o + 24, d, 16);
+	}
+	t = b + o + ip;
+	pk_put16(t, p->sport);
+	pk_put16(t + 2, p->dport);
+	pk_put16(t + 4, seq >> 16);
+	pk_put16(t + 6, seq & 0xffff);
+	pk_put16(t + 8, ack >> 16);
+	pk_put16(t + 10, ack & 0xffff);
+	t[12] = 5 << 4;
+	t[13] = p->flags;
+	pk_put16(t + 14, 65535);
+	if (n)
+		memcpy(t + 20, pay, n);
+	return o + ip + 20 + n;
+}
+
 #endif /* TF_TEST_PKT_H */

@@ -182,51 +182,17 @@ static void conn_init(struct conn *c, const char *raddr, unsigned int rport)
 static void fr_seg(struct frame *f, const struct conn *c, int to_guest, __u8 flags, __u32 seq,
 		   __u32 ack, const void *pay, unsigned int n)
 {
-	const char *src = to_guest ? c->raddr : (strchr(c->raddr, ':') ? G6 : G4);
-	const char *dst = to_guest ? (strchr(c->raddr, ':') ? G6 : G4) : c->raddr;
-	__u8 s[16], d[16], *t;
-	int fam = pk_addr(src, s);
-	unsigned int ip = fam == 4 ? 20 : 40, o = 14;
+	const char *g = strchr(c->raddr, ':') ? G6 : G4;
+	struct pk p = { .smac = to_guest ? HMAC : GMAC,
+			.dmac = to_guest ? GMAC : HMAC,
+			.src = to_guest ? c->raddr : g,
+			.dst = to_guest ? g : c->raddr,
+			.sport = (__u16)(to_guest ? c->rport : c->gport),
+			.dport = (__u16)(to_guest ? c->gport : c->rport),
+			.flags = flags };
+	unsigned int room = sizeof(f->d) - 14 - (strchr(c->raddr, ':') ? 40 : 20) - 20;
 
-	pk_addr(dst, d);
-	if (n > sizeof(f->d) - 14 - ip - 20)
-		n = sizeof(f->d) - 14 - ip - 20;
-	memset(f->d, 0, 14 + ip + 20);
-	pk_mac(to_guest ? GMAC : HMAC, f->d);
-	pk_mac(to_guest ? HMAC : GMAC, f->d + 6);
-	pk_put16(f->d + 12, fam == 4 ? 0x0800 : 0x86dd);
-	if (fam == 4) {
-		f->d[o] = 0x45;
-		pk_put16(f->d + o + 2, ip + 20 + n);
-		f->d[o + 8] = 64;
-		f->d[o + 9] = IPPROTO_TCP;
-		memcpy(f->d + o + 12, s, 4);
-		memcpy(f->d + o + 16, d, 4);
-	} else {
-		f->d[o] = 0x60;
-		pk_put16(f->d + o + 4, 20 + n);
-		f->d[o + 6] = IPPROTO_TCP;
-		f->d[o + 7] = 64;
-		memcpy(f->d + o + 8, s, 16);
-		memcpy(f->d + o + 24, d, 16);
-	}
-	t = f->d + o + ip;
-	pk_put16(t, to_guest ? c->rport : c->gport);
-	pk_put16(t + 2, to_guest ? c->gport : c->rport);
-	t[4] = (__u8)(seq >> 24);
-	t[5] = (__u8)(seq >> 16);
-	t[6] = (__u8)(seq >> 8);
-	t[7] = (__u8)seq;
-	t[8] = (__u8)(ack >> 24);
-	t[9] = (__u8)(ack >> 16);
-	t[10] = (__u8)(ack >> 8);
-	t[11] = (__u8)ack;
-	t[12] = 5 << 4;
-	t[13] = flags;
-	pk_put16(t + 14, 65535);
-	if (n)
-		memcpy(t + 20, pay, n);
-	f->len = o + ip + 20 + n;
+	f->len = pk_tcp_seg(f->d, &p, seq, ack, pay, n < room ? n : room);
 }
 
 /* The server's SYN-ACK to c's SYN (its ISN risn), run without checks. */

@@ -1156,32 +1156,16 @@ static void tseg(struct tframe *f, unsigned int gport, int to_guest, __u8 flags,
 		 __u32 ack, const __u8 *pay, unsigned int n)
 {
 	struct addrs a;
-	__u8 g[16], r[16], *ip = f->d + 14, *t = ip + 20;
+	struct pk p = { .flags = flags };
 
 	session_addrs(MAIN_SID, &a);
-	pk_addr(a.g4, g);
-	pk_addr(HELLO_ADDR, r);
-	memset(f->d, 0, 14 + 20 + 20);
-	pk_mac(to_guest ? a.gmac : a.hmac, f->d);
-	pk_mac(to_guest ? a.hmac : a.gmac, f->d + 6);
-	pk_put16(f->d + 12, 0x0800);
-	ip[0] = 0x45;
-	pk_put16(ip + 2, 20 + 20 + n);
-	ip[8] = 64;
-	ip[9] = IPPROTO_TCP;
-	memcpy(ip + 12, to_guest ? r : g, 4);
-	memcpy(ip + 16, to_guest ? g : r, 4);
-	pk_put16(t, to_guest ? 443 : gport);
-	pk_put16(t + 2, to_guest ? gport : 443);
-	pk_put16(t + 4, seq >> 16);
-	pk_put16(t + 6, seq & 0xffff);
-	pk_put16(t + 8, ack >> 16);
-	pk_put16(t + 10, ack & 0xffff);
-	t[12] = 5 << 4;
-	t[13] = flags;
-	pk_put16(t + 14, 65535);
-	memcpy(t + 20, pay, n);
-	f->len = 14 + 20 + 20 + n;
+	p.smac = to_guest ? a.hmac : a.gmac;
+	p.dmac = to_guest ? a.gmac : a.hmac;
+	p.src = to_guest ? HELLO_ADDR : a.g4;
+	p.dst = to_guest ? a.g4 : HELLO_ADDR;
+	p.sport = (__u16)(to_guest ? 443 : gport);
+	p.dport = (__u16)(to_guest ? gport : 443);
+	f->len = pk_tcp_seg(f->d, &p, seq, ack, pay, n);
 }
 
 static int hello_load(struct hello *h)
