@@ -323,11 +323,22 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 	__u32 sid = j->sid;
 	int st, name_st;
 
-	bpf_loop(TF_TLS_COPY_STEPS, tls_copy_cb, &cc, 0);
-	tls_parse_start(&t->p, b->hs_need);
-	/* A copy that stopped short would leave an earlier hello's bytes in the scratch. */
-	if (cc.c.out != b->hs_need)
-		return TF_REASON_TLS_MALFORMED;
+	if (b->h_start == 0 && b->rec_off == TF_TLS_REC_HDR + b->hs_need &&
+	    tls_u16(b->wire, 3) == b->hs_need) {
+		/*
+		 * One record holding exactly the hello, as every client sends its
+		 * first: the copy would give these very bytes, so they are parsed
+		 * where they lie (indexes masked to TF_TLS_BUF - 1 stay in wire).
+		 */
+		pc.hs = b->wire + TF_TLS_REC_HDR;
+		tls_parse_start(&t->p, b->hs_need);
+	} else {
+		bpf_loop(TF_TLS_COPY_STEPS, tls_copy_cb, &cc, 0);
+		tls_parse_start(&t->p, b->hs_need);
+		/* A copy that stopped short would leave an earlier hello's bytes in the scratch. */
+		if (cc.c.out != b->hs_need)
+			return TF_REASON_TLS_MALFORMED;
+	}
 	bpf_loop(TF_TLS_PARSE_STEPS, tls_parse_cb, &pc, 0);
 	st = t->p.phase == TLS_PH_DONE ? t->p.status : TLS_MALFORMED;
 	/* The event names the SNI only when it is a host name or an IP literal: never raw bytes. */
