@@ -7,8 +7,9 @@
  * (sequence number - isn == bytes held); bytes it resends must equal them.
  * Its new bytes are appended to the flow's buffer in tf_tlsbuf and the
  * segment is dropped (tls_pending): nothing reaches the server before the
- * verdict. When the records hold a whole hello, it is de-framed into the
- * per-CPU scratch, parsed and judged: SNI allowed by a host rule for this
+ * verdict. When the records hold a whole hello, it is parsed (where it
+ * lies if it is one record, else de-framed into the per-CPU scratch) and
+ * judged: SNI allowed by a host rule for this
  * port, and, for a flow allowed as a learnt address, a name the address
  * was learnt for (tf_tlsbind). Allowed: the completing segment passes and
  * the flow goes to TF_FLOW_TLS_VERIFY, where the client's retransmission
@@ -326,7 +327,7 @@ static __always_inline __u16 tls_judge_hello(struct judge *j, const struct tf_tl
 	if (b->h_start == 0 && b->rec_off == TF_TLS_REC_HDR + b->hs_need &&
 	    tls_u16(b->wire, 3) == b->hs_need) {
 		/*
-		 * One record holding exactly the hello, as every client sends its
+		 * One record holding exactly the hello, as common clients send their
 		 * first: the copy would give these very bytes, so they are parsed
 		 * where they lie (indexes masked to TF_TLS_BUF - 1 stay in wire).
 		 */

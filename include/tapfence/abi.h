@@ -366,8 +366,9 @@ _Static_assert(sizeof(struct tf_learned) == 272, "tf_learned layout");
  * TLS (include/tapfence/tls.h, bpf/lib/tls.bpf.h). A ClientHello is
  * reassembled from the guest's first payload bytes into a per-session
  * buffer (map tf_tlsbuf, keyed by struct tf_flow_key): at most TF_TLS_BUF
- * wire bytes. Once whole, its handshake message is de-framed into a
- * per-CPU scratch and parsed there.
+ * wire bytes. Once whole, its handshake message is parsed where it lies
+ * if it is exactly one record, else de-framed into a per-CPU scratch and
+ * parsed there.
  */
 #define TF_TLS_BUF   16384
 #define TF_TLS_SLACK 256 /* room for a chunk copied at a masked offset */

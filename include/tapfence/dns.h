@@ -142,7 +142,7 @@ struct dns_name_walk {
  * @lost:     answer: some address records could not be collected (more than
  *            TF_DNS_LEARN_MAX, more than TF_DNS_RR_MAX answer records, a
  *            chain longer than TF_DNS_CHAIN_MAX or a CNAME target not usable)
- * @walk_all: input: 1 to read every owner a byte at a time, never whole
+ * @walk_all: input: 1 to walk every owner name, never take one whole
  *            (the walk the unit tests and the fuzzer compare results with)
  */
 struct dns_parse {

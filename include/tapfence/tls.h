@@ -15,9 +15,10 @@
  *    gives, is whole. It must end exactly where a record ends: a client's
  *    first flight is the hello alone. The first byte tells TLS from an
  *    SSLv2-framed hello (high bit set) and from anything else. Once whole,
- *    the record bodies are copied into one buffer (tls_copy_step()).
+ *    the record bodies are copied into one buffer (tls_copy_step()); the
+ *    datapath parses a hello that is exactly one record where it lies.
  *
- * 2. Parsing the ClientHello so copied: version, random, session id (<= 32),
+ * 2. Parsing the ClientHello: version, random, session id (<= 32),
  *    cipher suites (even, >= 2 bytes), compression methods (>= 1), then the
  *    extensions, which must fill the message exactly. server_name may sit
  *    anywhere in the list; it may appear once, with exactly one host_name
@@ -311,8 +312,8 @@ enum tls_phase {
 	TLS_PH_SUITES,
 	TLS_PH_COMP,
 	TLS_PH_EXT, /* the next extension header */
-	TLS_PH_SNI, /* one byte of the host name */
-	TLS_PH_REV, /* one byte of the reversed form */
+	TLS_PH_SNI, /* TF_TLS_SNI_STEP bytes of the host name a step */
+	TLS_PH_REV, /* TF_TLS_REV_STEP bytes of the reversed form a step */
 	TLS_PH_DONE,
 };
 

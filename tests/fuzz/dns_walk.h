@@ -2,7 +2,7 @@
 /*
  * An answer's outcome both ways: owners that are a pointer to a chain name
  * taken whole (dns_owner_whole(), what the datapath runs) and every owner
- * walked a byte at a time (struct dns_parse.walk_all). The fuzzer
+ * walked, label by label (struct dns_parse.walk_all). The fuzzer
  * (fuzz_dns.c) and the unit tests (test_dns.c) require the same outcome.
  */
 #ifndef TF_TESTS_DNS_WALK_H

@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		qtype = fz_p.qtype;
 		st = fz_parse(msg, size, 1, want, want_len, qtype);
 		fz_check_common(&fz_p, st);
-		/* Owners taken whole or walked a byte at a time: one outcome. */
+		/* Owners taken whole or walked: one outcome. */
 		dns_parse_walk_all(&fz_ref, msg, (__u32)size, want, want_len, qtype);
 		fz_assert(dns_same_outcome(&fz_p, &fz_ref));
 		fz_assert(st != DNS_QTYPE);
