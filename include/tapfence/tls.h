@@ -66,6 +66,7 @@
 #define TF_TLS_WALK_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + 4)
 #define TF_TLS_COPY_STEPS   (2 * (TF_TLS_BUF / (TF_TLS_REC_HDR + 1)) + TF_TLS_BUF / TF_TLS_COPY + 4)
 #define TF_TLS_PARSE_STEPS  (8 + TF_TLS_BUF / 4 + 256 + TF_DNS_NAME_MAX)
+#define TF_TLS_EXT_STEP	    4  /* extensions one parse step walks */
 #define TF_TLS_SNI_STEP	    8  /* SNI bytes one parse step reads */
 #define TF_TLS_REV_STEP	    16 /* reversed-form bytes one parse step writes */
 /* Following: at most a step per wire byte, plus the walk of a later hello. */
@@ -311,7 +312,7 @@ enum tls_phase {
 	TLS_PH_HELLO, /* version, random, session id */
 	TLS_PH_SUITES,
 	TLS_PH_COMP,
-	TLS_PH_EXT, /* the next extension header */
+	TLS_PH_EXT, /* the next extension headers, TF_TLS_EXT_STEP a step */
 	TLS_PH_SNI, /* TF_TLS_SNI_STEP bytes of the host name a step */
 	TLS_PH_REV, /* TF_TLS_REV_STEP bytes of the reversed form a step */
 	TLS_PH_DONE,
@@ -507,15 +508,22 @@ static inline int tls_parse_step(struct tls_parse *p, const __u8 *hs)
 		p->phase = TLS_PH_EXT;
 		return 0;
 	case TLS_PH_EXT:
-		if (p->pos == p->list_end)
-			return tls_name_done(p);
-		if (p->pos + 4 > p->list_end)
-			return tls_fail(p, TLS_MALFORMED);
-		type = tls_u16(hs, p->pos);
-		n = tls_u16(hs, p->pos + 2);
-		if (p->pos + 4 + n > p->list_end)
-			return tls_fail(p, TLS_MALFORMED);
-		return tls_extension(p, hs, type, n);
+		/* Up to TF_TLS_EXT_STEP extensions a step, until one is entered (server_name). */
+		for (i = 0; i < TF_TLS_EXT_STEP; i++) {
+			if (p->pos == p->list_end)
+				return tls_name_done(p);
+			if (p->pos + 4 > p->list_end)
+				return tls_fail(p, TLS_MALFORMED);
+			type = tls_u16(hs, p->pos);
+			n = tls_u16(hs, p->pos + 2);
+			if (p->pos + 4 + n > p->list_end)
+				return tls_fail(p, TLS_MALFORMED);
+			if (tls_extension(p, hs, type, n))
+				return 1;
+			if (p->phase != TLS_PH_EXT)
+				return 0;
+		}
+		return 0;
 	case TLS_PH_SNI:
 		/*
 		 * TF_TLS_SNI_STEP bytes a step up to one past TF_TLS_SNI_MAX,
