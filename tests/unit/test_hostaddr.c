@@ -138,5 +138,11 @@ int main(void)
 	d.len = NLMSG_ALIGN(nh->nlmsg_len);
 	CHECK_EQ("an NLMSG_ERROR is its error",
 		 tf_hostaddr_parse(d.buf, d.len, SEQ, out, 8, &n, &over), -EINVAL);
+	/* Cut short before its error field: refused, never read as an ack (user/daemon/nl.h). */
+	e->error = 0;
+	nh->nlmsg_len = NLMSG_LENGTH(sizeof(e->error) - 1);
+	d.len = NLMSG_ALIGN(nh->nlmsg_len);
+	CHECK_EQ("an NLMSG_ERROR cut short is a protocol error",
+		 tf_hostaddr_parse(d.buf, d.len, SEQ, out, 8, &n, &over), -EPROTO);
 	return CHECK_EXIT();
 }

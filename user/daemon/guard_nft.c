@@ -38,6 +38,7 @@
 #include <linux/netlink.h>
 
 #include "guard_nft.h"
+#include "nl.h"
 
 #define GUARD_TABLE    "tapfence"
 #define GUARD_CHAIN    "guard"
@@ -319,8 +320,8 @@ static int run(struct msgbuf *m)
 			if (h->nlmsg_type != NLMSG_ERROR)
 				continue;
 			acks++;
-			if (((struct nlmsgerr *)NLMSG_DATA(h))->error && !err)
-				err = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+			if (tf_nl_error(h) && !err)
+				err = tf_nl_error(h); /* a cut-short ack too: -EPROTO */
 		}
 	}
 out:

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "daemon.h"
 #include "hostaddr.h"
+#include "nl.h"
 
 #ifndef NETLINK_GET_STRICT_CHK
 #define NETLINK_GET_STRICT_CHK 12
@@ -89,7 +90,6 @@ int tf_hostaddr_parse(const void *buf, size_t len, __u32 seq, struct tf_cidr *ou
 		      unsigned int *n, unsigned int *over)
 {
 	const struct nlmsghdr *nh;
-	const struct nlmsgerr *e;
 	int intr = 0;
 
 	for (nh = buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
@@ -101,10 +101,7 @@ int tf_hostaddr_parse(const void *buf, size_t len, __u32 seq, struct tf_cidr *ou
 		case NLMSG_DONE:
 			return intr ? -EAGAIN : 1;
 		case NLMSG_ERROR:
-			e = NLMSG_DATA(nh);
-			if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
-				return -EPROTO;
-			return e->error ? e->error : -EPROTO;
+			return tf_nl_error(nh) ?: -EPROTO;
 		case RTM_NEWROUTE:
 			if (*n < max && !route_prefix(nh, &out[*n]))
 				(*n)++;

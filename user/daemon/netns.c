@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "guard_nft.h"
 #include "netns.h"
+#include "nl.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -146,8 +147,7 @@ int tf_xdp_state(__u32 ifindex, struct tf_xdp_state *st)
 	};
 	struct timeval tmo = { .tv_sec = 2 };
 	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, from;
-	socklen_t fromlen = sizeof(from);
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	int len, xlen, sock, err = -EPROTO;
 	struct nlmsghdr *h;
 	struct rtattr *a, *x;
@@ -168,21 +168,14 @@ int tf_xdp_state(__u32 ifindex, struct tf_xdp_state *st)
 	if (connect(sock, (struct sockaddr *)&kernel, sizeof(kernel)) ||
 	    send(sock, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
 		err = -errno;
-	else if ((n = recvfrom(sock, buf, sizeof(buf), MSG_TRUNC, (struct sockaddr *)&from,
-			       &fromlen)) < 0)
-		err = -errno;
-	else if (n > (ssize_t)sizeof(buf))
-		err = -EMSGSIZE; /* never read part of it as all of it */
-	else if (fromlen != sizeof(from) || from.nl_pid != 0)
-		err = -EPROTO; /* not the kernel's */
+	else if ((n = tf_nl_recv(sock, buf, sizeof(buf))) < 0)
+		err = (int)n;
 	else
 		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
 			if (h->nlmsg_seq != req.h.nlmsg_seq)
 				continue;
 			if (h->nlmsg_type == NLMSG_ERROR) {
-				err = h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)) ?
-					      -EPROTO :
-					      ((struct nlmsgerr *)NLMSG_DATA(h))->error ?: -EPROTO;
+				err = tf_nl_error(h) ?: -EPROTO;
 				break;
 			}
 			if (h->nlmsg_type != RTM_NEWLINK ||
@@ -295,8 +288,6 @@ static int nsid_msg(int sock, __u16 type, int ns, __s32 *nsid)
 		.id = NETNSA_NSID_NOT_ASSIGNED,
 	};
 	char buf[512] __attribute__((aligned(NLMSG_ALIGNTO)));
-	struct sockaddr_nl from;
-	socklen_t fromlen = sizeof(from);
 	struct nlmsghdr *h;
 	struct rtattr *a;
 	ssize_t n;
@@ -306,18 +297,12 @@ static int nsid_msg(int sock, __u16 type, int ns, __s32 *nsid)
 		req.h.nlmsg_len -= sizeof(req.a2) + sizeof(req.id);
 	if (send(sock, &req, req.h.nlmsg_len, 0) != (ssize_t)req.h.nlmsg_len)
 		return -errno;
-	n = recvfrom(sock, buf, sizeof(buf), MSG_TRUNC, (struct sockaddr *)&from, &fromlen);
+	n = tf_nl_recv(sock, buf, sizeof(buf));
 	if (n < 0)
-		return -errno;
-	if (n > (ssize_t)sizeof(buf))
-		return -EMSGSIZE;
-	if (fromlen != sizeof(from) || from.nl_pid != 0)
-		return -EPROTO; /* not the kernel's */
+		return (int)n;
 	for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
 		if (h->nlmsg_type == NLMSG_ERROR)
-			return h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)) ?
-				       -EPROTO :
-				       ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+			return tf_nl_error(h);
 		if (h->nlmsg_type != RTM_NEWNSID)
 			continue;
 		len = h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(struct rtgenmsg)));

@@ -23,7 +23,6 @@
 /* The cookie of the daemon's own namespace, read once (0 before tf_ns_init()). */
 extern __u64 tf_ns_self;
 
-/* Read tf_ns_self; with broker = 1 also fork the broker. 0 or -errno. */
 /*
  * XDP on a device of the current namespace, from one RTM_GETLINK:
  * @attached an XDP_ATTACHED_* mode, @ids the IFLA_XDP_*_PROG_ID it named
@@ -36,6 +35,7 @@ struct tf_xdp_state {
 
 int tf_xdp_state(__u32 ifindex, struct tf_xdp_state *st);
 
+/* Read tf_ns_self; with broker = 1 also fork the broker. 0 or -errno. */
 int tf_ns_init(int broker);
 /* End the broker (daemon exit). */
 void tf_ns_stop(void);
