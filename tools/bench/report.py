@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Sum up a `make bench' run, show a results file, or compare two.
 
-  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,ctl,tls}.json (those present) with
+  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,pps,ctl,tls}.json (those present) with
                                               the machine's description into one results file,
                                               RESULTS_DIR/<UTC time>-<commit>.json; print the table;
                                               plot the scaling curves into PLOT_DIR/*.png
@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 SCHEMA = 1
-PARTS = ("dp", "tput", "ctl", "tls")
+PARTS = ("dp", "tput", "pps", "ctl", "tls")
 
 
 def sh(*cmd):
@@ -126,6 +126,47 @@ def tput_metrics(raw):
                     "desc": "tapfence TC mode / nftables, per repetition, median",
                     "unit": "x", "value": statistics.median(by["tc"][k] / by["nft"][k] for k in ks),
                     "target": {"on": "value", "min": 1.0}})
+    return out
+
+
+# --- 64-byte packet rate through a tap: raw runs -> metrics --------------------------------------
+
+def pps_metrics(raw):
+    by = {}  # (config, flows) -> {rep: run}
+    for r in raw["runs"]:
+        by.setdefault((r["config"], r["flows"]), {})[r["rep"]] = r
+    out = []
+    for (cfg, flows), reps in sorted(by.items(), key=lambda kv: (kv[0][1], list(TPUT_DESC).index(kv[0][0]))):
+        vals = [r["pps"] / 1e6 for r in reps.values()]
+        cpu = [r["cpu_ns_per_pkt"] for r in reps.values()]
+        m = {"id": f"pps.{cfg}.{flows}", "group": "pps",
+             "desc": f"{TPUT_DESC.get(cfg, cfg)}; 64 B frames written to the tap, {flows} flows, "
+                     f"{raw['seconds']} s x {len(vals)}",
+             "unit": "Mpps", "value": statistics.median(vals), "min": min(vals), "max": max(vals),
+             "samples": vals}
+        c = {"id": f"pps.cpu.{cfg}.{flows}", "group": "pps_cpu",
+             "desc": f"the writer's CPU time per frame delivered ({cfg}, {flows} flows)",
+             "unit": "ns", "value": statistics.median(cpu), "min": min(cpu), "max": max(cpu)}
+        base = by.get(("none", flows), {})
+        if cfg != "none" and base:
+            # Per repetition (configurations alternate within one), then the median.
+            m["baseline"] = f"pps.none.{flows}"
+            m["ratio"] = statistics.median(reps[k]["pps"] / base[k]["pps"] for k in reps if k in base)
+            c["baseline"] = f"pps.cpu.none.{flows}"
+            c["ratio"] = statistics.median(reps[k]["cpu_ns_per_pkt"] / base[k]["cpu_ns_per_pkt"]
+                                           for k in reps if k in base)
+            c["net_ns"] = statistics.median(reps[k]["cpu_ns_per_pkt"] - base[k]["cpu_ns_per_pkt"]
+                                            for k in reps if k in base)
+            if cfg == "tc":
+                m["target"] = {"on": "ratio", "min": 0.9}
+        out += [m, c]
+        nft = by.get(("nft", flows), {})
+        if cfg == "tc" and nft:
+            out.append({"id": f"pps.tc_vs_nft.{flows}", "group": "pps",
+                        "desc": f"tapfence TC mode / nftables, {flows} flows, per repetition, median",
+                        "unit": "x", "value": statistics.median(reps[k]["pps"] / nft[k]["pps"]
+                                                                for k in reps if k in nft),
+                        "target": {"on": "value", "min": 1.0}})
     return out
 
 
@@ -270,6 +311,9 @@ GROUPS = [
                      "time (single runs; net: over the no-op's single run)"),
     ("events", "Event feed: the daemon's drain loop alone (ring buffer -> JSON log file)"),
     ("throughput", "Throughput (ratio to no enforcement, per repetition)"),
+    ("pps", "64-byte packet rate through a session's tap, written as a VMM without vhost-net writes "
+            "(ratio to no enforcement, per repetition)"),
+    ("pps_cpu", "64-byte packets: the writer's CPU time per frame delivered (net: over no enforcement)"),
     ("throughput_cost", "Per-run cost of the daemon's programs under that load (one more run each, stats on)"),
     ("control", "Control plane"),
     ("memory", "Memory"),
@@ -439,6 +483,8 @@ def cmd_run(rundir, resdir, plotdir):
         failed += [f"{p}: {x['part']} ({x['error']})" for x in raw.get("failed", [])]
         if p == "tput":
             metrics += tput_metrics(raw)
+        elif p == "pps":
+            metrics += pps_metrics(raw)
         elif p == "tls":
             metrics += tls_metrics(raw)
         else:

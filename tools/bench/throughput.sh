@@ -26,6 +26,8 @@
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/enforce.sh"
 
 OUT=${1:?usage: throughput.sh OUT.json [REPS] [SECONDS] [PROFILE]}
 REPS=${2:-3}
@@ -55,47 +57,8 @@ setup ip -n "$host" link set h1 up
 setup ip -n "$server" link set s0 up
 setup ip -n "$server" route add 10.77.0.0/24 via 203.0.113.1 dev s0
 
-# The session's allowlist; the nftables ruleset below says the same.
-ALLOW='[{"cidr":"203.0.113.2/32","proto":"tcp","ports":[5201]},
-        {"cidr":"198.51.100.0/24","proto":"tcp","ports":[80,443]},
-        {"cidr":"192.0.2.0/24","proto":"udp","ports":[5000]}]'
-session_spec "$T/session.json" bench t0 $G_MAC 10.77.0.2 fd00:77::2 $GW_MAC 10.77.0.1 fd00:77::1 "$ALLOW"
-
-# tapfence's hard floor (IPv4 part), the allowlist as concatenated sets, state from conntrack.
-cat >"$T/nft.conf" <<EOF
-table inet tfbench {
-	set floor4 {
-		type ipv4_addr; flags interval
-		elements = { 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16,
-			     172.16.0.0/12, 192.168.0.0/16, 224.0.0.0/4, 240.0.0.0/4 }
-	}
-	set allow4_tcp {
-		type ipv4_addr . inet_service; flags interval
-		elements = { 203.0.113.2 . 5201, 198.51.100.0/24 . 80, 198.51.100.0/24 . 443 }
-	}
-	set allow4_udp {
-		type ipv4_addr . inet_service; flags interval
-		elements = { 192.0.2.0/24 . 5000 }
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		iifname "t0" jump from_guest
-		oifname "t0" jump to_guest
-	}
-	chain from_guest {
-		ip saddr != 10.77.0.2 drop
-		ct state established,related counter accept
-		ip daddr @floor4 drop
-		ct state new ip daddr . tcp dport @allow4_tcp accept
-		ct state new ip daddr . udp dport @allow4_udp accept
-		drop
-	}
-	chain to_guest {
-		ct state established,related accept
-		drop
-	}
-}
-EOF
+session_spec "$T/session.json" bench t0 $G_MAC 10.77.0.2 fd00:77::2 $GW_MAC 10.77.0.1 fd00:77::1 "$BENCH_ALLOW"
+nft_ruleset "$T/nft.conf" t0 10.77.0.2
 
 bpffs_mount "$T/bpffs"
 ip netns exec "$server" iperf3 -s -B $SERVER -p $PORT >"$T/iperf3-server.log" 2>&1 &
@@ -103,48 +66,13 @@ IPERF_PID=$!
 defer kill_pid "$IPERF_PID"
 wait_for 5 n "$server" bash -c "exec 3<>/dev/tcp/$SERVER/$PORT" 2>/dev/null || die "iperf3 server did not start"
 
-# judged CONFIG: how many packets the enforcer counted as belonging to allowed flows.
-judged() {
-	case $1 in
-	tc | xdp)
-		tfc --json stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stats"]["counters"].get("allow_flow", 0))' ;;
-	nft)
-		n "$host" nft -j list chain inet tfbench from_guest | "$PY" -c '
-import json, sys
-for r in json.load(sys.stdin)["nftables"]:
-    for e in r.get("rule", {}).get("expr", []):
-        if "counter" in e:
-            print(e["counter"]["packets"]); sys.exit()
-print(0)' ;;
-	*) echo 0 ;;
-	esac
-}
-
-enforce_on() {
-	case $1 in
-	tc | xdp)
-		tfd_config "$T/tapfenced-$1.json" "\"attach_mode\":\"$1\""
-		tfd_start "$host"
-		tfc session add "$T/session.json" >"$T/cli.out" 2>&1 || { tfd_log_tail 10; die "session add ($1): $(cat "$T/cli.out")"; } ;;
-	nft)
-		n "$host" nft -f "$T/nft.conf" || die "nft -f $T/nft.conf" ;;
-	esac
-}
-
-enforce_off() {
-	case $1 in
-	tc | xdp) tfd_stop ;;
-	nft) n "$host" nft delete table inet tfbench ;;
-	esac
-}
-
 : >"$T/runs.txt"
 for ((rep = 1; rep <= REPS; rep++)); do
 	for cfg in "${CONFIGS[@]}"; do
 		enforce_on "$cfg"
 		n "$guest" timeout $((SECS + 20)) iperf3 -c $SERVER -p $PORT -t "$SECS" -J >"$T/iperf3.json" 2>&1
 		rc=$?
-		seen=$(judged "$cfg")
+		seen=$(enforcer_judged "$cfg")
 		enforce_off "$cfg"
 		[ $rc -eq 0 ] || die "iperf3 ($cfg, repetition $rep) exited $rc: $(head -c 300 "$T/iperf3.json")"
 		bps=$("$PY" -c 'import json,sys; e=json.load(open(sys.argv[1]))["end"]; print(e["sum_received"]["bits_per_second"], e["sum_sent"].get("retransmits", 0))' "$T/iperf3.json") ||
