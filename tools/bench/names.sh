@@ -38,7 +38,12 @@
 # and are kept beside the client's view: the session's counters and every deny event, with
 # allow_learned once per connection; the accept and drop rules' counters and @allow4's size.
 #
+# tapfenced's CPU time over the client's run (its threads' schedstat) is kept too: on a small
+# machine the daemon's work on each event (drained, sealed, written) competes with the trials.
+#
 # Usage: names.sh OUT.json [N] [ROUNDS]   (raw trials as JSON; report.py sums up)
+# NAMES_LIMITS (default '"events_per_s":0', every event written, as at ordinary rates): the
+# daemon's "limits", e.g. '"events_per_s":1,"events_burst":1' to leave out most events.
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -149,8 +154,9 @@ wait_for 5 test -e "$T/server.ready" || die "server did not start: $(tail -n 3 "
 [ "$(cat "$T/server.ready")" = "$SERVER_PID" ] || die "server runs as PID $(cat "$T/server.ready"), not $SERVER_PID"
 
 # Not tfd_start: its --verbose would put debug logging beside the measured path. Same bookkeeping.
-# Events are not rate limited, so that a denial, if any, is logged.
-tfd_config "$T/tapfenced.json" '"attach_mode":"tc","limits":{"events_per_s":0}'
+# Events are not rate limited (unless NAMES_LIMITS says otherwise), so that a denial, if any, is
+# logged, and each trial costs the daemon what a connection at ordinary rates does.
+tfd_config "$T/tapfenced.json" "\"attach_mode\":\"tc\",\"limits\":{${NAMES_LIMITS:-\"events_per_s\":0}}"
 : >"$TF_EVENTS"
 TFD_NS=$host
 ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
@@ -162,8 +168,13 @@ session_spec "$T/tapfence.json" tapfence t1 02:00:00:00:77:12 10.77.1.2 fd00:77:
 	02:00:00:00:77:11 10.77.1.1 fd00:77:1::1 '[{"host":"*.bench.example","proto":"tcp","ports":[80]}]'
 tfc session add "$T/tapfence.json" >"$T/cli.out" 2>&1 || { tfd_log_tail 10; die "session add: $(cat "$T/cli.out")"; }
 
+# tfd_cpu_ns: the CPU time tapfenced's threads have had so far, in ns.
+tfd_cpu_ns() { cat /proc/"$TFD_PID"/task/*/schedstat | awk '{ ns += $1 } END { printf "%d\n", ns }'; }
+
+cpu0=$(tfd_cpu_ns)
 n "$guest" timeout 900 "$PY" "$CONN" client "${targets[@]}" --port $PORT --n "$N" --rounds "$ROUNDS" \
 	>"$T/client.json" 2>"$T/client.err" || die "client exited $?: $(head -c 300 "$T/client.err")"
+cpu_ns=$(($(tfd_cpu_ns) - cpu0))
 
 # The enforcers' view: tapfence's session counters and every event that is not an allow; the
 # nftables counters (accept, drop) and @allow4's size. Did each enforcer judge every trial?
@@ -209,10 +220,12 @@ n "$host" nft -j list table inet tfbench >"$T/nft.json" || die "nft list table i
 EOF
 
 conns=$(grep -c '^conn ' "$SLOG")
-"$PY" - "$T/client.json" "$T/enforcers.json" "$OUT" "$N" "$ROUNDS" "$conns" <<'EOF' || die "cannot write $OUT"
+"$PY" - "$T/client.json" "$T/enforcers.json" "$OUT" "$N" "$ROUNDS" "$conns" "$cpu_ns" \
+	"$TFD_CONFIG" <<'EOF' || die "cannot write $OUT"
 import json, math, statistics, subprocess, sys
 trials, enforcers = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-out, n, rounds, conns = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+out, n, rounds, conns, cpu_ns = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+limits = json.load(open(sys.argv[8]))["limits"]
 by = {}
 for t in trials:
     by.setdefault(t["config"], []).append(t)
@@ -230,7 +243,9 @@ for cfg, ts in sorted(by.items(), key=lambda kv: ("none", "tapfence", "nftset").
                   f"{t['connect_us']} us, {t['syn_retrans']} SYN retransmits, {t['error'] or ''}",
                   file=sys.stderr)
 version = subprocess.run(["dnsmasq", "--version"], capture_output=True, text=True).stdout.split("  Copyright")[0]
+print(f"  names tapfenced CPU {cpu_ns / 1000 / n:.1f} us per tapfence trial (limits {json.dumps(limits)})",
+      file=sys.stderr)
 json.dump({"tool": "names", "trials_per_config": n, "rounds": rounds, "attach_mode": "tc",
-           "interleaved": True, "dnsmasq": version, "server_connections": conns,
-           "enforcers": enforcers, "trials": trials}, open(out, "w"), indent=1)
+           "limits": limits, "interleaved": True, "dnsmasq": version, "server_connections": conns,
+           "tapfenced_cpu_ns": cpu_ns, "enforcers": enforcers, "trials": trials}, open(out, "w"), indent=1)
 EOF
