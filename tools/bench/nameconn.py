@@ -115,6 +115,7 @@ def trial(resolver, name, port, rng):
         u.send(msg)
         ans = u.recv(2048)
         t1 = time.perf_counter_ns()
+        out["dns_us"] = round((t1 - t0) / 1000, 2)
         out["addr"] = addr = first_a(ans, qid)
         s.connect((addr, port))
         t2 = time.perf_counter_ns()
@@ -123,8 +124,7 @@ def trial(resolver, name, port, rng):
         t3 = time.perf_counter_ns()
         if b != b"\x01":
             raise EOFError(f"server sent {b!r}, not 01")
-        out.update(dns_us=round((t1 - t0) / 1000, 2), connect_us=round((t2 - t1) / 1000, 2),
-                   first_byte_us=round((t3 - t0) / 1000, 2))
+        out.update(connect_us=round((t2 - t1) / 1000, 2), first_byte_us=round((t3 - t0) / 1000, 2))
         out["syn_dropped"] = out["syn_retrans"] > 0 or out["connect_us"] > SLOW_CONNECT_US
     except (OSError, EOFError, ValueError, struct.error, IndexError) as e:
         out["error"] = f"{type(e).__name__}: {e}"
