@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Sum up a `make bench' run, show a results file, or compare two.
 
-  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,pps,ctl,tls}.json (those present) with
+  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,pps,ctl,tls,names}.json (those present) with
                                               the machine's description into one results file,
                                               RESULTS_DIR/<UTC time>-<commit>.json; print the table;
                                               plot the scaling curves into PLOT_DIR/*.png
@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 SCHEMA = 1
-PARTS = ("dp", "tput", "pps", "ctl", "tls")
+PARTS = ("dp", "tput", "pps", "ctl", "tls", "names")
 
 
 def sh(*cmd):
@@ -263,6 +263,71 @@ def tls_metrics(raw):
     return out
 
 
+# --- name path: raw trials -> metrics ------------------------------------------------------------
+
+NAMES_DESC = {
+    "none": "no enforcement",
+    "tapfence": "tapfence TC, a host rule",
+    "nftset": "nftables, @allow4 fed by dnsmasq --nftset",
+}
+
+
+def names_metrics(raw):
+    """Per configuration: the query-to-first-byte time (p50, p99) and the query's (p50) over its
+    trials that completed (the spread: the rounds' values; the ratio: to none's), the trials whose
+    first SYN was dropped, and the enforcer's own denials; then tapfence's p50 over nftset's."""
+    trials = {}
+    for t in raw["trials"]:
+        trials.setdefault(t["config"], []).append(t)
+    stats = (("first_byte", 50, "query sent to the server's first byte"),
+             ("first_byte", 99, "query sent to the server's first byte"),
+             ("dns", 50, "query sent to answer read"))
+    ok = {cfg: [t for t in ts if not t["error"]] for cfg, ts in trials.items()}
+    # A configuration none of whose trials completed has no times, only its failures.
+    value = {(cfg, key, p): nearest_rank([t[f"{key}_us"] for t in ok[cfg]], p)
+             for cfg in trials if ok[cfg] for key, p, _ in stats}
+    out = []
+    for cfg in sorted(trials, key=lambda c: list(NAMES_DESC).index(c)):
+        ts = trials[cfg]
+        what = f"{NAMES_DESC[cfg]}; a fresh name each trial"
+        for key, p, span in stats if ok[cfg] else ():
+            rounds = {}
+            for t in ok[cfg]:
+                rounds.setdefault(t["round"], []).append(t[f"{key}_us"])
+            per_round = [nearest_rank(v, p) for v in rounds.values()]
+            m = {"id": f"names.{cfg}.{key}.p{p}", "group": "names",
+                 "desc": f"{what}: {span}, p{p} of {len(ok[cfg])} trials (spread: {len(rounds)} rounds)",
+                 "unit": "us", "value": value[cfg, key, p], "min": min(per_round), "max": max(per_round),
+                 "samples": per_round, "n": len(ok[cfg])}
+            if cfg != "none" and ("none", key, p) in value:
+                m["baseline"] = f"names.none.{key}.p{p}"
+                m["ratio"] = m["value"] / value["none", key, p]
+            out.append(m)
+        m = {"id": f"names.{cfg}.syn_dropped", "group": "names",
+             "desc": f"{what}: trials whose first SYN after the answer was dropped (retransmitted, "
+                     f"connect over 200 ms, or never connected), of {len(ts)}",
+             "unit": "trials", "value": sum(bool(t["syn_dropped"]) for t in ts), "n": len(ts)}
+        if cfg == "tapfence":
+            m["target"] = {"on": "value", "max": 0}
+        out.append(m)
+        if len(ok[cfg]) < len(ts):
+            out.append({"id": f"names.{cfg}.failed", "group": "names",
+                        "desc": f"{what}: trials with no answer, no address or no connection, of {len(ts)}",
+                        "unit": "trials", "value": len(ts) - len(ok[cfg])})
+    enf = raw["enforcers"]
+    out.append({"id": "names.tapfence.denials", "group": "names",
+                "desc": "the tapfence session's deny counters, summed (cross-check of syn_dropped)",
+                "unit": "pkts", "value": sum(enf["tapfence"]["denied"].values())})
+    out.append({"id": "names.nftset.denials", "group": "names",
+                "desc": "the nftables drop rule's counter (cross-check of syn_dropped)",
+                "unit": "pkts", "value": enf["nftset"]["dropped"] or 0})
+    if ("tapfence", "first_byte", 50) in value and ("nftset", "first_byte", 50) in value:
+        out.append({"id": "names.tapfence_vs_nftset", "group": "names",
+                    "desc": "tapfence's p50 query-to-first-byte time / nftset's (dnsmasq --nftset)",
+                    "unit": "x", "value": value["tapfence", "first_byte", 50] / value["nftset", "first_byte", 50]})
+    return out
+
+
 # --- targets and the table -----------------------------------------------------------------------
 
 def judge(m):
@@ -321,6 +386,8 @@ GROUPS = [
             "the others to plain; spread: the rounds' values)"),
     ("tls_recovery", "TLS SNI check: retransmissions per connection, and what a split hello costs (each row's "
                      "difference and ratio to the baseline it names)"),
+    ("names", "Name path: a fresh name's query to the server's first byte, and the first SYN after the answer "
+              "(ratio to no enforcement; spread: the rounds' values)"),
 ]
 
 
@@ -487,6 +554,8 @@ def cmd_run(rundir, resdir, plotdir):
             metrics += pps_metrics(raw)
         elif p == "tls":
             metrics += tls_metrics(raw)
+        elif p == "names":
+            metrics += names_metrics(raw)
         else:
             metrics += raw["metrics"]
     skipped = [p for p in os.environ.get("BENCH_SKIPPED", "").split() if p]
