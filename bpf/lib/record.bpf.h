@@ -36,6 +36,17 @@ const volatile __u32 cfg_events_burst = 400;
 const volatile __u64 cfg_event_interval_ns = 5000000;
 const volatile __u64 cfg_event_tau_ns = 1995000000;
 
+/*
+ * A wake-up is an interrupt on the packet's CPU and a context switch, tens
+ * of microseconds on a busy host: paid once per event when events are few,
+ * it cost more than the event. So an event wakes the daemon only if none
+ * did for TF_EV_WAKE_MS, or the ring holds cfg_ev_wake_bytes (an eighth of
+ * it, set by the loader); the daemon drains again TF_LINGER_MS after every
+ * drain that read events, which finds the others.
+ */
+const volatile __u64 cfg_ev_wake_bytes = 0;
+__u64 ev_woke_ns; /* when an event last woke the daemon (this object's own) */
+
 /* Over the budget, an event whose (reason, remote end) had one this long ago gets out anyway. */
 #define TF_EVSEEN_NS 1000000000ULL
 
@@ -179,7 +190,14 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, enum j
 
 static __always_inline void event_send(struct tf_event *e)
 {
-	bpf_ringbuf_submit(e, 0);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if ((__s64)(e->ts_ns - ev_woke_ns) >= TF_EV_WAKE_MS * 1000000LL ||
+	    bpf_ringbuf_query(&tf_events, BPF_RB_AVAIL_DATA) >= cfg_ev_wake_bytes) {
+		ev_woke_ns = e->ts_ns;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	bpf_ringbuf_submit(e, flags);
 	stat_inc(TF_STAT_EVENTS);
 }
 

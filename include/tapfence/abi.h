@@ -26,6 +26,12 @@
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS 4096
 #define TF_NAME_MAX	256 /* DNS name / SNI carried in an event */
+/*
+ * An event wakes the daemon if none did for this long (or the ring is an
+ * eighth full); the others wait for the drain the daemon owes after each
+ * one that read events (TF_LINGER_MS, user/daemon/daemon.h).
+ */
+#define TF_EV_WAKE_MS	10
 
 /* Address families as carried in keys and events (not AF_*). */
 #define TF_FAM_IPV4 4

@@ -22,7 +22,10 @@
 # Phase 2 (tapfenced): 1600 denied datagrams to 203.0.113.10:9, then at once one to 203.0.113.20:9.
 # The flood is held back by the budget (suppressed), yet the feed names the second destination.
 # Then a flood to 1000 distinct destinations: what gets out is bounded (two budgets), the rest is
-# counted as suppressed, and every packet is still dropped and counted. TF_KEEP=1 keeps $T.
+# counted as suppressed, and every packet is still dropped and counted.
+# Phase 3: an event that did not wake the daemon (one did less than TF_EV_WAKE_MS before) is in the
+# log within the drain the daemon owes, and a run of events wakes it a few times, not once each
+# (tests/netns/event_wake.py). TF_KEEP=1 keeps $T.
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -102,5 +105,14 @@ nd=$(count_events session=a verdict=deny)
 # the flood's run is far shorter than the 3 s this allows for.
 check "enforced: 1000 denials to 500 distinct destinations: at most two budgets get out ($nd events)" \
 	test "$nd" -le 100
+# --- phase 3: what wakes the daemon -------------------------------------------------------------
+
+sleep 2.5 # the bucket is full again
+read -r b_ms wakes <<<"$(n "$ga" "$PY" "$TF_NETNS_DIR/event_wake.py" "$TF_EVENTS" "$TFD_PID" 203.0.113.20)"
+note "wake-ups: B written ${b_ms:-?} ms after it was sent; 20 events 0.5 ms apart, ${wakes:-?} wake-ups of the main thread"
+check "wake-ups: an event that did not wake the daemon is written by the drain owed after the one that did (${b_ms:-?} ms, not the 250 ms tick)" \
+	test "${b_ms:--1}" -ge 0 -a "${b_ms:--1}" -lt 150
+check "wake-ups: 20 events 0.5 ms apart wake the daemon a few times, not once each (${wakes:-?})" \
+	test "${wakes:-99}" -lt 12
 check "tapfenced still running" kill -0 "$TFD_PID"
 tf_done

@@ -23,14 +23,6 @@
 #include "common/log.h"
 #include "control_int.h"
 
-static __u64 now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int mkdir_parent(const char *path)
 {
 	char dir[PATH_MAX], *slash;
@@ -427,7 +419,7 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 	 * by later bytes: a client trickling a byte at a time still runs out.
 	 */
 	if (!c->in_len || completed || !was_partial)
-		c->deadline_ms = now_ms() + d->cfg.client_timeout_ms;
+		c->deadline_ms = tf_now_ms() + d->cfg.client_timeout_ms;
 	return client_flush(d, c);
 }
 
@@ -544,7 +536,7 @@ static void client_accept(struct tf_daemon *d)
 		}
 		c->fd = fd;
 		c->uid = cr.uid;
-		c->deadline_ms = now_ms() + d->cfg.client_timeout_ms;
+		c->deadline_ms = tf_now_ms() + d->cfg.client_timeout_ms;
 		ev.data.ptr = c;
 		if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
 			close(fd);
@@ -592,7 +584,7 @@ static int input_waiting(const struct tf_client *c)
 void tf_ctl_tick(struct tf_daemon *d)
 {
 	struct tf_client *c, *next;
-	__u64 now = now_ms();
+	__u64 now = tf_now_ms();
 
 	for (c = d->clients; c; c = next) {
 		next = c->next;

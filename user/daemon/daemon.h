@@ -199,6 +199,25 @@ int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result)
  * message naming the holder's pid, or -errno.
  */
 #define TF_LOCK_FILE "tapfenced.lock"
+
+/*
+ * The main loop sleeps at most TF_TICK_MS. After a drain that read events,
+ * another is owed TF_LINGER_MS later: an event that did not wake the
+ * daemon (one did less than TF_EV_WAKE_MS before it, bpf/lib/record.bpf.h)
+ * is read by then. The 5 ms over TF_EV_WAKE_MS cover a program's run
+ * between its clock read and its submit, and the loop's ms rounding.
+ */
+#define TF_TICK_MS   250
+#define TF_LINGER_MS (TF_EV_WAKE_MS + 5)
+
+/* CLOCK_MONOTONIC, in ms. */
+static inline __u64 tf_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 struct tf_lock {
 	int state_fd, pin_fd, sock_fd;
 };
@@ -222,6 +241,7 @@ int tf_fd_budget(const struct tf_config *cfg) __attribute__((warn_unused_result)
 
 /* Event feed (events.c). */
 int tf_events_open(struct tf_daemon *d) __attribute__((warn_unused_result));
+/* Events read, or a negative error. */
 int tf_events_drain(struct tf_daemon *d);
 int tf_events_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));
 /* A control-plane decision (e.g. a refused peer) as a feed line. */

@@ -165,6 +165,7 @@ void tf_dp_set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_tls_ech_outer = cfg->tls_ech_outer;
 	skel->rodata->cfg_events_per_s = cfg->events_per_s;
 	skel->rodata->cfg_events_burst = cfg->events_burst;
+	skel->rodata->cfg_ev_wake_bytes = cfg->ringbuf_bytes / 8;
 	skel->rodata->cfg_to_tcp_syn_s = cfg->to_tcp_syn_sent_s;
 	skel->rodata->cfg_to_tcp_est_s = cfg->to_tcp_established_s;
 	skel->rodata->cfg_to_tcp_fin_s = cfg->to_tcp_fin_s;

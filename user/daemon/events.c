@@ -466,7 +466,7 @@ int tf_events_drain(struct tf_daemon *d)
 	tf_ctl_flush_events(d); /* one write per subscriber for what this drain queued */
 	if (d->foreground)
 		fflush(stdout);
-	return n < 0 ? n : 0;
+	return n;
 }
 
 void tf_events_close(struct tf_daemon *d)

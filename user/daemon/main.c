@@ -338,7 +338,8 @@ static int run(struct tf_daemon *d)
 {
 	static char sig_tag, rb_tag, host_tag;
 	struct epoll_event ev, evs[32];
-	int sfd, n, i, stop = 0, host;
+	__u64 now, owed = 0; /* a drain is owed at this time (0: none) */
+	int sfd, n, i, stop = 0, host, timeout;
 
 	sfd = signal_fd();
 	if (sfd < 0)
@@ -356,7 +357,11 @@ static int run(struct tf_daemon *d)
 	tf_notify("READY=1\nSTATUS=serving %u sessions on %s\nMAINPID=%d", d->nsessions,
 		  d->cfg.control_socket, (int)getpid());
 	while (!stop) {
-		n = epoll_wait(d->epoll_fd, evs, 32, 250);
+		now = tf_now_ms();
+		timeout = TF_TICK_MS;
+		if (owed)
+			timeout = owed > now ? (int)(owed - now) : 0;
+		n = epoll_wait(d->epoll_fd, evs, 32, timeout);
 		if (n < 0 && errno != EINTR)
 			break;
 		host = 0;
@@ -371,7 +376,11 @@ static int run(struct tf_daemon *d)
 				tf_ctl_event(d, evs[i].data.ptr, evs[i].events);
 		}
 		tf_host_event(d, host);
-		tf_events_drain(d);
+		now = tf_now_ms();
+		if (tf_events_drain(d) > 0)
+			owed = now + TF_LINGER_MS;
+		else if (now >= owed)
+			owed = 0;
 		tf_attest_tick(d);
 		tf_ctl_tick(d);
 		tf_sess_tick(d);
