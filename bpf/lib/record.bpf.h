@@ -40,9 +40,11 @@ const volatile __u64 cfg_event_tau_ns = 1995000000;
  * A wake-up is an interrupt on the packet's CPU and a context switch, tens
  * of microseconds on a busy host: paid once per event when events are few,
  * it cost more than the event. So an event wakes the daemon only if none
- * did for TF_EV_WAKE_MS, or the ring holds cfg_ev_wake_bytes (an eighth of
- * it, set by the loader); the daemon drains again TF_LINGER_MS after every
- * drain that read events, which finds the others.
+ * did for TF_EV_WAKE_MS, or it is the one that takes the ring past
+ * cfg_ev_wake_bytes (an eighth of it, set by the loader): one wake-up per
+ * crossing, not one per event while the daemon drains a full ring. The
+ * daemon drains again TF_LINGER_MS after every drain that read events,
+ * which finds the others.
  */
 const volatile __u64 cfg_ev_wake_bytes = 0;
 __u64 ev_woke_ns; /* when an event last woke the daemon (this object's own) */
@@ -190,10 +192,12 @@ static __always_inline struct tf_event *event_fill(const struct judge *j, enum j
 
 static __always_inline void event_send(struct tf_event *e)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
+	const __u64 rec = (sizeof(*e) + BPF_RINGBUF_HDR_SZ + 7) & ~7ULL;
+	__u64 flags = BPF_RB_NO_WAKEUP, held;
 
 	if ((__s64)(e->ts_ns - ev_woke_ns) >= TF_EV_WAKE_MS * 1000000LL ||
-	    bpf_ringbuf_query(&tf_events, BPF_RB_AVAIL_DATA) >= cfg_ev_wake_bytes) {
+	    ((held = bpf_ringbuf_query(&tf_events, BPF_RB_AVAIL_DATA)) >= cfg_ev_wake_bytes &&
+	     held < cfg_ev_wake_bytes + rec)) {
 		ev_woke_ns = e->ts_ns;
 		flags = BPF_RB_FORCE_WAKEUP;
 	}
