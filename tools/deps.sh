@@ -13,6 +13,7 @@ PKGS=(
 	python3-cryptography # test_audit.sh, test_evidence.sh check the signatures independently
 	dnsmasq-base bind9-dnsutils libclang-rt-14-dev
 	iperf3 nftables gnuplot-nox
+	wrk nginx-light # tools/bench/conn.sh: connections a second, each its own HTTP request
 	qemu-system-x86 busybox-static libc6-dev # tests/vm: microVM guests (tools/vm/build-image.sh)
 	valgrind # tests/netns/test_soak.sh: the daemon under memcheck
 	rsyslog # tests/netns/test_audit_ship.sh: the sealed log shipped off the node by a real shipper
@@ -33,6 +34,17 @@ done
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps: missing packages: ${missing[*]} (run 'make deps' as root)" >&2
 	exit 1
+fi
+# A package with a service (nginx-light, prometheus, rsyslog) must not start it in the root
+# namespace: the tests and the bench run their servers by hand, in namespaces of their own. Where no
+# policy-rc.d says so already, one refuses every start (invoke-rc.d and deb-systemd-invoke ask it)
+# for this install, and goes with it.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM HUP
+	printf '#!/bin/sh\n# tools/deps.sh: no service starts while it installs\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 755 /usr/sbin/policy-rc.d
 fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Sum up a `make bench' run, show a results file, or compare two.
 
-  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,pps,ctl,tls,names}.json (those present) with
+  report.py run RUNDIR RESULTS_DIR PLOT_DIR   merge RUNDIR/{dp,tput,pps,conn,ctl,tls,names}.json (those present) with
                                               the machine's description into one results file,
                                               RESULTS_DIR/<UTC time>-<commit>.json; print the table;
                                               plot the scaling curves into PLOT_DIR/*.png
@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 SCHEMA = 1
-PARTS = ("dp", "tput", "pps", "ctl", "tls", "names")
+PARTS = ("dp", "tput", "pps", "conn", "ctl", "tls", "names")
 
 
 def sh(*cmd):
@@ -73,6 +73,8 @@ def machine():
         "libbpf": sh("dpkg-query", "-W", "-f=${Version}", "libbpf-dev"),
         "iperf3": sh("iperf3", "--version"),
         "nft": sh("nft", "--version"),
+        "wrk": sh("dpkg-query", "-W", "-f=${Version}", "wrk"),
+        "nginx": sh("dpkg-query", "-W", "-f=${Version}", "nginx-light"),
         # Other work on the machine moves the numbers: what the load was when the report was made.
         "loadavg": open("/proc/loadavg").read().split()[:3],
     }
@@ -167,6 +169,39 @@ def pps_metrics(raw):
                         "unit": "x", "value": statistics.median(reps[k]["pps"] / nft[k]["pps"]
                                                                 for k in reps if k in nft),
                         "target": {"on": "value", "min": 1.0}})
+# --- connection rate: raw runs -> metrics --------------------------------------------------------
+
+def conn_metrics(raw):
+    """Per configuration the rate of new connections and the requests' p50/p99 (the median of the
+    repetitions'), each with its ratio to no enforcement taken per repetition; then TC over nftables."""
+    by = {}
+    for r in raw["runs"]:
+        by.setdefault(r["config"], {})[r["rep"]] = r
+    base = by.get("none", {})
+    load = f"wrk -t {raw['threads']} -c {raw['connections']}, {raw['seconds']} s x"
+    out = []
+    for cfg, reps in by.items():
+        for stat, key, unit, what in (("rate", "conn_per_s", "conn/s", "new connections a second"),
+                                      ("p50", "p50_us", "us", "request latency p50"),
+                                      ("p99", "p99_us", "us", "request latency p99")):
+            vals = [r[key] for r in reps.values()]
+            m = {"id": f"conn.{cfg}.{stat}", "group": "conn",
+                 "desc": f"{TPUT_DESC.get(cfg, cfg)}; {what}, {load} {len(vals)}",
+                 "unit": unit, "value": statistics.median(vals), "min": min(vals), "max": max(vals),
+                 "samples": vals}
+            if cfg != "none" and base:
+                m["baseline"] = f"conn.none.{stat}"
+                m["ratio"] = statistics.median(reps[k][key] / base[k][key] for k in reps if k in base)
+                if cfg == "tc" and stat == "rate":
+                    m["target"] = {"on": "ratio", "min": 0.9}
+            out.append(m)
+    if "tc" in by and "nft" in by:
+        ks = [k for k in by["tc"] if k in by["nft"]]
+        out.append({"id": "conn.tc_vs_nft", "group": "conn",
+                    "desc": "new connections a second, tapfence TC mode / nftables, per repetition, median",
+                    "unit": "x", "value": statistics.median(by["tc"][k]["conn_per_s"] / by["nft"][k]["conn_per_s"]
+                                                            for k in ks),
+                    "target": {"on": "value", "min": 1.0}})
     return out
 
 
@@ -380,6 +415,8 @@ GROUPS = [
             "(ratio to no enforcement, per repetition)"),
     ("pps_cpu", "64-byte packets: the writer's CPU time per frame delivered (net: over no enforcement)"),
     ("throughput_cost", "Per-run cost of the daemon's programs under that load (one more run each, stats on)"),
+    ("conn", "Connection rate: a handshake, a GET and the close per request (wrk, Connection: close, nginx); "
+             "latency from the request's first byte to its whole answer (ratio to no enforcement, per repetition)"),
     ("control", "Control plane"),
     ("memory", "Memory"),
     ("tls", "TLS SNI check: connect to the server's answer to a real ClientHello (ratio: plain to none, "
@@ -437,7 +474,7 @@ def markdown(res, path, out=sys.stdout):
     w(f"| CPU | {m['cpus']} x {m['cpu']} |")
     w(f"| memory | {m['mem_mib']} MiB |")
     w(f"| kernel | {m['kernel']} |")
-    for k in ("clang", "gcc", "libbpf", "iperf3", "nft"):
+    for k in ("clang", "gcc", "libbpf", "iperf3", "nft", "wrk", "nginx"):
         if m.get(k):
             w(f"| {k} | {m[k]} |")
     w(f"| load average at the end | {' '.join(m.get('loadavg', []))} |")
@@ -556,6 +593,8 @@ def cmd_run(rundir, resdir, plotdir):
             metrics += tls_metrics(raw)
         elif p == "names":
             metrics += names_metrics(raw)
+        elif p == "conn":
+            metrics += conn_metrics(raw)
         else:
             metrics += raw["metrics"]
     skipped = [p for p in os.environ.get("BENCH_SKIPPED", "").split() if p]

@@ -4,6 +4,7 @@
 #   dp    build/bench/bench_dp       per-packet cost of each path, and scaling (BPF_PROG_TEST_RUN)
 #   tput  tools/bench/throughput.sh  iperf3 through a session's veth: none / TC / XDP / nftables
 #   pps   tools/bench/pps.sh         64 B frames written to a session's tap as a VMM does, 1k-1M flows
+#   conn  tools/bench/conn.sh        new TCP connections a second and request latency (wrk, nginx)
 #   ctl   tools/bench/ctl.sh         control-socket latency, plain TC and guarded; BPF memory, fds
 #   tls   tools/bench/tls.sh         connect latency the TLS SNI check adds (hello in 1 and 2 segments)
 #   names tools/bench/names.sh       a fresh name's query to first byte, first SYN: tapfence / dnsmasq --nftset
@@ -16,21 +17,21 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 QUICK=${QUICK:-}
 [ "$QUICK" = 0 ] && QUICK=
-PARTS=${BENCH_PARTS:-dp tput pps ctl tls names}
+PARTS=${BENCH_PARTS:-dp tput pps conn ctl tls names}
 [ "$(id -u)" -eq 0 ] || { echo "bench: must run as root (BPF, namespaces)" >&2; exit 1; }
 
 run=$BUILD/bench/run-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$run"
 if [ -n "$QUICK" ]; then
-	dp_args=(--quick) tput_args=(1 3 0) pps_args=(1 1 1000 100000) ctl_args=(100 50) tls_args=(50 2)
-	names_args=(50 2)
+	dp_args=(--quick) tput_args=(1 3 0) pps_args=(1 1 1000 100000) conn_args=(3 1) ctl_args=(100 50)
+	tls_args=(50 2) names_args=(50 2)
 else
-	dp_args=() tput_args=(5 5 1) pps_args=(3 3 1000 100000 1000000) ctl_args=(1000 200) tls_args=(200 10)
-	names_args=(250 10)
+	dp_args=() tput_args=(5 5 1) pps_args=(3 3 1000 100000 1000000) conn_args=(5 5) ctl_args=(1000 200)
+	tls_args=(200 10) names_args=(250 10)
 fi
 
 skipped=()
-for p in dp tput pps ctl tls names; do
+for p in dp tput pps conn ctl tls names; do
 	[[ " $PARTS " == *" $p "* ]] || skipped+=("$p")
 done
 
@@ -46,6 +47,7 @@ part() { # name cmd...
 part dp "$BUILD/bench/bench_dp" "${dp_args[@]}" --out "$run/dp.json"
 part tput tools/bench/throughput.sh "$run/tput.json" "${tput_args[@]}"
 part pps tools/bench/pps.sh "$run/pps.json" "${pps_args[@]}"
+part conn tools/bench/conn.sh "$run/conn.json" "${conn_args[@]}"
 part ctl tools/bench/ctl.sh "$run/ctl.json" "${ctl_args[@]}"
 part tls tools/bench/tls.sh "$run/tls.json" "${tls_args[@]}"
 part names tools/bench/names.sh "$run/names.json" "${names_args[@]}"
