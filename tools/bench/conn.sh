@@ -14,7 +14,8 @@
 #  └──────────────────────┘      └────────────────────────────────┘      └──────────────────────┘
 #
 # Every address lives in a namespace made here (private and documentation ranges only); the root
-# namespace gets no link and no route. Configurations alternate within each repetition:
+# namespace gets no link and no route. Configurations (tools/bench/enforce.sh) alternate within
+# each repetition:
 #   none  nothing enforces            tc   tapfenced, attach_mode tc (tcx on t0)
 #   xdp   tapfenced, attach_mode xdp  nft  the session's policy as an nftables ruleset on $host
 # Each run is `wrk -t 1 -c 16 -d SECONDS' with `Connection: close' against nginx (one worker, a
@@ -30,6 +31,8 @@
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/enforce.sh"
 
 OUT=${1:?usage: conn.sh OUT.json [SECONDS] [REPS]}
 SECS=${2:-5}
@@ -67,48 +70,8 @@ setup ip -n "$server" route add 10.77.0.0/24 via 203.0.113.1 dev s0
 # flow, so each connection is judged as a new flow, as the check below wants.
 setup n "$guest" sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
 
-# The session's allowlist; the nftables ruleset below says the same.
-ALLOW='[{"cidr":"203.0.113.2/32","proto":"tcp","ports":[80]},
-        {"cidr":"198.51.100.0/24","proto":"tcp","ports":[443]},
-        {"cidr":"192.0.2.0/24","proto":"udp","ports":[5000]}]'
-session_spec "$T/session.json" bench t0 $G_MAC 10.77.0.2 fd00:77::2 $GW_MAC 10.77.0.1 fd00:77::1 "$ALLOW"
-
-# tapfence's hard floor (IPv4 part), the allowlist as concatenated sets, state from conntrack; the
-# rule accepting new TCP flows counts them.
-cat >"$T/nft.conf" <<EOF
-table inet tfbench {
-	set floor4 {
-		type ipv4_addr; flags interval
-		elements = { 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16,
-			     172.16.0.0/12, 192.168.0.0/16, 224.0.0.0/4, 240.0.0.0/4 }
-	}
-	set allow4_tcp {
-		type ipv4_addr . inet_service; flags interval
-		elements = { 203.0.113.2 . 80, 198.51.100.0/24 . 443 }
-	}
-	set allow4_udp {
-		type ipv4_addr . inet_service; flags interval
-		elements = { 192.0.2.0/24 . 5000 }
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		iifname "t0" jump from_guest
-		oifname "t0" jump to_guest
-	}
-	chain from_guest {
-		ip saddr != 10.77.0.2 drop
-		ct state established,related accept
-		ip daddr @floor4 drop
-		ct state new ip daddr . tcp dport @allow4_tcp counter accept
-		ct state new ip daddr . udp dport @allow4_udp accept
-		drop
-	}
-	chain to_guest {
-		ct state established,related accept
-		drop
-	}
-}
-EOF
+session_spec "$T/session.json" bench t0 $G_MAC 10.77.0.2 fd00:77::2 $GW_MAC 10.77.0.1 fd00:77::1 "$BENCH_ALLOW"
+nft_ruleset "$T/nft.conf" t0 10.77.0.2
 
 # nginx by hand: one worker, no daemon, every file it writes under $T/nginx, on the server's
 # address only. Debian's build opens its compiled-in error log before reading this (-e moves it).
@@ -144,23 +107,6 @@ defer kill_pid "$NGINX_PID"
 wait_for 5 n "$server" bash -c "exec 3<>/dev/tcp/$SERVER/$PORT" 2>/dev/null ||
 	die "nginx did not start: $(tail -n 3 "$T/nginx/out.log" "$T/nginx/error.log")"
 
-# judged CONFIG: how many new flows the enforcer judged (and allowed) in this run.
-judged() {
-	case $1 in
-	tc | xdp)
-		tfc --json stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stats"]["counters"].get("allow_rule", 0))' ;;
-	nft)
-		n "$host" nft -j list chain inet tfbench from_guest | "$PY" -c '
-import json, sys
-for r in json.load(sys.stdin)["nftables"]:
-    for e in r.get("rule", {}).get("expr", []):
-        if "counter" in e:
-            print(e["counter"]["packets"]); sys.exit()
-print(0)' ;;
-	*) echo 0 ;;
-	esac
-}
-
 # tracked CONFIG: the flows the enforcer holds at the end of the run (tapfence's flow tables, as its
 # metrics textfile last said, at most a second ago; conntrack's entries in $host).
 tracked() {
@@ -176,34 +122,15 @@ tracked() {
 # time_wait NS: TCP sockets in TIME_WAIT in NS.
 time_wait() { n "$1" ss -Htan state time-wait | wc -l; }
 
-enforce_on() {
-	case $1 in
-	tc | xdp)
-		rm -f "$T/metrics.prom"
-		tfd_config "$T/tapfenced-$1.json" \
-			"\"attach_mode\":\"$1\",\"metrics\":{\"textfile\":\"$T/metrics.prom\",\"interval_s\":1}"
-		tfd_start "$host"
-		tfc session add "$T/session.json" >"$T/cli.out" 2>&1 || { tfd_log_tail 10; die "session add ($1): $(cat "$T/cli.out")"; } ;;
-	nft)
-		n "$host" nft -f "$T/nft.conf" || die "nft -f $T/nft.conf" ;;
-	esac
-}
-
-enforce_off() {
-	case $1 in
-	tc | xdp) tfd_stop ;;
-	nft) n "$host" nft delete table inet tfbench ;;
-	esac
-}
-
 : >"$T/runs.txt"
 for ((rep = 1; rep <= REPS; rep++)); do
 	for cfg in "${CONFIGS[@]}"; do
-		enforce_on "$cfg"
+		rm -f "$T/metrics.prom"
+		enforce_on "$cfg" "\"metrics\":{\"textfile\":\"$T/metrics.prom\",\"interval_s\":1}"
 		n "$guest" timeout $((SECS + 20)) wrk -t $THREADS -c $CONNS -d "${SECS}s" -H 'Connection: close' \
 			-s "$LUA" "http://$SERVER:$PORT/" >"$T/wrk.out" 2>&1
 		rc=$?
-		seen=$(judged "$cfg")
+		seen=$(enforcer_judged "$cfg" new)
 		flows=$(tracked "$cfg")
 		enforce_off "$cfg"
 		[ $rc -eq 0 ] || die "wrk ($cfg, repetition $rep) exited $rc: $(head -c 300 "$T/wrk.out")"

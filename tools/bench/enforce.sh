@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # $host: the sourcing script's router namespace
 # SPDX-License-Identifier: GPL-2.0
 # Sourced by the bench parts that compare enforcers on one session's traffic (throughput.sh,
-# pps.sh): the session's policy as tapfence runs it and as an nftables ruleset, switched on and
+# pps.sh, conn.sh): the session's policy as tapfence runs it and as an nftables ruleset, switched on and
 # off in the router namespace $host, and what each enforcer counted. Needs tests/netns/lib.sh,
 # $host and the session's spec in $T/session.json.
 #   none  nothing enforces            tc   tapfenced, attach_mode tc (tcx on the guest's device)
@@ -9,7 +9,7 @@
 
 # The allowlist every comparison's session has; nft_ruleset says the same.
 # shellcheck disable=SC2034 # used by the scripts that source this one
-BENCH_ALLOW='[{"cidr":"203.0.113.2/32","proto":"tcp","ports":[5201]},
+BENCH_ALLOW='[{"cidr":"203.0.113.2/32","proto":"tcp","ports":[80,5201]},
         {"cidr":"198.51.100.0/24","proto":"tcp","ports":[80,443]},
         {"cidr":"192.0.2.0/24","proto":"udp","ports":[5000]}]'
 
@@ -25,7 +25,8 @@ nft_ruleset() {
 		}
 		set allow4_tcp {
 			type ipv4_addr . inet_service; flags interval
-			elements = { 203.0.113.2 . 5201, 198.51.100.0/24 . 80, 198.51.100.0/24 . 443 }
+			elements = { 203.0.113.2 . 80, 203.0.113.2 . 5201, 198.51.100.0/24 . 80,
+				     198.51.100.0/24 . 443 }
 		}
 		set allow4_udp {
 			type ipv4_addr . inet_service; flags interval
@@ -52,20 +53,21 @@ nft_ruleset() {
 	NFT
 }
 
-# enforcer_judged CFG: how many packets the enforcer counted as belonging to allowed flows (the
-# flow's first packet included).
+# enforcer_judged CFG [new]: how many packets the enforcer counted as belonging to allowed flows
+# (each flow's first packet included); with "new", how many new flows it allowed.
 enforcer_judged() {
 	case $1 in
 	tc | xdp)
 		tfc --json stats | "$PY" -c '
 import json, sys
 c = json.load(sys.stdin)["stats"]["counters"]
-print(c.get("allow_flow", 0) + c.get("allow_rule", 0))' ;;
+print(c.get("allow_rule", 0) + (0 if sys.argv[1] == "new" else c.get("allow_flow", 0)))' "${2:-}" ;;
 	nft)
 		n "$host" nft -j list chain inet tfbench from_guest | "$PY" -c '
 import json, sys
-print(sum(e["counter"]["packets"] for r in json.load(sys.stdin)["nftables"]
-          for e in r.get("rule", {}).get("expr", []) if "counter" in e))' ;;
+print(sum(e["counter"]["packets"] for r in json.load(sys.stdin)["nftables"] if "rule" in r
+          for e in r["rule"]["expr"] if "counter" in e
+          if sys.argv[1] != "new" or "\"new\"" in json.dumps(r["rule"]["expr"])))' "${2:-}" ;;
 	*) echo 0 ;;
 	esac
 }
