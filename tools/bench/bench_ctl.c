@@ -12,6 +12,9 @@
  *   rules=R: each session added has R more CIDR rules (hosts of 2001:db8:1::/48);
  *   target=S: rule_add and rule_del change session S, N rules in turn (hosts of 2001:db8:2::/48),
  *   rather than one rule of each of N sessions
+ *   clients=C: the N requests of each OP from C connections at once (a process each, taking every
+ *   C-th index), all started together; adds P.OP.rate, the requests a second over the OP's
+ *   wall time
  * The interfaces must exist in tapfenced's network namespace
  * (tools/bench/ctl.sh makes them as tap devices).
  */
@@ -23,6 +26,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <jansson.h>
 
 #define REQ_MAX	 8192
@@ -30,9 +34,12 @@
 #define MAX_N	 4095
 #define RULES_MAX 65536
 #define RULE_LEN 80 /* the most one of the rules=R rules takes in a request */
+#define CLIENTS_MAX 64
 
 static unsigned int extra_rules; /* rules=R */
 static unsigned int target;	 /* target=S (0: none) */
+static unsigned int clients = 1; /* clients=C */
+static const char *sock_path;
 
 struct conn {
 	int fd;
@@ -279,26 +286,119 @@ static void report(const char *prefix, const struct op *op, double *lat, unsigne
 }
 
 /*
- * op on indexes first..first+n-1 in turn; churn (k = OP_CHURN_ADD): each
- * added then deleted before the next.
+ * op on indexes first+j, first+j+step, ... below first+n, in turn, into
+ * lat (and lat2: churn's deletes); the count done, or a negative error.
+ */
+static int run_part(struct conn *c, size_t k, unsigned int first, unsigned int n, unsigned int j,
+		    unsigned int step, double *lat, double *lat2)
+{
+	unsigned int i, done = 0;
+	int err = 0;
+
+	for (i = j; i < n && !err; i += step, done++) {
+		err = timed(c, &ops[k], first + i, &lat[done]);
+		if (!err && k == OP_CHURN_ADD)
+			err = timed(c, &ops[OP_CHURN_DEL], first + i, &lat2[done]);
+	}
+	return err ? err : (int)done;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	ssize_t r;
+
+	while (n) {
+		r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EPIPE;
+		p = (char *)p + r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/*
+ * The parts of run_part() in clients processes at once, each on its own
+ * connection; their latencies into lat and lat2, in no order.
+ */
+static int run_clients(size_t k, unsigned int first, unsigned int n, double *lat, double *lat2)
+{
+	static double mine[MAX_N], mine2[MAX_N];
+	int fds[CLIENTS_MAX][2], cnt, err = 0, status;
+	pid_t pids[CLIENTS_MAX];
+	unsigned int j, got = 0;
+	struct conn *c;
+
+	for (j = 0; j < clients; j++) {
+		if (pipe(fds[j]))
+			return -errno;
+		pids[j] = fork();
+		if (pids[j] < 0)
+			return -errno;
+		if (!pids[j]) {
+			close(fds[j][0]);
+			c = malloc(sizeof(*c));
+			cnt = !c ? -ENOMEM : conn_open(c, sock_path);
+			if (!cnt)
+				cnt = run_part(c, k, first, n, j, clients, mine, mine2);
+			if (cnt < 0)
+				fprintf(stderr, "bench_ctl: client %u: %s\n", j, strerror(-cnt));
+			if (write_all(fds[j][1], (const char *)&cnt, sizeof(cnt)) ||
+			    (cnt > 0 &&
+			     (write_all(fds[j][1], (const char *)mine, cnt * sizeof(double)) ||
+			      write_all(fds[j][1], (const char *)mine2, cnt * sizeof(double)))))
+				_exit(1);
+			_exit(cnt < 0);
+		}
+		close(fds[j][1]);
+	}
+	for (j = 0; j < clients; j++) {
+		if (!err && !(err = read_all(fds[j][0], &cnt, sizeof(cnt))) && cnt < 0)
+			err = cnt;
+		if (!err && cnt > 0 && got + (unsigned int)cnt <= n &&
+		    !(err = read_all(fds[j][0], lat + got, cnt * sizeof(double))))
+			err = read_all(fds[j][0], lat2 + got, cnt * sizeof(double));
+		if (!err)
+			got += (unsigned int)cnt;
+		close(fds[j][0]);
+		if (waitpid(pids[j], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+			err = err ? err : -ECHILD;
+	}
+	return err ? err : got == n ? 0 : -EIO;
+}
+
+/*
+ * op on indexes first..first+n-1, in turn or from clients connections at
+ * once; churn (k = OP_CHURN_ADD): each added then deleted before the next.
  */
 static int run_op(struct conn *c, const char *prefix, size_t k, unsigned int first, unsigned int n,
 		  const char *what, json_t *metrics)
 {
 	static double lat[MAX_N], lat2[MAX_N];
-	unsigned int i;
-	int err = 0;
+	char id[96], desc[256];
+	double t0 = now_ms(), wall;
+	int err;
 
-	for (i = 0; i < n && !err; i++) {
-		err = timed(c, &ops[k], first + i, &lat[i]);
-		if (!err && k == OP_CHURN_ADD)
-			err = timed(c, &ops[OP_CHURN_DEL], first + i, &lat2[i]);
-	}
-	if (err)
+	err = clients > 1 ? run_clients(k, first, n, lat, lat2) :
+			    run_part(c, k, first, n, 0, 1, lat, lat2);
+	if (err < 0)
 		return err;
+	wall = now_ms() - t0;
 	report(prefix, &ops[k], lat, n, what, metrics);
 	if (k == OP_CHURN_ADD)
 		report(prefix, &ops[OP_CHURN_DEL], lat2, n, what, metrics);
+	if (clients > 1) {
+		snprintf(id, sizeof(id), "%s.%s.rate", prefix, ops[k].id);
+		snprintf(desc, sizeof(desc), "%s requests a second from %u clients at once%s",
+			 ops[k].id, clients, what);
+		json_array_append_new(metrics, json_pack("{s:s, s:s, s:s, s:s, s:f}", "id", id,
+							 "group", "control", "desc", desc, "unit",
+							 "req/s", "value", n * 1e3 / wall));
+		fprintf(stderr, "  %-18s %.0f requests a second (%u clients)\n", id, n * 1e3 / wall,
+			clients);
+	}
 	return 0;
 }
 
@@ -315,7 +415,7 @@ int main(int argc, char **argv)
 	if (argc < 5 || !(n = (unsigned int)strtoul(argv[2], NULL, 10)) || n > MAX_N) {
 		fprintf(stderr,
 			"Usage: bench_ctl SOCKET N OUT.json [prefix=P] [first=K] [present=M] [rules=R] "
-			"[target=S] OP...\n"
+			"[target=S] [clients=C] OP...\n"
 			"  OP: session_add rule_add rule_del session_del churn (1 <= N <= %u)\n",
 			MAX_N);
 		return 2;
@@ -332,6 +432,13 @@ int main(int argc, char **argv)
 					RULES_MAX - 256);
 				return 2;
 			}
+		} else if (!strncmp(argv[a], "clients=", 8)) {
+			clients = (unsigned int)strtoul(argv[a] + 8, NULL, 10);
+			if (!clients || clients > CLIENTS_MAX) {
+				fprintf(stderr, "bench_ctl: clients=%s: 1 to %u\n", argv[a] + 8,
+					CLIENTS_MAX);
+				return 2;
+			}
 		} else if (!strncmp(argv[a], "target=", 7)) {
 			target = (unsigned int)strtoul(argv[a] + 7, NULL, 10);
 		} else if (!strncmp(argv[a], "present=", 8)) {
@@ -344,6 +451,7 @@ int main(int argc, char **argv)
 	}
 	metrics = json_array();
 	root = json_pack("{s:s, s:i, s:o}", "tool", "bench_ctl", "sessions", n, "metrics", metrics);
+	sock_path = argv[1];
 	err = conn_open(&c, argv[1]);
 	if (err) {
 		fprintf(stderr, "bench_ctl: cannot connect to `%s': %s\n", argv[1], strerror(-err));

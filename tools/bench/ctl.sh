@@ -11,6 +11,12 @@
 # deleted. Memory and fds (tc): read from the daemon's own pinned maps and /proc.
 # Then rule changes to a large session (tc, a fresh daemon each): one session of 1,000 and one of
 # 10,000 CIDR rules, C rules added to it one by one, then deleted (ctl.rules1k.*, ctl.rules10k.*).
+# Then, with TOTAL > 0, the control plane at scale (guard, a fresh daemon, TOTAL devices): BIG =
+# TOTAL - 200 sessions added, 200 added and deleted in turn with them present
+# (ctl.scale.churn_*), then the 200 added from 4 connections at once and deleted so
+# (ctl.scale.conc.*: latency and rate). TOTAL is lowered to what the hard limit on open files
+# allows the daemon (7 a session, 192 more: tf_fd_need()), which a root without
+# CAP_SYS_RESOURCE (a container) cannot raise.
 #
 #  ┌────────────────────────────────────────────────┐
 #  │ $ns: d1 .. dN+C (taps, up); tapfenced (TC)     │   bench_ctl ── control socket ($T/control.sock)
@@ -18,15 +24,21 @@
 #
 # No packet is sent: the taps (persistent, no VMM attached; this kernel has no dummy driver) only
 # give the sessions a device to attach to, as a VMM's taps would.
-# Usage: ctl.sh OUT.json [N [C]]
+# Usage: ctl.sh OUT.json [N [C [TOTAL]]]
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
 
-OUT=${1:?usage: ctl.sh OUT.json [N [C]]}
+OUT=${1:?usage: ctl.sh OUT.json [N [C [TOTAL]]]}
 N=${2:-1000}
 C=${3:-200}
+TOTAL=${4:-0}
+S=200
+fd_room=$((($(ulimit -Hn) - 192) / 7))
+[ "$TOTAL" -le "$fd_room" ] || { echo "ctl: $TOTAL sessions at scale need more files than the hard limit $(ulimit -Hn): $fd_room" >&2; TOTAL=$fd_room; }
+[ "$TOTAL" -le 4095 ] || TOTAL=4095 # limits.max_sessions at most
+BIG=$((TOTAL > S ? TOTAL - S : 0))
 CTL=$TF_BUILD/bench/bench_ctl
 
 tf_init
@@ -43,9 +55,11 @@ ip -n "$ns" -batch "$T/links.batch" || die "setup: $((N + C)) tap devices"
 
 bpffs_mount "$T/bpffs"
 
-# daemon_start EXTRA [LIMITS]: a fresh tapfenced, config EXTRA, more limits LIMITS (",name":value).
+# daemon_start EXTRA [LIMITS [SESSIONS]]: a fresh tapfenced, config EXTRA, more limits LIMITS
+# (",name":value), room for SESSIONS (default N + C).
 daemon_start() {
-	tfd_config "$T/tapfenced.json" "\"limits\":{\"max_sessions\":$((N + C > 1024 ? N + C : 1024))${2:-}}$1"
+	local room=${3:-$((N + C))}
+	tfd_config "$T/tapfenced.json" "\"limits\":{\"max_sessions\":$((room > 1024 ? room : 1024))${2:-}}$1"
 	# Not tfd_start: its --verbose would put debug logging on the measured path. Same bookkeeping.
 	TFD_NS=$ns
 	ip netns exec "$ns" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
@@ -84,12 +98,12 @@ print(int.from_bytes(bytes(int(x, 16) for x in v), "little") if isinstance(v, li
 # fds: the daemon's open file descriptors.
 fds() { find "/proc/$TFD_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 
-# guarded_all: every device has its guard programs.
+# guarded_all [COUNT]: every device (COUNT, default N + C) has its guard programs.
 guarded_all() {
 	tfc --json guard 2>/dev/null | "$PY" 2>/dev/null -c '
 import json, sys
 d = json.load(sys.stdin)
-sys.exit(sum(1 for e in d.get("devices", []) if e.get("programs")) < int(sys.argv[1]))' "$((N + C))"
+sys.exit(sum(1 for e in d.get("devices", []) if e.get("programs")) < int(sys.argv[1]))' "${1:-$((N + C))}"
 }
 
 # pool_full: limits.warm_slots (32, the default) slots are ready.
@@ -131,13 +145,45 @@ run_rules() {
 	tfd_stop
 }
 
+# run_scale: BIG sessions present (guarded), S more churned, then added and deleted from 4
+# connections at once.
+run_scale() {
+	local s=$S t0 i
+	for ((i = N + C + 1; i <= BIG + s; i++)); do
+		printf 'tuntap add dev d%d mode tap\nlink set d%d up\n' "$i" "$i"
+	done >"$T/links-scale.batch"
+	ip -n "$ns" -batch "$T/links-scale.batch" || die "setup: devices up to d$((BIG + s))"
+	daemon_start ",\"guard\":{\"interfaces\":[\"d*\"]}" "" "$TOTAL"
+	t0=$SECONDS
+	wait_for 600 guarded_all $((BIG + s)) || { tfd_log_tail 10; die "scale: not every device got its programs"; }
+	echo "  scale: $((BIG + s)) devices guarded in $((SECONDS - t0)) s" >&2
+	"$CTL" "$TF_SOCK" "$BIG" "$T/scale-add.json" prefix=ctl.scale session_add ||
+		{ tfd_log_tail 10; die "bench_ctl scale add"; }
+	wait_for 60 pool_full || { tfd_log_tail 10; die "scale: the slot pool did not refill"; }
+	"$CTL" "$TF_SOCK" "$s" "$T/scale-churn.json" prefix=ctl.scale first=$((BIG + 1)) present="$BIG" churn ||
+		{ tfd_log_tail 10; die "bench_ctl scale churn"; }
+	wait_for 60 pool_full || { tfd_log_tail 10; die "scale: the slot pool did not refill"; }
+	"$CTL" "$TF_SOCK" "$s" "$T/scale-conc.json" prefix=ctl.scale.conc first=$((BIG + 1)) present="$BIG" \
+		clients=4 session_add session_del || { tfd_log_tail 10; die "bench_ctl scale, 4 clients"; }
+	echo "scale $(fds) $BIG" >>"$T/mem.txt"
+	"$CTL" "$TF_SOCK" "$BIG" "$T/scale-del.json" prefix=ctl.scale session_del ||
+		{ tfd_log_tail 10; die "bench_ctl scale del"; }
+	tfd_stop
+}
+
 : >"$T/mem.txt"
 run_config tc ctl ""
 run_config guard ctl.guard ",\"guard\":{\"interfaces\":[\"d*\"]}"
 run_rules 1000 rules1k
 run_rules 10000 rules10k
+scale=()
+if [ "$BIG" -gt 0 ]; then
+	run_scale
+	scale=("$T"/scale-{add,churn,conc,del}.json)
+fi
 
-"$PY" - "$OUT" "$N" "$T/mem.txt" "${slot[*]}" "$T"/{tc,guard}-{add,churn,del}.json "$T"/rules{1k,10k}.json <<'EOF' || die "cannot write $OUT"
+"$PY" - "$OUT" "$N" "$T/mem.txt" "${slot[*]}" "$T"/{tc,guard}-{add,churn,del}.json "$T"/rules{1k,10k}.json \
+	${scale[@]+"${scale[@]}"} <<'EOF' || die "cannot write $OUT"
 import json, sys
 out, n, memf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 *parts, slot = sys.argv[4].split()
@@ -147,6 +193,11 @@ for f in sys.argv[5:]:
 def mem(id, desc, value, unit="KiB", scale=1024):
     metrics.append({"id": id, "group": "memory", "desc": desc, "unit": unit, "value": value / scale})
 for line in open(memf):
+    if line.startswith("scale "):
+        _, fds, big = line.split()
+        metrics.append({"id": "mem.scale.fds", "group": "memory", "unit": "fds", "value": int(fds),
+                        "desc": f"the daemon's fds with {big} sessions (guarded: no links of their own)"})
+        continue
     name, mem0, mem1, fd0, fd1 = line.split()
     mem0, mem1, fd0, fd1 = int(mem0), int(mem1), int(fd0), int(fd1)
     if name == "tc":

@@ -26,7 +26,7 @@ if [ -n "$QUICK" ]; then
 	dp_args=(--quick) tput_args=(1 3 0) pps_args=(1 1 1000 100000) conn_args=(3 1) ctl_args=(100 50)
 	tls_args=(50 2) names_args=(50 2)
 else
-	dp_args=() tput_args=(5 5 1) pps_args=(3 3 1000 100000 1000000) conn_args=(5 5) ctl_args=(1000 200)
+	dp_args=() tput_args=(5 5 1) pps_args=(3 3 1000 100000 1000000) conn_args=(5 5) ctl_args=(1000 200 4000)
 	tls_args=(200 10) names_args=(250 10)
 fi
 
