@@ -243,6 +243,8 @@ int tf_fd_budget(const struct tf_config *cfg) __attribute__((warn_unused_result)
 int tf_events_open(struct tf_daemon *d) __attribute__((warn_unused_result));
 /* Events read, or a negative error. */
 int tf_events_drain(struct tf_daemon *d);
+/* Whether the ring holds what a drain could not read yet (a record not committed). */
+int tf_events_pending(struct tf_daemon *d);
 int tf_events_reopen(struct tf_daemon *d) __attribute__((warn_unused_result));
 /* A control-plane decision (e.g. a refused peer) as a feed line. */
 void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigned int uid,

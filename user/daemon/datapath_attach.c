@@ -133,6 +133,7 @@ static int xdp_prepare(struct tf_dp *dp)
 		if (err)
 			goto cleanup;
 	}
+	tf_dp_set_wake(skel);
 	dp->xdp = xdp_program__from_bpf_obj(skel->obj, "xdp");
 	err = libxdp_get_error(dp->xdp);
 	if (err) {

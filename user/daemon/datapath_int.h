@@ -62,5 +62,7 @@ void tf_dp_slots_close(struct tf_dp *dp);
 
 /* Set the load-time knobs (rodata) of skel, between its open and its load. */
 void tf_dp_set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg);
+/* After the maps are reused: the event ring's wake-up mark, from its size. */
+void tf_dp_set_wake(struct tapfence_bpf *skel);
 
 #endif

@@ -156,6 +156,16 @@ static int maps_pin(struct tf_dp *dp)
 	return 0;
 }
 
+/*
+ * From an eighth of the ring an event wakes the daemon (bpf/lib/record.bpf.h):
+ * of the ring in use, once a pinned one (whose size a config change does
+ * not move) is reused.
+ */
+void tf_dp_set_wake(struct tapfence_bpf *skel)
+{
+	skel->rodata->cfg_ev_wake_bytes = bpf_map__max_entries(skel->maps.tf_events) / 8;
+}
+
 void tf_dp_set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 {
 	skel->rodata->cfg_ttl_min_s = cfg->dns_ttl_min_s;
@@ -165,7 +175,6 @@ void tf_dp_set_knobs(struct tapfence_bpf *skel, const struct tf_config *cfg)
 	skel->rodata->cfg_tls_ech_outer = cfg->tls_ech_outer;
 	skel->rodata->cfg_events_per_s = cfg->events_per_s;
 	skel->rodata->cfg_events_burst = cfg->events_burst;
-	skel->rodata->cfg_ev_wake_bytes = cfg->ringbuf_bytes / 8;
 	skel->rodata->cfg_to_tcp_syn_s = cfg->to_tcp_syn_sent_s;
 	skel->rodata->cfg_to_tcp_est_s = cfg->to_tcp_established_s;
 	skel->rodata->cfg_to_tcp_fin_s = cfg->to_tcp_fin_s;
@@ -258,6 +267,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		if (err)
 			goto cleanup;
 	}
+	tf_dp_set_wake(skel);
 	err = tapfence_bpf__load(skel);
 	if (err) {
 		pr_warn("cannot load the BPF programs: %s\n", strerror(-err));

@@ -6,6 +6,7 @@
  * tf_stats; the next line carries how many were lost since the last one.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -467,6 +468,13 @@ int tf_events_drain(struct tf_daemon *d)
 	if (d->foreground)
 		fflush(stdout);
 	return n;
+}
+
+int tf_events_pending(struct tf_daemon *d)
+{
+	struct pollfd p = { .fd = tf_dp_ringbuf_fd(&d->dp), .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
 }
 
 void tf_events_close(struct tf_daemon *d)

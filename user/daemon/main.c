@@ -376,9 +376,12 @@ static int run(struct tf_daemon *d)
 				tf_ctl_event(d, evs[i].data.ptr, evs[i].events);
 		}
 		tf_host_event(d, host);
+		/* Owed from the drain's end: what it read may have come in while it ran. */
 		now = tf_now_ms();
 		if (tf_events_drain(d) > 0)
-			owed = now + TF_LINGER_MS;
+			owed = tf_now_ms() + TF_LINGER_MS;
+		else if (tf_events_pending(d))
+			owed = tf_now_ms() + 1; /* a record reserved, not yet committed: soon again */
 		else if (now >= owed)
 			owed = 0;
 		tf_attest_tick(d);
