@@ -38,15 +38,25 @@ fi
 # A package with a service (nginx-light, prometheus, rsyslog) must not start it in the root
 # namespace: the tests and the bench run their servers by hand, in namespaces of their own. Where no
 # policy-rc.d says so already, one refuses every start (invoke-rc.d and deb-systemd-invoke ask it)
-# for this install, and goes with it.
-if [ ! -e /usr/sbin/policy-rc.d ]; then
-	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+# for this install, and goes with it; one of ours left by a killed run is taken over. On a systemd
+# host the services are also disabled, so that none starts at the next boot.
+POLICY=/usr/sbin/policy-rc.d MARK='# tools/deps.sh: no service starts while it installs'
+if [ ! -L "$POLICY" ] && { [ ! -e "$POLICY" ] || grep -qxF "$MARK" "$POLICY"; }; then
+	trap 'grep -qxF "$MARK" "$POLICY" 2>/dev/null && rm -f "$POLICY"' EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM HUP
-	printf '#!/bin/sh\n# tools/deps.sh: no service starts while it installs\nexit 101\n' >/usr/sbin/policy-rc.d
-	chmod 755 /usr/sbin/policy-rc.d
+	rm -f "$POLICY"
+	(set -C && printf '#!/bin/sh\n%s\nexit 101\n' "$MARK" >"$POLICY") && chmod 755 "$POLICY"
 fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ -d /run/systemd/system ]; then
+	for p in "${missing[@]}"; do
+		case $p in
+		nginx-light) systemctl disable --now nginx >/dev/null 2>&1 || true ;;
+		prometheus | prometheus-node-exporter) systemctl disable --now "$p" >/dev/null 2>&1 || true ;;
+		esac
+	done
+fi

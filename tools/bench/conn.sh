@@ -141,6 +141,7 @@ print(r["requests"], r["duration_us"], r["p50_us"], r["p99_us"], sum(r["errors"]
 			die "no summary from wrk in $T/wrk.out: $(head -c 300 "$T/wrk.out")"
 		read -r reqs us p50 p99 errs <<<"$res"
 		[ "$reqs" -gt 0 ] || die "$cfg, repetition $rep: no request completed"
+		[ "$errs" -le $((reqs / 100)) ] || die "$cfg, repetition $rep: $errs errors for $reqs requests"
 		if [ "$cfg" != none ] && [ "${seen:-0}" -lt "$reqs" ]; then
 			die "$cfg: the enforcer judged ${seen:-0} new flows for $reqs requests: it was not in the path"
 		fi

@@ -180,15 +180,18 @@ scale=()
 if [ "$BIG" -gt 0 ]; then
 	run_scale
 	scale=("$T"/scale-{add,churn,conc,del}.json)
+elif [ "${4:-0}" -gt 0 ]; then
+	echo "ctl: the scale run is skipped: the hard limit on open files holds $TOTAL sessions" >&2
 fi
 
-"$PY" - "$OUT" "$N" "$T/mem.txt" "${slot[*]}" "$T"/{tc,guard}-{add,churn,del}.json "$T"/rules{1k,10k}.json \
-	${scale[@]+"${scale[@]}"} <<'EOF' || die "cannot write $OUT"
+"$PY" - "$OUT" "$N" "$T/mem.txt" "${slot[*]}" "${4:-0}" "$TOTAL" "$T"/{tc,guard}-{add,churn,del}.json \
+	"$T"/rules{1k,10k}.json ${scale[@]+"${scale[@]}"} <<'EOF' || die "cannot write $OUT"
 import json, sys
 out, n, memf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 *parts, slot = sys.argv[4].split()
+scale = {"asked": int(sys.argv[5]), "sessions": int(sys.argv[6]) if int(sys.argv[5]) else 0}
 metrics = []
-for f in sys.argv[5:]:
+for f in sys.argv[7:]:
     metrics += json.load(open(f))["metrics"]
 def mem(id, desc, value, unit="KiB", scale=1024):
     metrics.append({"id": id, "group": "memory", "desc": desc, "unit": unit, "value": value / scale})
@@ -207,5 +210,6 @@ for line in open(memf):
             int(slot))
     mem(f"mem.{name}.fds_per_session", f"the daemon's fds per session ({name}: {fd0} before {n} sessions, {fd1} with them)",
         (fd1 - fd0) / n, unit="fds", scale=1)
-json.dump({"tool": "ctl", "sessions": n, "metrics": metrics}, open(out, "w"), indent=1)
+# scale: the sessions the scale run was asked for, and had (fewer: the hard limit on open files).
+json.dump({"tool": "ctl", "sessions": n, "scale": scale, "metrics": metrics}, open(out, "w"), indent=1)
 EOF

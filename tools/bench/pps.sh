@@ -16,8 +16,9 @@
 # Every address lives in a namespace made here (private and documentation ranges only); the root
 # namespace gets no link and no route. Within the writer's write() the kernel runs the tap's
 # programs, routes and forwards each frame to s0, where it is counted and dropped: the rate is the
-# frames that reached s0 per second of one writer on one CPU, and the CPU per packet is every
-# CPU's busy time over the timed part (the daemon's included) per frame delivered. This kernel has
+# frames that reached s0 per second of one writer on one CPU, and the CPU per packet is the
+# writer's time on a CPU over the timed part (the softirq work in its context included; what is
+# pushed to ksoftirqd is not) per frame delivered. This kernel has
 # no vhost-net (CONFIG_VHOST_NET): where it has, a VMM's vhost thread writes the same way, in
 # batches. Flows to 192.0.2.1.. port 5000, source ports 20000.. (allowed by the session); each flow
 # is written once untimed (its new flow), then every flow in turn for SECONDS.
