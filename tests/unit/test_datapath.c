@@ -1465,6 +1465,7 @@ static void test_event_wakeup(void)
 	static const struct pk deny = { TCP(G4, "198.51.99.80", 40080, 9, SYN) };
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	int efd, retval, woke = -1, held = -1, crossed = -1, past = -1, tries, i;
+	size_t rec; /* an event's record in the ring: its header, 8 bytes, and the event */
 	static struct env e;
 	struct pk_frame f;
 	struct sess a;
@@ -1474,8 +1475,9 @@ static void test_event_wakeup(void)
 		env_close(&e);
 		return;
 	}
+	rec = sizeof(struct tf_event) + 8;
 	CHECK_TRUE("wake-up: two events take less than an eighth of the ring, three more",
-		   2 * (sizeof(struct tf_event) + 8) < 512 && 3 * (sizeof(struct tf_event) + 8) >= 512);
+		   2 * rec < 512 && 3 * rec >= 512);
 	CHECK_EQ("wake-up: set up session A", session_add(&e, &a, spec_a, SID_A, IFINDEX_LO), 0);
 	judge_as(&e, &a, GMAC, HMAC);
 	CHECK_EQ("wake-up: frame builds", pk_build(&deny, e.gmac, e.hmac, &f), 0);

@@ -380,8 +380,8 @@ static int run(struct tf_daemon *d)
 		now = tf_now_ms();
 		if (tf_events_drain(d) > 0)
 			owed = tf_now_ms() + TF_LINGER_MS;
-		else if (tf_events_pending(d))
-			owed = tf_now_ms() + 1; /* a record reserved, not yet committed: soon again */
+		else if (tf_events_pending(d)) /* a record reserved, not committed: soon again */
+			owed = tf_now_ms() + 1;
 		else if (now >= owed)
 			owed = 0;
 		tf_attest_tick(d);
