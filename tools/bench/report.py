@@ -169,6 +169,9 @@ def pps_metrics(raw):
                         "unit": "x", "value": statistics.median(reps[k]["pps"] / nft[k]["pps"]
                                                                 for k in reps if k in nft),
                         "target": {"on": "value", "min": 1.0}})
+    return out
+
+
 # --- connection rate: raw runs -> metrics --------------------------------------------------------
 
 def conn_metrics(raw):
