@@ -1976,7 +1976,8 @@ static int part_events(struct bench *b, int quick, unsigned int nsubs, json_t *o
 			break;
 		w0 = d.events_written;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		err = tf_events_drain(&d);
+		err = tf_events_drain(&d); /* the events read */
+		err = err < 0 ? err : 0;
 		if (!err && nsubs)
 			err = subs_wait(&d, rd, nsubs, (unsigned long long)(r + 1) * n);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
