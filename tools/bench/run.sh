@@ -23,7 +23,7 @@ PARTS=${BENCH_PARTS:-dp tput pps conn ctl tls names}
 run=$BUILD/bench/run-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$run"
 if [ -n "$QUICK" ]; then
-	dp_args=(--quick) tput_args=(1 3 0) pps_args=(1 1 1000 100000) conn_args=(3 1) ctl_args=(100 50)
+	dp_args=(--quick) tput_args=(1 2 0) pps_args=(1 1 100000) conn_args=(2 1) ctl_args=(100 50)
 	tls_args=(50 2) names_args=(50 2)
 else
 	dp_args=() tput_args=(5 5 1) pps_args=(3 3 1000 100000 1000000) conn_args=(5 5) ctl_args=(1000 200 4000)
