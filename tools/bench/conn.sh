@@ -55,15 +55,7 @@ tf_need wrk nginx
 G_MAC=02:00:00:00:77:02 GW_MAC=02:00:00:00:77:01
 SERVER=203.0.113.2 PORT=80
 
-setup ns_add "$guest" "$host" "$server"
-setup ns_router "$host"
-setup guest_link "$guest" g0 $G_MAC 10.77.0.2/24 fd00:77::2/64 "$host" t0 $GW_MAC 10.77.0.1/24 fd00:77::1/64
-setup veth_pair "$host" h1 "$server" s0
-setup ip -n "$host" addr add 203.0.113.1/24 dev h1
-setup ip -n "$server" addr add $SERVER/24 dev s0
-setup ip -n "$host" link set h1 up
-setup ip -n "$server" link set s0 up
-setup ip -n "$server" route add 10.77.0.0/24 via 203.0.113.1 dev s0
+bench_topology
 # connect() takes even ports first: the default range gives the guest about 14k, which it goes
 # through in under 1.5 s at 10k connections a second. The whole range (in the guest only) makes a
 # port come back only after tapfence's flow table (8192 entries, LRU) has long dropped its last

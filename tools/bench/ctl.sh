@@ -29,6 +29,8 @@
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/enforce.sh"
 
 OUT=${1:?usage: ctl.sh OUT.json [N [C [TOTAL]]]}
 N=${2:-1000}
@@ -60,12 +62,7 @@ bpffs_mount "$T/bpffs"
 daemon_start() {
 	local room=${3:-$((N + C))}
 	tfd_config "$T/tapfenced.json" "\"limits\":{\"max_sessions\":$((room > 1024 ? room : 1024))${2:-}}$1"
-	# Not tfd_start: its --verbose would put debug logging on the measured path. Same bookkeeping.
-	TFD_NS=$ns
-	ip netns exec "$ns" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
-	TFD_PID=$!
-	defer tfd_stop # idempotent: the run's own stop comes first
-	wait_for 60 test -S "$TF_SOCK" || { tfd_log_tail 20; die "tapfenced did not open $TF_SOCK"; }
+	tfd_start_quiet "$ns" 60
 }
 # bpf_memlock: bytes of the daemon's pinned maps (an array of maps counts only itself).
 bpf_memlock() {

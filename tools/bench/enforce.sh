@@ -1,7 +1,7 @@
-# shellcheck shell=bash disable=SC2154 # $host: the sourcing script's router namespace
+# shellcheck shell=bash disable=SC2154 # $host and the rest: the sourcing script's
 # SPDX-License-Identifier: GPL-2.0
-# Sourced by the bench parts that compare enforcers on one session's traffic (throughput.sh,
-# pps.sh, conn.sh): the session's policy as tapfence runs it and as an nftables ruleset, switched on and
+# Sourced by the bench parts (throughput.sh, pps.sh, conn.sh compare enforcers on one session's
+# traffic; tls.sh, names.sh and ctl.sh start the daemon as they do): the session's policy as tapfence runs it and as an nftables ruleset, switched on and
 # off in the router namespace $host, and what each enforcer counted. Needs tests/netns/lib.sh,
 # $host and the session's spec in $T/session.json.
 #   none  nothing enforces            tc   tapfenced, attach_mode tc (tcx on the guest's device)
@@ -72,12 +72,38 @@ print(sum(e["counter"]["packets"] for r in json.load(sys.stdin)["nftables"] if "
 	esac
 }
 
+# bench_topology: $guest (g0 10.77.0.2, MAC $G_MAC) --veth-- $host (router; t0 10.77.0.1, MAC
+# $GW_MAC, where tapfenced attaches; h1 203.0.113.1) --veth-- $server (s0 $SERVER/24, 10.77.0.0/24
+# via 203.0.113.1): throughput.sh's drawing. The root namespace gets no link and no route.
+bench_topology() {
+	setup ns_add "$guest" "$host" "$server"
+	setup ns_router "$host"
+	setup guest_link "$guest" g0 "$G_MAC" 10.77.0.2/24 fd00:77::2/64 "$host" t0 "$GW_MAC" 10.77.0.1/24 fd00:77::1/64
+	setup veth_pair "$host" h1 "$server" s0
+	setup ip -n "$host" addr add 203.0.113.1/24 dev h1
+	setup ip -n "$server" addr add "$SERVER/24" dev s0
+	setup ip -n "$host" link set h1 up
+	setup ip -n "$server" link set s0 up
+	setup ip -n "$server" route add 10.77.0.0/24 via 203.0.113.1 dev s0
+}
+
+# tfd_start_quiet NS [WAIT]: tapfenced in NS on $TFD_CONFIG with tfd_start's bookkeeping, but
+# without its --verbose, whose debug logging would sit beside the measured path.
+tfd_start_quiet() {
+	: >"$TF_EVENTS"
+	TFD_NS=$1
+	ip netns exec "$1" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
+	TFD_PID=$!
+	defer tfd_stop # idempotent: the run's own stop comes first
+	wait_for "${2:-10}" test -S "$TF_SOCK" || { tfd_log_tail 20; die "tapfenced did not open $TF_SOCK"; }
+}
+
 # enforce_on CFG [MEMBERS]: CFG's enforcer on; MEMBERS are spliced into tapfenced's config.
 enforce_on() {
 	case $1 in
 	tc | xdp)
 		tfd_config "$T/tapfenced-$1.json" "\"attach_mode\":\"$1\"${2:+,$2}"
-		tfd_start "$host"
+		tfd_start_quiet "$host"
 		tfc session add "$T/session.json" >"$T/cli.out" 2>&1 || { tfd_log_tail 10; die "session add ($1): $(cat "$T/cli.out")"; } ;;
 	nft)
 		n "$host" nft -f "$T/nft.conf" || die "nft -f $T/nft.conf" ;;

@@ -48,6 +48,8 @@
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/enforce.sh"
 
 OUT=${1:?usage: names.sh OUT.json [N] [ROUNDS]}
 N=${2:-200}
@@ -153,16 +155,10 @@ defer kill_pid "$SERVER_PID"
 wait_for 5 test -e "$T/server.ready" || die "server did not start: $(tail -n 3 "$T/server.out")"
 [ "$(cat "$T/server.ready")" = "$SERVER_PID" ] || die "server runs as PID $(cat "$T/server.ready"), not $SERVER_PID"
 
-# Not tfd_start: its --verbose would put debug logging beside the measured path. Same bookkeeping.
 # Events are not rate limited (unless NAMES_LIMITS says otherwise), so that a denial, if any, is
 # logged, and each trial costs the daemon what a connection at ordinary rates does.
 tfd_config "$T/tapfenced.json" "\"attach_mode\":\"tc\",\"limits\":{${NAMES_LIMITS:-\"events_per_s\":0}}"
-: >"$TF_EVENTS"
-TFD_NS=$host
-ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
-TFD_PID=$!
-defer tfd_stop
-wait_for 10 test -S "$TF_SOCK" || { tfd_log_tail 20; die "tapfenced did not open $TF_SOCK"; }
+tfd_start_quiet "$host"
 # The spec names IPv6 addresses (session_spec wants them); the link has none.
 session_spec "$T/tapfence.json" tapfence t1 02:00:00:00:77:12 10.77.1.2 fd00:77:1::2 \
 	02:00:00:00:77:11 10.77.1.1 fd00:77:1::1 '[{"host":"*.bench.example","proto":"tcp","ports":[80]}]'

@@ -47,15 +47,7 @@ setup() { "$@" || die "setup: $*"; }
 G_MAC=02:00:00:00:77:02 GW_MAC=02:00:00:00:77:01
 SERVER=203.0.113.2 PORT=5201
 
-setup ns_add "$guest" "$host" "$server"
-setup ns_router "$host"
-setup guest_link "$guest" g0 $G_MAC 10.77.0.2/24 fd00:77::2/64 "$host" t0 $GW_MAC 10.77.0.1/24 fd00:77::1/64
-setup veth_pair "$host" h1 "$server" s0
-setup ip -n "$host" addr add 203.0.113.1/24 dev h1
-setup ip -n "$server" addr add $SERVER/24 dev s0
-setup ip -n "$host" link set h1 up
-setup ip -n "$server" link set s0 up
-setup ip -n "$server" route add 10.77.0.0/24 via 203.0.113.1 dev s0
+bench_topology
 
 session_spec "$T/session.json" bench t0 $G_MAC 10.77.0.2 fd00:77::2 $GW_MAC 10.77.0.1 fd00:77::1 "$BENCH_ALLOW"
 nft_ruleset "$T/nft.conf" t0 10.77.0.2

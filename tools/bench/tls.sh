@@ -49,6 +49,8 @@
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../../tests/netns/lib.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/enforce.sh"
 
 OUT=${1:?usage: tls.sh OUT.json [N] [ROUNDS]}
 N=${2:-200}
@@ -122,14 +124,8 @@ defer kill_pid "$SERVER_PID"
 wait_for 5 test -e "$T/server.ready" || die "server did not start: $(tail -n 3 "$T/server.out")"
 [ "$(cat "$T/server.ready")" = "$SERVER_PID" ] || die "server runs as PID $(cat "$T/server.ready"), not $SERVER_PID"
 
-# Not tfd_start: its --verbose would put debug logging beside the measured path. Same bookkeeping.
 tfd_config "$T/tapfenced.json" "\"attach_mode\":\"tc\"${TLS_CONFIG:+,$TLS_CONFIG}"
-: >"$TF_EVENTS"
-TFD_NS=$host
-ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" >>"$T/tapfenced.log" 2>&1 &
-TFD_PID=$!
-defer tfd_stop
-wait_for 10 test -S "$TF_SOCK" || { tfd_log_tail 20; die "tapfenced did not open $TF_SOCK"; }
+tfd_start_quiet "$host"
 for i in "${!CONFIGS[@]}"; do
 	cfg=${CONFIGS[i]}
 	[ "$cfg" = none ] && continue
