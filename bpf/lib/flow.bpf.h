@@ -10,6 +10,7 @@
 #define TF_FLOW_BPF_H
 
 #include "judge.bpf.h"
+#include "record.bpf.h"
 
 /*
  * Idle timeouts, s: set by the daemon at load from its "timeouts" config
@@ -76,14 +77,18 @@ static __always_inline int flow_expired(const struct tf_flow *f, __u8 proto, __u
 	       (__s64)((__u64)flow_timeout_s(proto, f->flags) * hz + hz / TF_FLOW_SEEN_GRAIN);
 }
 
-/* The TF_FF_* a packet adds to its flow: its FIN and RST, and from the remote end, REPLIED. */
+/*
+ * The TF_FF_* a packet adds to its flow: its FIN (and which end sent it)
+ * and RST, and from the remote end, REPLIED.
+ */
 static __always_inline __u8 flow_pkt_flags(const struct judge *j)
 {
 	__u8 fl = j->dir == TF_DIR_TO_GUEST ? TF_FF_REPLIED : 0;
 
 	if (j->p.proto == IPPROTO_TCP) {
 		if (j->p.tcp_flags & TCP_FLAG_FIN)
-			fl |= TF_FF_FIN;
+			fl |= TF_FF_FIN |
+			      (j->dir == TF_DIR_TO_GUEST ? TF_FF_FIN_REMOTE : TF_FF_FIN_GUEST);
 		if (j->p.tcp_flags & TCP_FLAG_RST)
 			fl |= TF_FF_RST;
 	}
@@ -104,6 +109,51 @@ static __always_inline void flow_touch(struct tf_flow *f, __u8 fl, __u64 now)
 		f->flags |= fl;
 	if ((__s64)(now - f->seen) > (__s64)(flow_hz() / TF_FLOW_SEEN_GRAIN))
 		f->seen = now;
+}
+
+/*
+ * Writes new flow f on tuple k, over an expired one if the tuple has it.
+ * A flow that takes an entry of its own is counted as opened: with the
+ * removals (flow_remove()) and the table's entry count, the daemon derives
+ * how many flows the full table evicted (docs/operations.md). 0 or the
+ * update's error.
+ */
+static __always_inline int flow_insert(__u32 sid, void *flows, const struct tf_flow_key *k,
+				       const struct tf_flow *f)
+{
+	long err = bpf_map_update_elem(flows, k, f, BPF_NOEXIST);
+
+	if (!err) {
+		count(sid, TF_CNT_FLOWS_OPENED);
+		return 0;
+	}
+	if (err != -EEXIST)
+		return (int)err;
+	return (int)bpf_map_update_elem(flows, k, f, BPF_ANY);
+}
+
+/* Removes flow k, counted when it was there (flow_insert()). */
+static __always_inline void flow_remove(__u32 sid, void *flows, const struct tf_flow_key *k)
+{
+	if (!bpf_map_delete_elem(flows, k))
+		count(sid, TF_CNT_FLOWS_REMOVED);
+}
+
+/*
+ * 1 if packet j, already touched into open flow f, is its connection's
+ * last ACK: a bare ACK after both ends' FINs. The flow is removed then,
+ * not kept for timeouts.tcp_fin_s, so a guest's closed connections do not
+ * fill its table and push its idle open ones out (docs/architecture.md,
+ * Eviction). A segment after it is judged as new: tcp_no_flow, or
+ * unsolicited the other way.
+ */
+static __always_inline int flow_last_ack(const struct judge *j, const struct tf_flow *f)
+{
+	return j->p.proto == IPPROTO_TCP && f->state == TF_FLOW_OPEN &&
+	       (f->flags & (TF_FF_FIN_GUEST | TF_FF_FIN_REMOTE)) ==
+		       (TF_FF_FIN_GUEST | TF_FF_FIN_REMOTE) &&
+	       (j->p.tcp_flags & (TCP_FLAG_ACK | TCP_FLAG_FIN | TCP_FLAG_SYN | TCP_FLAG_RST)) ==
+		       TCP_FLAG_ACK;
 }
 
 #endif /* TF_FLOW_BPF_H */

@@ -368,7 +368,7 @@ static __always_inline enum judgement open_flow(struct judge *j, void *flows,
 		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
 	};
 
-	if (bpf_map_update_elem(flows, k, &f, BPF_ANY))
+	if (flow_insert(j->sid, flows, k, &f))
 		return deny(j, TF_REASON_FLOW_TABLE_FULL);
 	return allow(j, reason, 1);
 }
@@ -417,7 +417,7 @@ static __always_inline __u16 flow_rejudged(struct judge *j, void *flows,
 		nf->bind |= a->bind;
 	}
 	if (reason) {
-		bpf_map_delete_elem(flows, k);
+		flow_remove(j->sid, flows, k);
 		tls_buf_drop(j->sid, k);
 		return TF_REASON_REVOKED;
 	}
@@ -489,6 +489,10 @@ static __always_inline enum judgement decide_out(struct judge *j)
 				f = NULL;
 			} else if (f->policy_ver == j->p.pver) {
 				flow_touch(f, flow_pkt_flags(j), now);
+				if (flow_last_ack(j, f)) {
+					flow_remove(j->sid, flows, &k);
+					return allow(j, TF_REASON_ALLOW_FLOW, 0);
+				}
 				return flow_out(j, &k, f);
 			}
 		}
@@ -536,7 +540,7 @@ static __always_inline enum judgement decide_out(struct judge *j)
 refuse:
 	/* A refused SYN on a tuple we still track ends that stale flow. */
 	if (syn)
-		bpf_map_delete_elem(flows, &k);
+		flow_remove(j->sid, flows, &k);
 	return deny(j, reason);
 }
 

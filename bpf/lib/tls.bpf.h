@@ -151,7 +151,7 @@ tls_flow_new(struct judge *j, void *flows, const struct tf_flow_key *k, __u8 bin
 	};
 
 	tls_buf_drop(j->sid, k); /* an earlier connection's, on the same tuple */
-	if (bpf_map_update_elem(flows, k, &f, BPF_ANY))
+	if (flow_insert(j->sid, flows, k, &f))
 		return deny(j, TF_REASON_FLOW_TABLE_FULL);
 	return allow(j, reason, 1);
 }

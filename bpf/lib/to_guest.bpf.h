@@ -125,6 +125,8 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 	if (cur->policy_ver == j->p.pver) {
 		flow_touch(cur, flow_pkt_flags(j), now);
 		__builtin_memcpy(f, cur, sizeof(*f));
+		if (flow_last_ack(j, f))
+			flow_remove(j->sid, flows, k);
 		return 0;
 	}
 	__builtin_memcpy(f, cur, sizeof(*f));

@@ -227,6 +227,8 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 #define TF_FF_FIN     0x02 /* TCP: a FIN, either way */
 #define TF_FF_RST     0x04 /* TCP: an RST, either way */
 #define TF_FF_LEARNED 0x08 /* allowed (last judged) as a learnt address, not by a CIDR rule */
+#define TF_FF_FIN_GUEST	 0x10 /* TCP: the guest's FIN */
+#define TF_FF_FIN_REMOTE 0x20 /* TCP: the remote end's FIN */
 
 /*
  * A flow's last-seen time moves only when it is 1/TF_FLOW_SEEN_GRAIN s

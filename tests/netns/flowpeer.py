@@ -13,6 +13,10 @@ stream: from --sport (0: any), send "TAG N" to --tcp or --udp HOST:PORT every --
         connection keeps retransmitting). --ready FILE is written once the socket is connected.
 once:   one TCP connection from --sport: send a line, read its echo, close (FIN both ways);
         exit 0 iff the echo came back.
+churn:  --count short flows to --tcp or --udp HOST:PORT, one after another, each from a port of
+        its own: a line and its echo, then (TCP) the client's FIN first, or with --server-close
+        the server's (the line "close" asks serve to close after its echo); print "ok N" for the
+        N that worked, exit 0 iff all did.
 sniff:  log every IPv4 TCP segment to --port seen on --dev (AF_PACKET), as
             tcp 10.20.1.2:40000 > 198.51.100.10:7001 flags 0x18 len 5
 
@@ -63,6 +67,7 @@ def serve(args):
                     s.close()
                     continue
                 buf += data
+                closing = False
                 while b"\n" in buf:
                     line, _, buf = buf.partition(b"\n")
                     log_line(args.log, f"tcp {local} from {role} msg {line.decode(errors='replace')}")
@@ -70,6 +75,11 @@ def serve(args):
                         s.send(line + b"\n")
                     except OSError:
                         pass
+                    closing = closing or line == b"close"
+                if closing:
+                    sel.unregister(s)
+                    s.close()
+                    continue
                 sel.modify(s, selectors.EVENT_READ, (kind, role, local, buf))
 
 
@@ -129,6 +139,35 @@ def once(args):
     return 0 if got.strip() == args.tag.encode() else 1
 
 
+def churn(args):
+    kind, spec = ("tcp", args.tcp) if args.tcp else ("udp", args.udp)
+    dst = parse_addr(spec)[1:]
+    ok = 0
+    for _ in range(args.count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
+        s.settimeout(args.timeout)
+        line = b"close\n" if args.server_close else b"churn\n"
+        try:
+            s.connect(dst)
+            s.sendall(line)
+            got = s.recv(100)
+            if kind == "tcp":
+                if args.server_close:
+                    while s.recv(100):
+                        pass
+                else:
+                    s.shutdown(socket.SHUT_WR)
+                    while s.recv(100):
+                        pass
+            ok += got == line
+        except OSError:
+            pass
+        finally:
+            s.close()
+    print(f"ok {ok}")
+    return 0 if ok == args.count else 1
+
+
 def sniff(args):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
     s.bind((args.dev, 0))
@@ -153,8 +192,8 @@ def sniff(args):
 
 
 def check(p, args):
-    if args.fn is stream and bool(args.tcp) == bool(args.udp):
-        p.error("stream: one of --tcp and --udp")
+    if args.fn in (stream, churn) and bool(args.tcp) == bool(args.udp):
+        p.error("one of --tcp and --udp")
 
 
 COMMANDS = {
@@ -167,6 +206,10 @@ COMMANDS = {
     "once": (once, [arg("--tcp", required=True, metavar="HOST:PORT"),
                     arg("--sport", type=int, required=True), arg("--tag", required=True),
                     arg("--timeout", type=float, default=2)]),
+    "churn": (churn, [arg("--tcp", metavar="HOST:PORT"), arg("--udp", metavar="HOST:PORT"),
+                      arg("--count", type=int, required=True),
+                      arg("--server-close", action="store_true"),
+                      arg("--timeout", type=float, default=2)]),
     "sniff": (sniff, [arg("--dev", required=True), arg("--port", type=int, required=True), LOG,
                       READY]),
 }

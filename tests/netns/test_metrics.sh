@@ -33,8 +33,12 @@ check "the allowed flow too" grep -qE '^tapfence_packets_total\{reason="allow_ru
 check "per session (opt-in)" grep -qE '^tapfence_session_denied_packets_total\{session="a",reason="no_rule"\} [1-9]' "$T/m.txt"
 check "build info and sessions" sh -c "grep -q '^tapfence_build_info{version=' '$T/m.txt' && grep -qx 'tapfence_sessions 1' '$T/m.txt'"
 check_not "no label names an address" grep -qE '198\.51\.100|203\.0\.113|10\.10\.1' "$T/m.txt"
-check "the flow table's fill: the allowed GET's flow is in it" \
-	grep -qE '^tapfence_table_entries\{table="flows"\} [1-9]' "$T/m.txt"
+check "the flow table's fill is reported" \
+	grep -qE '^tapfence_table_entries\{table="flows"\} [0-9]+$' "$T/m.txt"
+check "the allowed GET's flow was opened, and removed at its last ACK" sh -c \
+	"grep -qE '^tapfence_flows_opened_total [1-9]' '$T/m.txt' &&
+	 grep -qE '^tapfence_flows_removed_total [1-9]' '$T/m.txt'"
+check "no flow evicted" grep -qx 'tapfence_flows_evicted_total 0' "$T/m.txt"
 check "the other tables' fill, with their capacity" sh -c \
 	"grep -qE '^tapfence_table_entries\{table=\"learned\"\} [0-9]+' '$T/m.txt' &&
 	 grep -qE '^tapfence_table_capacity_entries\{table=\"flows\"\} 8192' '$T/m.txt'"

@@ -1377,6 +1377,103 @@ static void test_expiry(struct env *e)
 }
 
 /*
+ * A step of a connection's close: how far the flow counters move and
+ * whether its flow is left ("opened removed kept"), then its fixture.
+ */
+struct closing {
+	const char *moves;
+	struct fixture fx;
+};
+
+#define CL_SYN(sp)	TCP(G4, WEB, sp, 80, SYN)
+#define CL_OUT(sp, fl)	TCP(G4, WEB, sp, 80, fl)
+#define CL_BACK(sp, fl) TCP(WEB, G4, 80, sp, fl)
+
+static const struct closing fx_close[] = {
+	{ "1 0 1",
+	  { "guest closes first: SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { CL_SYN(44010) } } },
+	{ "0 0 1",
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44010, SYN | ACK) } } },
+	{ "0 0 1",
+	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW), .p = { CL_OUT(44010, PK_FIN | ACK) } } },
+	{ "0 0 1",
+	  { "the server's ACK of it", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44010, ACK) } } },
+	{ "0 0 1",
+	  { "the server's FIN", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44010, PK_FIN | ACK) } } },
+	{ "0 1 0",
+	  { "the guest's last ACK: passes, the flow is removed", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44010, ACK) } } },
+	{ "0 0 0",
+	  { "a segment after it is tcp_no_flow", FROM, DENY, R(TCP_NO_FLOW),
+	    .p = { CL_OUT(44010, ACK) } } },
+	{ "1 0 1",
+	  { "server closes first: SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { CL_SYN(44011) } } },
+	{ "0 0 1",
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44011, SYN | ACK) } } },
+	{ "0 0 1",
+	  { "the server's FIN", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44011, PK_FIN | ACK) } } },
+	{ "0 0 1",
+	  { "the guest's ACK of it", FROM, ALLOW, R(ALLOW_FLOW), .p = { CL_OUT(44011, ACK) } } },
+	{ "0 0 1",
+	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW), .p = { CL_OUT(44011, PK_FIN | ACK) } } },
+	{ "0 1 0",
+	  { "the server's last ACK: passes, the flow is removed", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44011, ACK) } } },
+	{ "0 0 0",
+	  { "a retransmitted FIN after it is unsolicited", TO, DENY, R(UNSOLICITED),
+	    .p = { CL_BACK(44011, PK_FIN | ACK) } } },
+	{ "1 0 1",
+	  { "a SYN on the closed tuple opens it again", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { CL_SYN(44010) } } },
+	{ "0 0 1",
+	  { "a SYN again on the tracked tuple replaces its flow", FROM, ALLOW, R(ALLOW_RULE),
+	    .p = { CL_SYN(44010) } } },
+	{ "0 0 1",
+	  { "only the guest's FIN, retransmitted", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44010, PK_FIN | ACK) } } },
+	{ "0 0 1",
+	  { "an ACK without the server's FIN is no last ACK", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44010, ACK) } } },
+};
+
+/*
+ * A TCP connection's flow is removed at its last ACK (a bare ACK after both
+ * ends' FINs), whichever end closes first; a segment after it is judged as
+ * new. The flow counters move with each flow that takes an entry and each
+ * one removed (docs/architecture.md, Close and Eviction).
+ */
+static void test_close(struct env *e)
+{
+	const char *p = e->xdp ? "xdp pass" : "tc pass";
+	__u64 before[TF_CNT_SLOTS], after[TF_CNT_SLOTS];
+	const struct closing *c;
+	char what[256], got[64];
+	struct sess s;
+	size_t i;
+
+	snprintf(what, sizeof(what), "%s: close: set up session A", p);
+	CHECK_EQ(what, session_add(e, &s, spec_a, SID_A, IFINDEX_LO), 0);
+	judge_as(e, &s, GMAC, HMAC);
+	for (i = 0; i < N(fx_close); i++) {
+		c = &fx_close[i];
+		tf_dp_counters(&e->dp, e->sid, before);
+		run_fixture(e, &c->fx);
+		tf_dp_counters(&e->dp, e->sid, after);
+		snprintf(what, sizeof(what), "%s: close: %s: flows opened, removed, kept", p,
+			 c->fx.desc);
+		snprintf(got, sizeof(got), "%llu %llu %d",
+			 (unsigned long long)(after[TF_CNT_FLOWS_OPENED] -
+					      before[TF_CNT_FLOWS_OPENED]),
+			 (unsigned long long)(after[TF_CNT_FLOWS_REMOVED] -
+					      before[TF_CNT_FLOWS_REMOVED]),
+			 !age_flow(e, WEB, IPPROTO_TCP,
+				   c->fx.dir == FROM ? c->fx.p.sport : c->fx.p.dport, 80, 0));
+		CHECK_STR(what, got, c->moves);
+	}
+	session_del(e, &s);
+}
+
+/*
  * The per-session event rate limit (GCRA, per CPU): a burst of denies gets
  * the configured burst of events, the rest are counted as suppressed, the
  * verdict never changes, and the next event that gets out says how many
@@ -1726,6 +1823,7 @@ int main(void)
 		for (e.xdp = 0; e.xdp < 2; e.xdp++) {
 			run_pass(&e);
 			test_expiry(&e);
+			test_close(&e);
 		}
 		e.xdp = 0;
 		test_rate_limit(&e);

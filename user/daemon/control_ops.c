@@ -289,6 +289,22 @@ static json_t *learned_json(struct tf_daemon *d, const struct tf_sess *s)
 	return lc.arr;
 }
 
+/*
+ * Its flow table: capacity, entries, the flows that took an entry and that
+ * the datapath removed, and those the full table evicted (docs/operations.md).
+ */
+static json_t *flows_json(struct tf_daemon *d, const struct tf_sess *s)
+{
+	struct tf_flowcount fc;
+
+	if (tf_dp_flows(&d->dp, &s->sid, 1, &fc))
+		return json_pack("{s:i}", "capacity", (json_int_t)d->cfg.flows_per_session);
+	return json_pack("{s:i, s:I, s:I, s:I, s:I}", "capacity",
+			 (json_int_t)d->cfg.flows_per_session, "entries", (json_int_t)fc.entries,
+			 "opened", (json_int_t)fc.opened, "removed", (json_int_t)fc.removed,
+			 "evicted", (json_int_t)fc.evicted);
+}
+
 static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,
 			       char *err, size_t errlen)
 {
@@ -312,6 +328,7 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 	json_object_set_new(o, "events_lost", json_integer(lost));
 	json_object_set_new(o, "events_suppressed", json_integer(suppressed));
 	json_object_set_new(o, "learned", learned_json(d, s));
+	json_object_set_new(o, "flows", flows_json(d, s));
 	json_object_set_new(o, "first", json_boolean(tf_attest_first(d, s)));
 	if (s->q.on)
 		json_object_set_new(o, "quarantined",

@@ -51,6 +51,7 @@ struct tf_sess {
 		size_t sess_len, len; /* buf[0, sess_len): "session"...; [sess_len, len): "ifname"... */
 		char *buf;
 	} evh;
+	__u64 flows_evicted; /* its flow table's evictions as of the last look (tf_sess_tick()) */
 	struct tf_sess *next;
 };
 
@@ -69,6 +70,8 @@ struct tf_daemon {
 	struct tf_sess_key reserved_dev[TF_MAX_SESSIONS]; /* ... that device */
 	time_t started;
 	time_t sess_ticked;	      /* the second tf_sess_tick() last looked */
+	time_t flows_ticked;	      /* ... and when it last looked for flow evictions */
+	__u64 gone_evicted;	      /* flows_evicted of the sessions deleted since the start */
 	__u32 gone_sid;		      /* restore_gone()'s slot, for its tf_sessions walk */
 	struct tf_guard_ns *guard_ns; /* guarded namespaces besides the daemon's (guard.c) */
 	int guard_nl;		      /* its RTM_NEWLINK listener, -1 if none */
@@ -218,6 +221,10 @@ static inline __u64 tf_now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+/* Seconds between two looks for flow-table evictions (tf_sess_tick(), docs/operations.md). */
+#define TF_FLOWS_CHECK_S 5
+
 struct tf_lock {
 	int state_fd, pin_fd, sock_fd;
 };

@@ -141,6 +141,21 @@ int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid);
 /* Entries in each kind of per-session table, all sessions together; -ENOTSUP without the iterator. */
 int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS]);
 
+/*
+ * A session's flow table: its entries now, the flows that took an entry
+ * and those the datapath removed (closed, refused, revoked) since the
+ * session was added, and the rest, which the full table evicted.
+ */
+struct tf_flowcount {
+	__u64 entries, opened, removed, evicted;
+};
+/*
+ * out[i] for slots sids[i] (in use; n of each). evicted is a lower bound:
+ * the counters move while they are read, and are read so that a flow in
+ * flight is never taken for an evicted one. -ENOTSUP without the iterator.
+ */
+int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_flowcount *out);
+
 /* Write policy p as generation ver of slot sid. */
 int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
 	__attribute__((warn_unused_result));

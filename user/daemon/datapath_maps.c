@@ -632,19 +632,18 @@ static int fill_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
-int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
+/* The iterator's "<map id> <entries>" lines, sorted by id: *pairs (free it), their number or -errno. */
+static ssize_t fill_read(struct tf_dp *dp, struct fill_pair **pairs)
 {
-	struct fill_pair *pairs = NULL, *p, key;
+	struct fill_pair *p;
 	size_t npairs = 0, cap = 0, len = 0;
 	char *text = NULL, *line, *save;
-	struct bpf_map_info info;
-	__u32 ilen, sid;
 	unsigned long id;
 	unsigned long long n;
 	FILE *f;
-	int fd, m, c;
+	int fd;
 
-	memset(out, 0, sizeof(__u64) * TF_SLOT_MAPS);
+	*pairs = NULL;
 	if (!dp->fill)
 		return -ENOTSUP;
 	fd = bpf_iter_create(bpf_link__fd(dp->fill));
@@ -666,32 +665,89 @@ int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 			continue;
 		if (npairs == cap) {
 			cap = cap ? 2 * cap : 256;
-			p = realloc(pairs, cap * sizeof(*p));
+			p = realloc(*pairs, cap * sizeof(*p));
 			if (!p)
 				break;
-			pairs = p;
+			*pairs = p;
 		}
-		pairs[npairs].id = (__u32)id;
-		pairs[npairs++].n = n;
+		(*pairs)[npairs].id = (__u32)id;
+		(*pairs)[npairs++].n = n;
 	}
 	free(text);
-	qsort(pairs, npairs, sizeof(*pairs), fill_cmp);
+	if (npairs)
+		qsort(*pairs, npairs, sizeof(**pairs), fill_cmp);
+	return (ssize_t)npairs;
+}
+
+/* Entries of table m of slot sid, in use, by the iterator's lines; dp->slot_lock held. */
+static __u64 slot_entries(struct tf_dp *dp, const struct fill_pair *pairs, size_t npairs, int m,
+			  __u32 sid)
+{
+	struct bpf_map_info info;
+	struct fill_pair key, *p;
+	__u32 ilen = sizeof(info);
+	int fd = dp->slot_fd[m][sid];
+
+	if (fd < 0 || dp->slot_state[sid] != SLOT_USED || !npairs)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
+		return 0;
+	key.id = info.id;
+	p = bsearch(&key, pairs, npairs, sizeof(*pairs), fill_cmp);
+	return p ? p->n : 0;
+}
+
+int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
+{
+	struct fill_pair *pairs;
+	ssize_t n = fill_read(dp, &pairs);
+	__u32 sid;
+	int m;
+
+	memset(out, 0, sizeof(__u64) * TF_SLOT_MAPS);
+	if (n < 0)
+		return (int)n;
 	pthread_mutex_lock(&dp->slot_lock); /* the pool's thread changes the free slots' fds */
 	for (m = 0; m < TF_SLOT_MAPS; m++)
-		for (sid = 1; sid < TF_MAX_SESSIONS; sid++) {
-			c = dp->slot_fd[m][sid];
-			if (c < 0 || dp->slot_state[sid] != SLOT_USED)
-				continue;
-			memset(&info, 0, sizeof(info));
-			ilen = sizeof(info);
-			if (bpf_obj_get_info_by_fd(c, &info, &ilen))
-				continue;
-			key.id = info.id;
-			p = npairs ? bsearch(&key, pairs, npairs, sizeof(*pairs), fill_cmp) : NULL;
-			if (p)
-				out[m] += p->n;
-		}
+		for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
+			out[m] += slot_entries(dp, pairs, (size_t)n, m, sid);
 	pthread_mutex_unlock(&dp->slot_lock);
 	free(pairs);
+	return 0;
+}
+
+/* Counter slot which of slot sid, summed over the CPUs (0 if it cannot be read). */
+static __u64 counter(struct tf_dp *dp, __u32 sid, __u32 which)
+{
+	__u64 v = 0;
+
+	percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS + which, 1, &v);
+	return v;
+}
+
+int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_flowcount *out)
+{
+	struct fill_pair *pairs;
+	ssize_t np;
+	unsigned int i;
+
+	memset(out, 0, n * sizeof(*out));
+	/* Opened before the entries are read, removed after: the difference can only fall short. */
+	for (i = 0; i < n; i++)
+		out[i].opened = counter(dp, sids[i], TF_CNT_FLOWS_OPENED);
+	np = fill_read(dp, &pairs);
+	if (np < 0)
+		return (int)np;
+	pthread_mutex_lock(&dp->slot_lock);
+	for (i = 0; i < n; i++)
+		out[i].entries = slot_entries(dp, pairs, (size_t)np, TF_SLOT_FLOWS, sids[i]);
+	pthread_mutex_unlock(&dp->slot_lock);
+	free(pairs);
+	for (i = 0; i < n; i++) {
+		out[i].removed = counter(dp, sids[i], TF_CNT_FLOWS_REMOVED);
+		if (out[i].opened > out[i].removed + out[i].entries)
+			out[i].evicted = out[i].opened - out[i].removed - out[i].entries;
+	}
 	return 0;
 }

@@ -73,6 +73,7 @@ static void programs(FILE *f, struct tf_dp *dp)
 static void write_metrics(struct tf_daemon *d, FILE *f)
 {
 	__u64 tot[TF_CNT_SLOTS], cnt[TF_CNT_SLOTS], st[TF_STAT_MAX] = {}, fill[TF_SLOT_MAPS];
+	__u64 evicted;
 	const struct tf_config *c = &d->cfg;
 	struct tf_sess *s;
 	unsigned int r, ready, dirty;
@@ -165,6 +166,21 @@ static void write_metrics(struct tf_daemon *d, FILE *f)
 		fprintf(f, "tapfence_table_entries{table=\"tls_buffers\"} %llu\n",
 			(unsigned long long)fill[TF_SLOT_TLSBUF]);
 	}
+	head(f, "tapfence_flows_opened_total", "counter",
+	     "Flows that took an entry in their session's flow table.");
+	fprintf(f, "tapfence_flows_opened_total %llu\n",
+		(unsigned long long)tot[TF_CNT_FLOWS_OPENED]);
+	head(f, "tapfence_flows_removed_total", "counter",
+	     "Flows the datapath removed from their table: closed (last ACK), refused, revoked.");
+	fprintf(f, "tapfence_flows_removed_total %llu\n",
+		(unsigned long long)tot[TF_CNT_FLOWS_REMOVED]);
+	evicted = d->gone_evicted;
+	for (s = d->sessions; s; s = s->next)
+		evicted += s->flows_evicted;
+	head(f, "tapfence_flows_evicted_total", "counter",
+	     "Flows a full flow table evicted (limits.flows_per_session), as of the daemon's "
+	     "last look (every 5 s).");
+	fprintf(f, "tapfence_flows_evicted_total %llu\n", (unsigned long long)evicted);
 	head(f, "tapfence_table_full_packets_total", "counter",
 	     "Packets denied because a table was full.");
 	fprintf(f, "tapfence_table_full_packets_total{table=\"flows\"} %llu\n",
@@ -189,6 +205,12 @@ static void write_metrics(struct tf_daemon *d, FILE *f)
 					"reason=\"%s\"} %llu\n",
 					s->spec.id, tf_reason_name(r), (unsigned long long)cnt[r]);
 	}
+	head(f, "tapfence_session_flows_evicted_total", "counter",
+	     "Flows each live session's full flow table evicted, as of the last look "
+	     "(metrics.per_session).");
+	for (s = d->sessions; s; s = s->next)
+		fprintf(f, "tapfence_session_flows_evicted_total{session=\"%s\"} %llu\n",
+			s->spec.id, (unsigned long long)s->flows_evicted);
 }
 
 char *tf_metrics_text(struct tf_daemon *d, size_t *len)

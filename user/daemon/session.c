@@ -692,6 +692,7 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 	if (!tf_dp_counters(&d->dp, s->sid, cnt))
 		for (i = 0; i < TF_CNT_SLOTS; i++)
 			d->gone_cnt[i] += cnt[i];
+	d->gone_evicted += s->flows_evicted;
 	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->rver, &s->dev);
 	if (s->rules_dirty)
 		tf_dp_policy_sweep(&d->dp, s->sid, 0); /* what a failed undo left: never the next one's */
@@ -716,6 +717,44 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
  * with a note in the log. A device gone from a namespace that lives on
  * keeps its session (a VMM may re-create it; docs/netns.md).
  */
+/*
+ * A session whose full flow table evicted flows since the last look says
+ * so, in the daemon's log and the sealed log: an evicted flow's next
+ * packets are judged as new, so an idle TCP connection pushed out breaks
+ * (docs/operations.md, "Flow table").
+ */
+static void flows_check(struct tf_daemon *d)
+{
+	struct tf_flowcount *fc = calloc(d->nsessions, sizeof(*fc));
+	__u32 *sids = calloc(d->nsessions, sizeof(*sids));
+	struct tf_sess *s;
+	unsigned int n = 0, i;
+
+	for (s = d->sessions; sids && s; s = s->next)
+		sids[n++] = s->sid;
+	if (!fc || !sids || tf_dp_flows(&d->dp, sids, n, fc))
+		goto out;
+	for (s = d->sessions, i = 0; s && i < n; s = s->next, i++) {
+		if (fc[i].evicted <= s->flows_evicted)
+			continue;
+		pr_warn("session %s: its flow table is full (limits.flows_per_session %u): %llu flows "
+			"evicted, %llu since the last look; an evicted TCP connection's next segment "
+			"is tcp_no_flow\n",
+			s->spec.id, d->cfg.flows_per_session, (unsigned long long)fc[i].evicted,
+			(unsigned long long)(fc[i].evicted - s->flows_evicted));
+		tf_audit_note(d, "flows",
+			      "\"session\":\"%s\",\"evicted\":%llu,\"capacity\":%u,"
+			      "\"entries\":%llu,\"opened\":%llu",
+			      s->spec.id, (unsigned long long)fc[i].evicted,
+			      d->cfg.flows_per_session, (unsigned long long)fc[i].entries,
+			      (unsigned long long)fc[i].opened);
+		s->flows_evicted = fc[i].evicted;
+	}
+out:
+	free(fc);
+	free(sids);
+}
+
 void tf_sess_tick(struct tf_daemon *d)
 {
 	struct tf_sess *s, *next;
@@ -727,6 +766,10 @@ void tf_sess_tick(struct tf_daemon *d)
 	if (now == d->sess_ticked)
 		return;
 	d->sess_ticked = now;
+	if (now - d->flows_ticked >= TF_FLOWS_CHECK_S && d->nsessions) {
+		d->flows_ticked = now;
+		flows_check(d);
+	}
 	for (s = d->sessions; s; s = next) {
 		next = s->next;
 		if (s->at.guard)

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Test that a small flow table (limits.flows_per_session 64) keeps an idle TCP connection while the
+# guest opens and closes hundreds of others, and that flows it does evict are counted and reported.
+#
+#  ┌──────────────────────────────────────┐
+#  │ $g (guest)  gf 10.20.2.2/24          │  flowpeer.py: one idle stream (a line every 6 s),
+#  └──────────────────┬───────────────────┘  churns of short TCP connections and UDP flows
+#                     │ veth
+#  ┌──────────────────┴───────────────────┐
+#  │ $host (router; tapfenced attaches to │
+#  │ hf 10.20.2.1/24), routes 203.0.113.20│
+#  └──────────────────┬───────────────────┘
+#                     │ veth
+#  ┌──────────────────┴───────────────────┐
+#  │ $inet ii, 203.0.113.20 on lo         │  flowpeer.py serve: TCP 7001, UDP 7000 (echo)
+#  └──────────────────────────────────────┘
+#
+# A connection's flow is removed at its last ACK (both FINs seen), whichever end closed first, so
+# 150 closed by the guest and 150 by the server leave the table to the idle connection: its next
+# line is echoed. Without the removal (closed flows kept timeouts.tcp_fin_s, 120 s), either half
+# alone fills the table and pushes the idle flow out. Then 300 UDP flows at once overflow it: the
+# evictions show in `session show', the metrics, the daemon's log and a "flows" line of the
+# sealed log. TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode. TF_KEEP=1 keeps $T.
+
+set -uo pipefail
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+
+tf_init
+host=tf-host-$TF_SFX g=tf-g-$TF_SFX inet=tf-inet-$TF_SFX
+
+G_MAC=02:00:00:00:0e:02 GW_MAC=02:00:00:00:0e:01 G4=10.20.2.2 DST=203.0.113.20
+FP=$TF_NETNS_DIR/flowpeer.py
+
+setup ns_add "$host" "$g" "$inet"
+setup ns_router "$host"
+setup guest_link "$g" gf $G_MAC $G4/24 fd00:b:2::2/64 "$host" hf $GW_MAC 10.20.2.1/24 fd00:b:2::1/64
+setup inet_link "$host" "$inet" 97 10.20.0.0/16 fd00:b::/32 $DST/32 -- $DST
+
+L=$T/inet.log
+setup flowpeer_start "$inet" "$L" --tcp $DST:7001 --udp $DST:7000
+
+mode=${TF_ATTACH_MODE:+\"attach_mode\":\"$TF_ATTACH_MODE\",}
+setup tfd_config "$T/tf.json" "$mode\"limits\":{\"flows_per_session\":64},\"metrics\":{\"per_session\":true}"
+setup bpffs_mount "$T/bpffs"
+tfd_start "$host"
+setup session_spec "$T/f.json" f hf $G_MAC $G4 fd00:b:2::2 $GW_MAC 10.20.2.1 fd00:b:2::1 \
+	'[{"cidr":"203.0.113.20/32","proto":"tcp","ports":[7001]},{"cidr":"203.0.113.20/32","proto":"udp","ports":[7000]}]'
+check "session add f" tfc session add "$T/f.json"
+
+# flows FIELD: session f's flow table's FIELD (entries, opened, removed, evicted, capacity).
+flows() {
+	tfc --json session show f | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["session"]["flows"][sys.argv[1]])' "$1"
+}
+# churn ARGS...: flowpeer.py churn in the guest; 0 iff every flow worked.
+churn() { n "$g" timeout 60 "$PY" "$FP" churn "$@" >"$T/churn.out" 2>&1; }
+
+note "an idle connection outlives 300 closed ones in a table of 64"
+setup flowpeer_stream "$g" "$T/idle.log" --tcp $DST:7001 --sport 42000 --tag idle --interval 6 --stop "$T/stop"
+check "the flow table holds 64" test "$(flows capacity)" = 64
+expect_reached "$L" "from $G4:42000 msg idle 1" "the idle connection's first line reaches the server"
+check "150 connections the guest closes first" churn --tcp $DST:7001 --count 150
+check "150 connections the server closes first" churn --tcp $DST:7001 --count 150 --server-close
+opened=$(flows opened) removed=$(flows removed)
+check "301 flows opened ($opened)" test "$opened" -ge 301
+check "each closed connection's flow removed at its last ACK ($removed)" test "$removed" -ge 300
+check "nothing evicted ($(flows evicted))" test "$(flows evicted)" = 0
+entries=$(flows entries)
+check "the idle connection's entry and few others left ($entries)" test "$entries" -ge 1 -a "$entries" -le 8
+tf_mark
+check "the idle connection's next line reaches the server" \
+	wait_for 8 grep_since "$L" "from $G4:42000 msg idle 2"
+check "... and its echo comes back" wait_for 2 grep_since "$T/idle.log" "echo 2"
+expect_no_event session=f verdict=deny proto=tcp -- "no TCP segment of the churn or the idle connection is denied"
+
+note "300 UDP flows at once overflow it: the evictions are reported"
+tf_mark
+check "300 UDP flows, each answered" churn --udp $DST:7000 --count 300
+ev=$(flows evicted)
+check "session show: at least 237 flows evicted ($ev)" test "$ev" -ge 237
+check "session show: at most 64 entries ($(flows entries))" test "$(flows entries)" -le 64
+check "the daemon's log says so" wait_for 8 grep -q "session f: its flow table is full" "$T/tapfenced.log"
+check "the sealed log has a flows line for f" \
+	wait_for 3 grep -q '"kind":"flows","session":"f","evicted":' "$TF_EVENTS"
+check "metrics: tapfence_flows_evicted_total" \
+	bash -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' metrics | grep -qE '^tapfence_flows_evicted_total [1-9]'"
+check "metrics: tapfence_session_flows_evicted_total for f" \
+	bash -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' metrics | grep -qE '^tapfence_session_flows_evicted_total\{session=\"f\"\} [1-9]'"
+: >"$T/stop"
+
+check "tapfenced still runs" kill -0 "$TFD_PID"
+tf_done
