@@ -196,14 +196,6 @@ void tf_ctl_flush_events(struct tf_daemon *d);
 int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result));
 
 /*
- * One daemon per state dir, pin dir and control socket (instance.c):
- * flocks held for the daemon's life. cleanup = 1 (tapfenced --cleanup)
- * locks only what exists and leaves the socket alone. 0, -EBUSY with a
- * message naming the holder's pid, or -errno.
- */
-#define TF_LOCK_FILE "tapfenced.lock"
-
-/*
  * The main loop sleeps at most TF_TICK_MS. After a drain that read events,
  * another is owed TF_LINGER_MS later: an event that did not wake the
  * daemon (one did less than TF_EV_WAKE_MS before it, bpf/lib/record.bpf.h)
@@ -224,6 +216,14 @@ static inline __u64 tf_now_ms(void)
 
 /* Seconds between two looks for flow-table evictions (tf_sess_tick(), docs/operations.md). */
 #define TF_FLOWS_CHECK_S 5
+
+/*
+ * One daemon per state dir, pin dir and control socket (instance.c):
+ * flocks held for the daemon's life. cleanup = 1 (tapfenced --cleanup)
+ * locks only what exists and leaves the socket alone. 0, -EBUSY with a
+ * message naming the holder's pid, or -errno.
+ */
+#define TF_LOCK_FILE "tapfenced.lock"
 
 struct tf_lock {
 	int state_fd, pin_fd, sock_fd;
