@@ -328,15 +328,22 @@ static int run_clients(size_t k, unsigned int first, unsigned int n, double *lat
 	static double mine[MAX_N], mine2[MAX_N];
 	int fds[CLIENTS_MAX][2], cnt, err = 0, status;
 	pid_t pids[CLIENTS_MAX];
-	unsigned int j, got = 0;
+	unsigned int j, got = 0, started = 0;
 	struct conn *c;
 
-	for (j = 0; j < clients; j++) {
-		if (pipe(fds[j]))
-			return -errno;
+	/* A failed pipe or fork still waits for the clients already started. */
+	for (j = 0; j < clients && !err; j++) {
+		if (pipe(fds[j])) {
+			err = -errno;
+			break;
+		}
 		pids[j] = fork();
-		if (pids[j] < 0)
-			return -errno;
+		if (pids[j] < 0) {
+			err = -errno;
+			close(fds[j][0]);
+			close(fds[j][1]);
+			break;
+		}
 		if (!pids[j]) {
 			close(fds[j][0]);
 			c = malloc(sizeof(*c));
@@ -353,8 +360,9 @@ static int run_clients(size_t k, unsigned int first, unsigned int n, double *lat
 			_exit(cnt < 0);
 		}
 		close(fds[j][1]);
+		started++;
 	}
-	for (j = 0; j < clients; j++) {
+	for (j = 0; j < started; j++) {
 		if (!err && !(err = read_all(fds[j][0], &cnt, sizeof(cnt))) && cnt < 0)
 			err = cnt;
 		if (!err && cnt > 0 && got + (unsigned int)cnt <= n &&
