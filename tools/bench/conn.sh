@@ -95,7 +95,17 @@ bpffs_mount "$T/bpffs"
 ip netns exec "$server" nginx -p "$T/nginx" -c "$T/nginx/nginx.conf" -e "$T/nginx/error.log" \
 	-g 'daemon off;' >"$T/nginx/out.log" 2>&1 &
 NGINX_PID=$!
-defer kill_pid "$NGINX_PID"
+# nginx_stop: the master by PID, then its workers, read before: a master that needed SIGKILL
+# leaves them running.
+nginx_stop() {
+	local workers w
+	workers=$(pgrep -P "$NGINX_PID")
+	kill_pid "$NGINX_PID"
+	for w in $workers; do
+		kill_pid "$w"
+	done
+}
+defer nginx_stop
 wait_for 5 n "$server" bash -c "exec 3<>/dev/tcp/$SERVER/$PORT" 2>/dev/null ||
 	die "nginx did not start: $(tail -n 3 "$T/nginx/out.log" "$T/nginx/error.log")"
 
