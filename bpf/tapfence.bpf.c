@@ -283,12 +283,23 @@ int tc_guard_to_guest(struct __sk_buff *skb)
  */
 extern __s64 bpf_map_sum_elem_count(const struct bpf_map *map) __ksym;
 
+/*
+ * Set by the daemon around a walk that wants the flow tables only (its
+ * look for evictions, session.c): the other maps' lines are left out.
+ */
+__u32 fill_flows_only;
+
 SEC("iter/bpf_map")
 int tf_map_fill(struct bpf_iter__bpf_map *ctx)
 {
 	struct bpf_map *map = ctx->map;
 
-	if (map)
-		BPF_SEQ_PRINTF(ctx->meta->seq, "%u %lld\n", map->id, bpf_map_sum_elem_count(map));
+	if (!map)
+		return 0;
+	if (fill_flows_only && (map->map_type != BPF_MAP_TYPE_LRU_HASH ||
+				map->key_size != sizeof(struct tf_flow_key) ||
+				map->value_size != sizeof(struct tf_flow)))
+		return 0;
+	BPF_SEQ_PRINTF(ctx->meta->seq, "%u %lld\n", map->id, bpf_map_sum_elem_count(map));
 	return 0;
 }

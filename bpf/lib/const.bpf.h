@@ -24,7 +24,8 @@
 #define IP_OFFSET     0x1FFF
 #define TC_ACT_UNSPEC (-1)
 #define TC_ACT_SHOT   2
-#define EEXIST	      17 /* a map update's error (uapi errno-base.h) */
+#define ENOENT	      2 /* map updates' errors (uapi errno-base.h) */
+#define EEXIST	      17
 /* The flags byte of the TCP header (RFC 9293 3.1), past the data offset's 4 bits and 4 reserved. */
 #define TCP_FLAGS_OFF 13
 #define TCP_FLAG_FIN  0x01

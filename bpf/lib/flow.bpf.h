@@ -77,18 +77,14 @@ static __always_inline int flow_expired(const struct tf_flow *f, __u8 proto, __u
 	       (__s64)((__u64)flow_timeout_s(proto, f->flags) * hz + hz / TF_FLOW_SEEN_GRAIN);
 }
 
-/*
- * The TF_FF_* a packet adds to its flow: its FIN (and which end sent it)
- * and RST, and from the remote end, REPLIED.
- */
+/* The TF_FF_* a packet adds to its flow: its FIN and RST, and from the remote end, REPLIED. */
 static __always_inline __u8 flow_pkt_flags(const struct judge *j)
 {
 	__u8 fl = j->dir == TF_DIR_TO_GUEST ? TF_FF_REPLIED : 0;
 
 	if (j->p.proto == IPPROTO_TCP) {
 		if (j->p.tcp_flags & TCP_FLAG_FIN)
-			fl |= TF_FF_FIN |
-			      (j->dir == TF_DIR_TO_GUEST ? TF_FF_FIN_REMOTE : TF_FF_FIN_GUEST);
+			fl |= TF_FF_FIN;
 		if (j->p.tcp_flags & TCP_FLAG_RST)
 			fl |= TF_FF_RST;
 	}
@@ -111,25 +107,36 @@ static __always_inline void flow_touch(struct tf_flow *f, __u8 fl, __u64 now)
 		f->seen = now;
 }
 
+/* Writes new flow f on tuple k, which has none: counted as opened. 0 or the update's error. */
+static __always_inline long flow_add(__u32 sid, void *flows, const struct tf_flow_key *k,
+				     const struct tf_flow *f)
+{
+	long err = bpf_map_update_elem(flows, k, f, BPF_NOEXIST);
+
+	if (!err)
+		count(sid, TF_CNT_FLOWS_OPENED);
+	return err;
+}
+
 /*
  * Writes new flow f on tuple k, over an expired one if the tuple has it.
  * A flow that takes an entry of its own is counted as opened: with the
  * removals (flow_remove()) and the table's entry count, the daemon derives
- * how many flows the full table evicted (docs/operations.md). 0 or the
- * update's error.
+ * how many flows the full table evicted (docs/operations.md). One that
+ * another CPU removed between the two tries is added as new, so that no
+ * entry goes uncounted. 0 or the update's error.
  */
 static __always_inline int flow_insert(__u32 sid, void *flows, const struct tf_flow_key *k,
 				       const struct tf_flow *f)
 {
-	long err = bpf_map_update_elem(flows, k, f, BPF_NOEXIST);
+	long err = flow_add(sid, flows, k, f);
 
-	if (!err) {
-		count(sid, TF_CNT_FLOWS_OPENED);
-		return 0;
-	}
 	if (err != -EEXIST)
 		return (int)err;
-	return (int)bpf_map_update_elem(flows, k, f, BPF_ANY);
+	err = bpf_map_update_elem(flows, k, f, BPF_EXIST);
+	if (err != -ENOENT)
+		return (int)err;
+	return (int)flow_add(sid, flows, k, f);
 }
 
 /* Removes flow k, counted when it was there (flow_insert()). */
@@ -139,21 +146,58 @@ static __always_inline void flow_remove(__u32 sid, void *flows, const struct tf_
 		count(sid, TF_CNT_FLOWS_REMOVED);
 }
 
-/*
- * 1 if packet j, already touched into open flow f, is its connection's
- * last ACK: a bare ACK after both ends' FINs. The flow is removed then,
- * not kept for timeouts.tcp_fin_s, so a guest's closed connections do not
- * fill its table and push its idle open ones out (docs/architecture.md,
- * Eviction). A segment after it is judged as new: tcp_no_flow, or
- * unsolicited the other way.
- */
-static __always_inline int flow_last_ack(const struct judge *j, const struct tf_flow *f)
+static __always_inline __u32 tcp_payload_len(const struct judge *j)
 {
-	return j->p.proto == IPPROTO_TCP && f->state == TF_FLOW_OPEN &&
-	       (f->flags & (TF_FF_FIN_GUEST | TF_FF_FIN_REMOTE)) ==
-		       (TF_FF_FIN_GUEST | TF_FF_FIN_REMOTE) &&
-	       (j->p.tcp_flags & (TCP_FLAG_ACK | TCP_FLAG_FIN | TCP_FLAG_SYN | TCP_FLAG_RST)) ==
-		       TCP_FLAG_ACK;
+	return j->p.l4_len - j->p.tcp_hlen;
+}
+
+/*
+ * A TCP connection's close, followed on its flow f by packet j, as
+ * conntrack follows it to TIME_WAIT: the first FIN and where it ends, its
+ * acknowledgement by the other end, then the other end's FIN and where
+ * that ends. Returns 1 if j is the last ACK: a bare ACK (no FIN, SYN, RST
+ * or payload) from the first FIN's end, acknowledging exactly the second
+ * FIN. The flow is removed then (if open), not kept for timeouts.tcp_fin_s,
+ * so a guest's closed connections do not fill its table and push its idle
+ * open ones out (docs/architecture.md, Close).
+ *
+ * Acknowledgement numbers, not flags alone: a duplicate ACK for data lost
+ * before the FIN, or an ACK of data still in flight, is not the last ACK;
+ * and a FIN forged from off the path (any sequence number) is never
+ * acknowledged by the guest's stack, so it ends nothing. A FIN of the other
+ * end before the first one was acknowledged (a simultaneous close) is not
+ * followed: that flow keeps its timeout. Plain stores, as flow_touch():
+ * a lost one only keeps the flow to its timeout.
+ */
+static __always_inline int flow_close_step(struct tf_flow *f, const struct judge *j)
+{
+	__u8 fl = j->p.tcp_flags, guest = j->dir == TF_DIR_FROM_GUEST;
+	__u32 len = tcp_payload_len(j);
+	int first_end;
+
+	if (j->p.proto != IPPROTO_TCP || (fl & (TCP_FLAG_SYN | TCP_FLAG_RST)))
+		return 0;
+	if (!(f->flags & TF_FF_FIN1)) {
+		if (fl & TCP_FLAG_FIN) {
+			f->fin_end = j->p.tcp_seq + len + 1;
+			f->flags |= TF_FF_FIN1 | (guest ? TF_FF_FIN1_GUEST : 0);
+		}
+		return 0;
+	}
+	first_end = !(f->flags & TF_FF_FIN1_GUEST) == !guest;
+	if (first_end)
+		return (f->flags & TF_FF_FIN2) &&
+		       (fl & (TCP_FLAG_ACK | TCP_FLAG_FIN)) == TCP_FLAG_ACK && !len &&
+		       j->p.tcp_ack == f->fin_end;
+	if ((f->flags & (TF_FF_FIN1_ACKED | TF_FF_FIN2)) == 0 && (fl & TCP_FLAG_ACK) &&
+	    j->p.tcp_ack == f->fin_end)
+		f->flags |= TF_FF_FIN1_ACKED;
+	if ((fl & TCP_FLAG_FIN) &&
+	    (f->flags & (TF_FF_FIN1_ACKED | TF_FF_FIN2)) == TF_FF_FIN1_ACKED) {
+		f->fin_end = j->p.tcp_seq + len + 1;
+		f->flags |= TF_FF_FIN2;
+	}
+	return 0;
 }
 
 #endif /* TF_FLOW_BPF_H */

@@ -489,7 +489,7 @@ static __always_inline enum judgement decide_out(struct judge *j)
 				f = NULL;
 			} else if (f->policy_ver == j->p.pver) {
 				flow_touch(f, flow_pkt_flags(j), now);
-				if (flow_last_ack(j, f)) {
+				if (flow_close_step(f, j) && f->state == TF_FLOW_OPEN) {
 					flow_remove(j->sid, flows, &k);
 					return allow(j, TF_REASON_ALLOW_FLOW, 0);
 				}

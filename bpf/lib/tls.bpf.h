@@ -21,11 +21,6 @@
 #include "judge.bpf.h"
 #include "flow.bpf.h"
 
-static __always_inline __u32 tcp_payload_len(const struct judge *j)
-{
-	return j->p.l4_len - j->p.tcp_hlen;
-}
-
 /*
  * A SYN's TCP options into the per-CPU scratch, for tcp_syn_mptcp() to
  * read in this same run: every byte behind a check against the packet's

@@ -116,6 +116,7 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 	struct allowance a = {};
 	__u64 now;
 	__u16 reason;
+	int last;
 
 	if (!cur)
 		return TF_REASON_UNSOLICITED;
@@ -124,8 +125,9 @@ static __always_inline __u16 reply_flow(struct judge *j, void *flows, const stru
 		return TF_REASON_UNSOLICITED;
 	if (cur->policy_ver == j->p.pver) {
 		flow_touch(cur, flow_pkt_flags(j), now);
+		last = flow_close_step(cur, j);
 		__builtin_memcpy(f, cur, sizeof(*f));
-		if (flow_last_ack(j, f))
+		if (last && f->state == TF_FLOW_OPEN)
 			flow_remove(j->sid, flows, k);
 		return 0;
 	}

@@ -227,8 +227,11 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 #define TF_FF_FIN     0x02 /* TCP: a FIN, either way */
 #define TF_FF_RST     0x04 /* TCP: an RST, either way */
 #define TF_FF_LEARNED 0x08 /* allowed (last judged) as a learnt address, not by a CIDR rule */
-#define TF_FF_FIN_GUEST	 0x10 /* TCP: the guest's FIN */
-#define TF_FF_FIN_REMOTE 0x20 /* TCP: the remote end's FIN */
+/* A TCP connection's close, to its last ACK (bpf/lib/flow.bpf.h, flow_close_step()). */
+#define TF_FF_FIN1	 0x10 /* a first FIN: @fin_end is just past it */
+#define TF_FF_FIN1_GUEST 0x20 /* ... the guest's */
+#define TF_FF_FIN1_ACKED 0x40 /* ... the other end acknowledged it */
+#define TF_FF_FIN2	 0x80 /* the other end's FIN, after that: @fin_end is just past it */
 
 /*
  * A flow's last-seen time moves only when it is 1/TF_FLOW_SEEN_GRAIN s
@@ -259,6 +262,8 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
  *          up to its first application_data record: the stream offset
  *          just past that record's header (0 before); the server's
  *          acknowledgement of it opens the flow
+ * @fin_end: TCP, with TF_FF_FIN1 or TF_FF_FIN2: the sequence number just
+ *          past the FIN those flags name, which its acknowledgement carries
  */
 struct tf_flow {
 	__u64 seen;
@@ -274,7 +279,7 @@ struct tf_flow {
 	__u32 srv_isn;
 	/* TLS record following (bpf/lib/tls_hello.bpf.h, docs/tls.md). */
 	__u32 tls_open_at;
-	__u8 tls_pad[4];
+	__u32 fin_end;
 };
 _Static_assert(sizeof(struct tf_flow) == 40, "tf_flow layout");
 

@@ -89,5 +89,24 @@ check "metrics: tapfence_session_flows_evicted_total for f" \
 	bash -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' metrics | grep -qE '^tapfence_session_flows_evicted_total\{session=\"f\"\} [1-9]'"
 : >"$T/stop"
 
+note "a restart does not tell the same evictions again, and tells new ones"
+# told, lines: the daemon's log lines and the sealed log's flows lines about f so far.
+told() { grep -c "session f: its flow table is full" "$T/tapfenced.log"; }
+lines() { grep -c '"kind":"flows","session":"f"' "$TF_EVENTS"; }
+told_more() { [ "$(told)" -gt "$t0" ]; }
+lines_more() { [ "$(lines)" -gt "$l0" ]; }
+same_evicted() { [ "$(flows evicted 2>/dev/null)" = "$ev" ]; }
+t0=$(told) l0=$(lines) ev=$(flows evicted)
+kill_pid "$TFD_PID"
+TFD_PID=
+TFD_KEEP_LOG=1 tfd_start "$host"
+check "session f restored with its counts ($ev evicted)" wait_for 5 same_evicted
+sleep 3
+check "the first look after the restart tells nothing ($(told) lines, $t0 before)" test "$(told)" = "$t0"
+check "... and writes no flows line" test "$(lines)" = "$l0"
+check "300 more UDP flows" churn --udp $DST:7000 --count 300
+check "those evictions are told" wait_for 8 told_more
+check "... in a new flows line" wait_for 3 lines_more
+
 check "tapfenced still runs" kill -0 "$TFD_PID"
 tf_done

@@ -47,6 +47,7 @@ struct pk {
 	__u16 exthdr;  /* IPv6: PK_EXT(nh), one 8-byte extension header before L4 */
 	/* L4 */
 	__u16 sport, dport;
+	__u32 seq, ack;		/* TCP; seq 0 = 1 */
 	__u8 flags;		/* TCP flags (PK_SYN ...) */
 	__u8 doff;		/* TCP data offset; 0 = 5 */
 	__u8 type, code;	/* ICMP / ICMPv6 */
@@ -112,7 +113,10 @@ static inline unsigned int pk_l4(const struct pk *p, __u8 *b)
 		memset(b, 0, 20);
 		pk_put16(b, p->sport);
 		pk_put16(b + 2, p->dport);
-		b[7] = 1; /* seq */
+		pk_put16(b + 4, (p->seq ? p->seq : 1) >> 16);
+		pk_put16(b + 6, (p->seq ? p->seq : 1) & 0xffff);
+		pk_put16(b + 8, p->ack >> 16);
+		pk_put16(b + 10, p->ack & 0xffff);
 		b[12] = (p->doff ? p->doff : 5) << 4;
 		b[13] = p->flags;
 		pk_put16(b + 14, 65535);

@@ -1385,62 +1385,111 @@ struct closing {
 	struct fixture fx;
 };
 
-#define CL_SYN(sp)	TCP(G4, WEB, sp, 80, SYN)
-#define CL_OUT(sp, fl)	TCP(G4, WEB, sp, 80, fl)
-#define CL_BACK(sp, fl) TCP(WEB, G4, 80, sp, fl)
+#define CL_SYN(sp)		TCP(G4, WEB, sp, 80, SYN), .seq = 999
+#define CL_OUT(sp, fl, sq, ak)	TCP(G4, WEB, sp, 80, fl), .seq = sq, .ack = ak
+#define CL_BACK(sp, fl, sq, ak) TCP(WEB, G4, 80, sp, fl), .seq = sq, .ack = ak
 
 static const struct closing fx_close[] = {
 	{ "1 0 1",
 	  { "guest closes first: SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { CL_SYN(44010) } } },
 	{ "0 0 1",
-	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44010, SYN | ACK) } } },
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44010, SYN | ACK, 4999, 1000) } } },
 	{ "0 0 1",
-	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW), .p = { CL_OUT(44010, PK_FIN | ACK) } } },
+	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44010, PK_FIN | ACK, 1000, 5000) } } },
 	{ "0 0 1",
-	  { "the server's ACK of it", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44010, ACK) } } },
+	  { "the server's ACK of it", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44010, ACK, 5000, 1001) } } },
 	{ "0 0 1",
-	  { "the server's FIN", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44010, PK_FIN | ACK) } } },
+	  { "the server's FIN", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44010, PK_FIN | ACK, 5000, 1001) } } },
+	{ "0 0 1",
+	  { "a duplicate ACK (data lost before the FIN) is not the last ACK", FROM, ALLOW,
+	    R(ALLOW_FLOW), .p = { CL_OUT(44010, ACK, 1001, 4990) } } },
 	{ "0 1 0",
 	  { "the guest's last ACK: passes, the flow is removed", FROM, ALLOW, R(ALLOW_FLOW),
-	    .p = { CL_OUT(44010, ACK) } } },
+	    .p = { CL_OUT(44010, ACK, 1001, 5001) } } },
 	{ "0 0 0",
 	  { "a segment after it is tcp_no_flow", FROM, DENY, R(TCP_NO_FLOW),
-	    .p = { CL_OUT(44010, ACK) } } },
+	    .p = { CL_OUT(44010, ACK, 1001, 5001) } } },
 	{ "1 0 1",
 	  { "server closes first: SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { CL_SYN(44011) } } },
 	{ "0 0 1",
-	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44011, SYN | ACK) } } },
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44011, SYN | ACK, 4999, 1000) } } },
 	{ "0 0 1",
-	  { "the server's FIN", TO, ALLOW, R(ALLOW_FLOW), .p = { CL_BACK(44011, PK_FIN | ACK) } } },
+	  { "the server's FIN", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44011, PK_FIN | ACK, 5000, 1000) } } },
 	{ "0 0 1",
-	  { "the guest's ACK of it", FROM, ALLOW, R(ALLOW_FLOW), .p = { CL_OUT(44011, ACK) } } },
+	  { "the guest's ACK of it", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44011, ACK, 1000, 5001) } } },
 	{ "0 0 1",
-	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW), .p = { CL_OUT(44011, PK_FIN | ACK) } } },
+	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44011, PK_FIN | ACK, 1000, 5001) } } },
+	{ "0 0 1",
+	  { "an ACK of data in flight is not the last ACK", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44011, ACK, 5001, 1000) } } },
 	{ "0 1 0",
 	  { "the server's last ACK: passes, the flow is removed", TO, ALLOW, R(ALLOW_FLOW),
-	    .p = { CL_BACK(44011, ACK) } } },
+	    .p = { CL_BACK(44011, ACK, 5001, 1001) } } },
 	{ "0 0 0",
 	  { "a retransmitted FIN after it is unsolicited", TO, DENY, R(UNSOLICITED),
-	    .p = { CL_BACK(44011, PK_FIN | ACK) } } },
+	    .p = { CL_BACK(44011, PK_FIN | ACK, 5000, 1001) } } },
+	{ "1 0 1", { "a forged FIN: SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { CL_SYN(44012) } } },
+	{ "0 0 1",
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44012, SYN | ACK, 4999, 1000) } } },
+	{ "0 0 1",
+	  { "the guest half-closes: its FIN", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44012, PK_FIN | ACK, 1000, 5000) } } },
+	{ "0 0 1",
+	  { "a FIN forged from off the path, not acknowledging it", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44012, PK_FIN | ACK, 77777, 3) } } },
+	{ "0 0 1",
+	  { "the guest's duplicate ACK to it", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44012, ACK, 1001, 5000) } } },
+	{ "0 0 1",
+	  { "the server's ACK of the guest's FIN", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44012, ACK, 5000, 1001) } } },
+	{ "0 0 1",
+	  { "the guest's ACK of the server's data: the flow stays", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44012, ACK, 1001, 5100) } } },
+	{ "0 0 1",
+	  { "the server's data still reaches the guest", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44012, ACK, 5100, 1001) } } },
+	{ "1 0 1",
+	  { "a simultaneous close: SYN", FROM, ALLOW, R(ALLOW_RULE), .p = { CL_SYN(44013) } } },
+	{ "0 0 1",
+	  { "its SYN-ACK", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44013, SYN | ACK, 4999, 1000) } } },
+	{ "0 0 1",
+	  { "the guest's FIN", FROM, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_OUT(44013, PK_FIN | ACK, 1000, 5000) } } },
+	{ "0 0 1",
+	  { "the server's FIN, crossing it (not acknowledging it)", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44013, PK_FIN | ACK, 5000, 1000) } } },
+	{ "0 0 1",
+	  { "the guest's ACK of the server's FIN: not followed, the flow stays", FROM, ALLOW,
+	    R(ALLOW_FLOW), .p = { CL_OUT(44013, ACK, 1001, 5001) } } },
+	{ "0 0 1",
+	  { "so the server's ACK of the guest's FIN still passes", TO, ALLOW, R(ALLOW_FLOW),
+	    .p = { CL_BACK(44013, ACK, 5001, 1001) } } },
 	{ "1 0 1",
 	  { "a SYN on the closed tuple opens it again", FROM, ALLOW, R(ALLOW_RULE),
 	    .p = { CL_SYN(44010) } } },
 	{ "0 0 1",
 	  { "a SYN again on the tracked tuple replaces its flow", FROM, ALLOW, R(ALLOW_RULE),
 	    .p = { CL_SYN(44010) } } },
-	{ "0 0 1",
-	  { "only the guest's FIN, retransmitted", FROM, ALLOW, R(ALLOW_FLOW),
-	    .p = { CL_OUT(44010, PK_FIN | ACK) } } },
-	{ "0 0 1",
-	  { "an ACK without the server's FIN is no last ACK", FROM, ALLOW, R(ALLOW_FLOW),
-	    .p = { CL_OUT(44010, ACK) } } },
 };
 
 /*
- * A TCP connection's flow is removed at its last ACK (a bare ACK after both
- * ends' FINs), whichever end closes first; a segment after it is judged as
- * new. The flow counters move with each flow that takes an entry and each
- * one removed (docs/architecture.md, Close and Eviction).
+ * A TCP connection's flow is removed at its last ACK (a bare ACK that
+ * acknowledges the second FIN, the first one acknowledged), whichever end
+ * closes first; a segment after it is judged as new. A duplicate ACK, an
+ * ACK of data in flight, or a forged FIN removes nothing. The flow counters
+ * move with each flow that takes an entry and each one removed
+ * (docs/architecture.md, Close and Eviction).
  */
 static void test_close(struct env *e)
 {

@@ -48,12 +48,11 @@ static json_t *with_warnings(json_t *resp, json_t *w)
 
 static json_t *sess_summary(const struct tf_sess *s)
 {
-	return json_pack("{s:s, s:s, s:s*, s:i, s:i, s:i, s:i, s:i, s:s}", "id", s->spec.id,
+	return json_pack("{s:s, s:s, s:s*, s:I, s:I, s:I, s:I, s:I, s:s}", "id", s->spec.id,
 			 "ifname", s->spec.ifname, "netns", s->spec.netns[0] ? s->spec.netns : NULL,
 			 "ifindex", (json_int_t)s->dev.ifindex, "slot", (json_int_t)s->sid,
 			 "policy_version", (json_int_t)s->ver, "rules_generation",
-			 (json_int_t)s->rver, "rules", (json_int_t)s->spec.nrules,
-			 "attach",
+			 (json_int_t)s->rver, "rules", (json_int_t)s->spec.nrules, "attach",
 			 s->at.xdp   ? "xdp" :
 			 s->at.guard ? "guard" :
 				       "tcx");
@@ -75,7 +74,7 @@ static json_t *op_session_add(struct tf_daemon *d, struct tf_client *c, struct t
 		return NULL;
 	d->policy_changes++;
 	s = tf_sess_find(d, r->spec.id);
-	return with_warnings(json_pack("{s:b, s:s, s:i, s:i, s:i}", "ok", 1, "id", s->spec.id,
+	return with_warnings(json_pack("{s:b, s:s, s:I, s:I, s:I}", "ok", 1, "id", s->spec.id,
 				       "ifindex", (json_int_t)s->dev.ifindex, "slot",
 				       (json_int_t)s->sid, "policy_version", (json_int_t)s->ver),
 			     tf_spec_warnings(&s->spec, NULL));
@@ -119,7 +118,7 @@ static json_t *op_quarantine(struct tf_daemon *d, struct tf_client *c, struct tf
 			      r->reason ? r->reason : "");
 	else
 		tf_audit_note(d, "session", "\"session\":\"%s\",\"resumed\":true", r->id);
-	return json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
+	return json_pack("{s:b, s:s, s:I}", "ok", 1, "id", r->id, "policy_version",
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
 
@@ -132,7 +131,7 @@ static json_t *op_mode(struct tf_daemon *d, struct tf_client *c, struct tf_reque
 	d->policy_changes++;
 	tf_audit_note(d, "session", "\"session\":\"%s\",\"mode\":\"%s\"", r->id,
 		      r->audit ? "audit" : "enforce");
-	return json_pack("{s:b, s:s, s:s, s:i}", "ok", 1, "id", r->id, "mode",
+	return json_pack("{s:b, s:s, s:s, s:I}", "ok", 1, "id", r->id, "mode",
 			 r->audit ? "audit" : "enforce", "policy_version",
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
@@ -298,8 +297,8 @@ static json_t *flows_json(struct tf_daemon *d, const struct tf_sess *s)
 	struct tf_flowcount fc;
 
 	if (tf_dp_flows(&d->dp, &s->sid, 1, &fc))
-		return json_pack("{s:i}", "capacity", (json_int_t)d->cfg.flows_per_session);
-	return json_pack("{s:i, s:I, s:I, s:I, s:I}", "capacity",
+		return json_pack("{s:I}", "capacity", (json_int_t)d->cfg.flows_per_session);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "capacity",
 			 (json_int_t)d->cfg.flows_per_session, "entries", (json_int_t)fc.entries,
 			 "opened", (json_int_t)fc.opened, "removed", (json_int_t)fc.removed,
 			 "evicted", (json_int_t)fc.evicted);
@@ -347,7 +346,7 @@ static json_t *op_rule(struct tf_daemon *d, struct tf_client *c, struct tf_reque
 		return NULL;
 	d->policy_changes++;
 	s = tf_sess_find(d, r->id);
-	return with_warnings(json_pack("{s:b, s:s, s:i}", "ok", 1, "id", r->id, "policy_version",
+	return with_warnings(json_pack("{s:b, s:s, s:I}", "ok", 1, "id", r->id, "policy_version",
 				       (json_int_t)s->ver),
 			     r->op == TF_OP_RULE_ADD ? tf_spec_warnings(&s->spec, &r->rule) :
 						       json_array());
@@ -378,7 +377,7 @@ static json_t *op_stats(struct tf_daemon *d, struct tf_client *c, struct tf_requ
 		if (tot[r])
 			json_object_set_new(counters, tf_reason_name(r), json_integer(tot[r]));
 	tf_audit_stats(d, &log_size, &log_cps, &log_unwritten);
-	return json_pack("{s:b, s:{s:i, s:I, s:{s:I, s:I, s:I}, s:{s:i, s:i, s:I, s:b}, "
+	return json_pack("{s:b, s:{s:I, s:I, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:b}, "
 			 "s:{s:I, s:I, s:I}, s:o, s:o}}",
 			 "ok", 1, "stats", "sessions", (json_int_t)d->nsessions, "uptime_s",
 			 (json_int_t)(time(NULL) - d->started), "events", "emitted",

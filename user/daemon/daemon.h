@@ -52,6 +52,7 @@ struct tf_sess {
 		char *buf;
 	} evh;
 	__u64 flows_evicted; /* its flow table's evictions as of the last look (tf_sess_tick()) */
+	int flows_known;     /* ... which the log has: 0 until the first look after a restore */
 	struct tf_sess *next;
 };
 
@@ -72,6 +73,7 @@ struct tf_daemon {
 	time_t sess_ticked;	      /* the second tf_sess_tick() last looked */
 	time_t flows_ticked;	      /* ... and when it last looked for flow evictions */
 	__u64 gone_evicted;	      /* flows_evicted of the sessions deleted since the start */
+	int flows_unknown;	      /* the last look could not count them (said once) */
 	__u32 gone_sid;		      /* restore_gone()'s slot, for its tf_sessions walk */
 	struct tf_guard_ns *guard_ns; /* guarded namespaces besides the daemon's (guard.c) */
 	int guard_nl;		      /* its RTM_NEWLINK listener, -1 if none */

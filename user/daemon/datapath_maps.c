@@ -632,8 +632,11 @@ static int fill_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The iterator's "<map id> <entries>" lines, sorted by id: *pairs (free it), their number or -errno. */
-static ssize_t fill_read(struct tf_dp *dp, struct fill_pair **pairs)
+/*
+ * The iterator's "<map id> <entries>" lines, sorted by id: *pairs (free it),
+ * their number or -errno. flows: the flow tables' lines only.
+ */
+static ssize_t fill_read(struct tf_dp *dp, int flows, struct fill_pair **pairs)
 {
 	struct fill_pair *p;
 	size_t npairs = 0, cap = 0, len = 0;
@@ -641,11 +644,12 @@ static ssize_t fill_read(struct tf_dp *dp, struct fill_pair **pairs)
 	unsigned long id;
 	unsigned long long n;
 	FILE *f;
-	int fd;
+	int fd, err = 0;
 
 	*pairs = NULL;
 	if (!dp->fill)
 		return -ENOTSUP;
+	dp->skel->bss->fill_flows_only = flows;
 	fd = bpf_iter_create(bpf_link__fd(dp->fill));
 	if (fd < 0)
 		return -errno;
@@ -656,52 +660,73 @@ static ssize_t fill_read(struct tf_dp *dp, struct fill_pair **pairs)
 
 		while ((r = read(fd, buf, sizeof(buf))) > 0)
 			fwrite(buf, 1, (size_t)r, f);
-		fclose(f);
+		if (r < 0)
+			err = -errno;
+		if (fclose(f) && !err)
+			err = -ENOMEM;
+	} else {
+		err = -ENOMEM;
 	}
 	close(fd);
-	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	/* All of the walk or nothing: a missing line would read as an empty table. */
+	for (line = !err && text ? strtok_r(text, "\n", &save) : NULL; line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		if (sscanf(line, "%lu %llu", &id, &n) != 2)
 			continue;
 		if (npairs == cap) {
 			cap = cap ? 2 * cap : 256;
 			p = realloc(*pairs, cap * sizeof(*p));
-			if (!p)
+			if (!p) {
+				err = -ENOMEM;
 				break;
+			}
 			*pairs = p;
 		}
 		(*pairs)[npairs].id = (__u32)id;
 		(*pairs)[npairs++].n = n;
 	}
 	free(text);
+	if (err) {
+		free(*pairs);
+		*pairs = NULL;
+		return err;
+	}
 	if (npairs)
 		qsort(*pairs, npairs, sizeof(**pairs), fill_cmp);
 	return (ssize_t)npairs;
 }
 
-/* Entries of table m of slot sid, in use, by the iterator's lines; dp->slot_lock held. */
-static __u64 slot_entries(struct tf_dp *dp, const struct fill_pair *pairs, size_t npairs, int m,
-			  __u32 sid)
+/*
+ * Entries of table m of slot sid, in use, by the iterator's lines (0 for a
+ * slot not in use); -ENOENT if its table is not among them. dp->slot_lock held.
+ */
+static int slot_entries(struct tf_dp *dp, const struct fill_pair *pairs, size_t npairs, int m,
+			__u32 sid, __u64 *n)
 {
 	struct bpf_map_info info;
 	struct fill_pair key, *p;
 	__u32 ilen = sizeof(info);
 	int fd = dp->slot_fd[m][sid];
 
-	if (fd < 0 || dp->slot_state[sid] != SLOT_USED || !npairs)
+	*n = 0;
+	if (fd < 0 || dp->slot_state[sid] != SLOT_USED)
 		return 0;
 	memset(&info, 0, sizeof(info));
 	if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
-		return 0;
+		return -errno;
 	key.id = info.id;
-	p = bsearch(&key, pairs, npairs, sizeof(*pairs), fill_cmp);
-	return p ? p->n : 0;
+	p = npairs ? bsearch(&key, pairs, npairs, sizeof(*pairs), fill_cmp) : NULL;
+	if (!p)
+		return -ENOENT;
+	*n = p->n;
+	return 0;
 }
 
 int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 {
 	struct fill_pair *pairs;
-	ssize_t n = fill_read(dp, &pairs);
+	ssize_t n = fill_read(dp, 0, &pairs);
+	__u64 v;
 	__u32 sid;
 	int m;
 
@@ -711,7 +736,8 @@ int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 	pthread_mutex_lock(&dp->slot_lock); /* the pool's thread changes the free slots' fds */
 	for (m = 0; m < TF_SLOT_MAPS; m++)
 		for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
-			out[m] += slot_entries(dp, pairs, (size_t)n, m, sid);
+			if (!slot_entries(dp, pairs, (size_t)n, m, sid, &v))
+				out[m] += v;
 	pthread_mutex_unlock(&dp->slot_lock);
 	free(pairs);
 	return 0;
@@ -731,19 +757,22 @@ int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_f
 	struct fill_pair *pairs;
 	ssize_t np;
 	unsigned int i;
+	int err = 0;
 
 	memset(out, 0, n * sizeof(*out));
 	/* Opened before the entries are read, removed after: the difference can only fall short. */
 	for (i = 0; i < n; i++)
 		out[i].opened = counter(dp, sids[i], TF_CNT_FLOWS_OPENED);
-	np = fill_read(dp, &pairs);
+	np = fill_read(dp, 1, &pairs);
 	if (np < 0)
 		return (int)np;
 	pthread_mutex_lock(&dp->slot_lock);
-	for (i = 0; i < n; i++)
-		out[i].entries = slot_entries(dp, pairs, (size_t)np, TF_SLOT_FLOWS, sids[i]);
+	for (i = 0; i < n && !err; i++)
+		err = slot_entries(dp, pairs, (size_t)np, TF_SLOT_FLOWS, sids[i], &out[i].entries);
 	pthread_mutex_unlock(&dp->slot_lock);
 	free(pairs);
+	if (err)
+		return err; /* an unread table is not an empty one: no eviction counted from it */
 	for (i = 0; i < n; i++) {
 		out[i].removed = counter(dp, sids[i], TF_CNT_FLOWS_REMOVED);
 		if (out[i].opened > out[i].removed + out[i].entries)

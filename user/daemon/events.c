@@ -420,7 +420,7 @@ void tf_events_control(struct tf_daemon *d, const char *reason, int pid, unsigne
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	fmt_time((__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec, tbuf, sizeof(tbuf));
-	o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I}", "time", tbuf, "kind", "control",
+	o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "time", tbuf, "kind", "control",
 		      "verdict", "deny", "reason", reason, "pid", (json_int_t)pid, "uid",
 		      (json_int_t)uid, "gid", (json_int_t)gid);
 	if (o)

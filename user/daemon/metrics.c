@@ -174,13 +174,15 @@ static void write_metrics(struct tf_daemon *d, FILE *f)
 	     "Flows the datapath removed from their table: closed (last ACK), refused, revoked.");
 	fprintf(f, "tapfence_flows_removed_total %llu\n",
 		(unsigned long long)tot[TF_CNT_FLOWS_REMOVED]);
-	evicted = d->gone_evicted;
-	for (s = d->sessions; s; s = s->next)
-		evicted += s->flows_evicted;
-	head(f, "tapfence_flows_evicted_total", "counter",
-	     "Flows a full flow table evicted (limits.flows_per_session), as of the daemon's "
-	     "last look (every 5 s).");
-	fprintf(f, "tapfence_flows_evicted_total %llu\n", (unsigned long long)evicted);
+	if (!d->flows_unknown) {
+		evicted = d->gone_evicted;
+		for (s = d->sessions; s; s = s->next)
+			evicted += s->flows_evicted;
+		head(f, "tapfence_flows_evicted_total", "counter",
+		     "Flows a full flow table evicted (limits.flows_per_session), as of the "
+		     "daemon's last look (every 5 s).");
+		fprintf(f, "tapfence_flows_evicted_total %llu\n", (unsigned long long)evicted);
+	}
 	head(f, "tapfence_table_full_packets_total", "counter",
 	     "Packets denied because a table was full.");
 	fprintf(f, "tapfence_table_full_packets_total{table=\"flows\"} %llu\n",
@@ -205,6 +207,8 @@ static void write_metrics(struct tf_daemon *d, FILE *f)
 					"reason=\"%s\"} %llu\n",
 					s->spec.id, tf_reason_name(r), (unsigned long long)cnt[r]);
 	}
+	if (d->flows_unknown)
+		return;
 	head(f, "tapfence_session_flows_evicted_total", "counter",
 	     "Flows each live session's full flow table evicted, as of the last look "
 	     "(metrics.per_session).");
