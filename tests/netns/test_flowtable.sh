@@ -96,7 +96,11 @@ lines() { grep -c '"kind":"flows","session":"f"' "$TF_EVENTS"; }
 told_more() { [ "$(told)" -gt "$t0" ]; }
 lines_more() { [ "$(lines)" -gt "$l0" ]; }
 same_evicted() { [ "$(flows evicted 2>/dev/null)" = "$ev" ]; }
-t0=$(told) l0=$(lines) ev=$(flows evicted)
+ev=$(flows evicted)
+# A look during the churn told part of it: wait for the one that told it all.
+told_all() { grep -q "\"kind\":\"flows\",\"session\":\"f\",\"evicted\":$ev," "$TF_EVENTS"; }
+check "a flows line tells all $ev" wait_for 8 told_all
+t0=$(told) l0=$(lines)
 kill_pid "$TFD_PID"
 TFD_PID=
 TFD_KEEP_LOG=1 tfd_start "$host"
