@@ -114,7 +114,7 @@ static __always_inline long flow_add(__u32 sid, void *flows, const struct tf_flo
 	long err = bpf_map_update_elem(flows, k, f, BPF_NOEXIST);
 
 	if (!err)
-		count(sid, TF_CNT_FLOWS_OPENED);
+		count_flow(sid, TF_CNT_FLOWS_OPENED);
 	return err;
 }
 
@@ -143,7 +143,7 @@ static __always_inline int flow_insert(__u32 sid, void *flows, const struct tf_f
 static __always_inline void flow_remove(__u32 sid, void *flows, const struct tf_flow_key *k)
 {
 	if (!bpf_map_delete_elem(flows, k))
-		count(sid, TF_CNT_FLOWS_REMOVED);
+		count_flow(sid, TF_CNT_FLOWS_REMOVED);
 }
 
 static __always_inline __u32 tcp_payload_len(const struct judge *j)
@@ -153,27 +153,28 @@ static __always_inline __u32 tcp_payload_len(const struct judge *j)
 
 /*
  * A TCP connection's close, followed on its flow f by packet j, as
- * conntrack follows it to TIME_WAIT: the first FIN and where it ends, its
- * acknowledgement by the other end, then the other end's FIN and where
- * that ends. Returns 1 if j is the last ACK: a bare ACK (no FIN, SYN, RST
- * or payload) from the first FIN's end, acknowledging exactly the second
- * FIN. The flow is removed then (if open), not kept for timeouts.tcp_fin_s,
- * so a guest's closed connections do not fill its table and push its idle
- * open ones out (docs/architecture.md, Close).
+ * conntrack follows it to TIME_WAIT: the first FIN and where it ends, then
+ * the other end's FIN, on a segment that acknowledges exactly the first,
+ * and where that ends. Returns 1 if j is the last ACK: a bare ACK (no FIN,
+ * SYN, RST or payload) from the first FIN's end, acknowledging exactly the
+ * second FIN. The flow is removed then (if open), not kept for
+ * timeouts.tcp_fin_s, so a guest's closed connections do not fill its
+ * table and push its idle open ones out (docs/architecture.md, Close).
  *
  * Acknowledgement numbers, not flags alone: a duplicate ACK for data lost
  * before the FIN, or an ACK of data still in flight, is not the last ACK;
- * and a FIN forged from off the path (any sequence number) is never
- * acknowledged by the guest's stack, so it ends nothing. A FIN of the other
- * end before the first one was acknowledged (a simultaneous close) is not
- * followed: that flow keeps its timeout. Plain stores, as flow_touch():
- * a lost one only keeps the flow to its timeout.
+ * a FIN forged from off the path (it cannot know the sequence numbers) is
+ * not a second FIN, and as a first one it is never acknowledged by the
+ * guest's stack, so it ends nothing. A second FIN that does not
+ * acknowledge the first (a simultaneous close) is not followed: that flow
+ * keeps its timeout. Plain stores, as flow_touch(): a lost one only keeps
+ * the flow to its timeout.
  */
 static __always_inline int flow_close_step(struct tf_flow *f, const struct judge *j)
 {
 	__u8 fl = j->p.tcp_flags, guest = j->dir == TF_DIR_FROM_GUEST;
 	__u32 len = tcp_payload_len(j);
-	int first_end;
+	int acks;
 
 	if (j->p.proto != IPPROTO_TCP || (fl & (TCP_FLAG_SYN | TCP_FLAG_RST)))
 		return 0;
@@ -184,16 +185,10 @@ static __always_inline int flow_close_step(struct tf_flow *f, const struct judge
 		}
 		return 0;
 	}
-	first_end = !(f->flags & TF_FF_FIN1_GUEST) == !guest;
-	if (first_end)
-		return (f->flags & TF_FF_FIN2) &&
-		       (fl & (TCP_FLAG_ACK | TCP_FLAG_FIN)) == TCP_FLAG_ACK && !len &&
-		       j->p.tcp_ack == f->fin_end;
-	if ((f->flags & (TF_FF_FIN1_ACKED | TF_FF_FIN2)) == 0 && (fl & TCP_FLAG_ACK) &&
-	    j->p.tcp_ack == f->fin_end)
-		f->flags |= TF_FF_FIN1_ACKED;
-	if ((fl & TCP_FLAG_FIN) &&
-	    (f->flags & (TF_FF_FIN1_ACKED | TF_FF_FIN2)) == TF_FF_FIN1_ACKED) {
+	acks = (fl & TCP_FLAG_ACK) && j->p.tcp_ack == f->fin_end;
+	if (!(f->flags & TF_FF_FIN1_GUEST) == !guest)
+		return (f->flags & TF_FF_FIN2) && (fl & TCP_FLAG_FIN) == 0 && !len && acks;
+	if ((fl & TCP_FLAG_FIN) && !(f->flags & TF_FF_FIN2) && acks) {
 		f->fin_end = j->p.tcp_seq + len + 1;
 		f->flags |= TF_FF_FIN2;
 	}

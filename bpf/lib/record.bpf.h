@@ -18,6 +18,21 @@ static __always_inline void count(__u32 sid, __u32 slot)
 		(*v)++;
 }
 
+/*
+ * count() for the flow counters, whose difference the daemon reports as
+ * evictions: an atomic add, so that a program preempted on its CPU
+ * (PREEMPT_RT) by another loses no count. Per new flow or removal, not per
+ * packet.
+ */
+static __always_inline void count_flow(__u32 sid, __u32 slot)
+{
+	__u32 idx = sid * TF_CNT_SLOTS + slot;
+	__u64 *v = bpf_map_lookup_elem(&tf_counters, &idx);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
 static __always_inline void stat_inc(__u32 stat)
 {
 	__u64 *v = bpf_map_lookup_elem(&tf_stats, &stat);

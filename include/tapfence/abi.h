@@ -230,8 +230,7 @@ _Static_assert(sizeof(struct tf_flow_key) == 24, "tf_flow_key layout");
 /* A TCP connection's close, to its last ACK (bpf/lib/flow.bpf.h, flow_close_step()). */
 #define TF_FF_FIN1	 0x10 /* a first FIN: @fin_end is just past it */
 #define TF_FF_FIN1_GUEST 0x20 /* ... the guest's */
-#define TF_FF_FIN1_ACKED 0x40 /* ... the other end acknowledged it */
-#define TF_FF_FIN2	 0x80 /* the other end's FIN, after that: @fin_end is just past it */
+#define TF_FF_FIN2	 0x40 /* the other end's FIN, acknowledging it: @fin_end is just past it */
 
 /*
  * A flow's last-seen time moves only when it is 1/TF_FLOW_SEEN_GRAIN s

@@ -743,13 +743,11 @@ int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 	return 0;
 }
 
-/* Counter slot which of slot sid, summed over the CPUs (0 if it cannot be read). */
-static __u64 counter(struct tf_dp *dp, __u32 sid, __u32 which)
+/* Counter slot which of slot sid, summed over the CPUs, into *v. 0 or -errno. */
+static int counter(struct tf_dp *dp, __u32 sid, __u32 which, __u64 *v)
 {
-	__u64 v = 0;
-
-	percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS + which, 1, &v);
-	return v;
+	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS + which, 1,
+			   v);
 }
 
 int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_flowcount *out)
@@ -761,8 +759,10 @@ int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_f
 
 	memset(out, 0, n * sizeof(*out));
 	/* Opened before the entries are read, removed after: the difference can only fall short. */
-	for (i = 0; i < n; i++)
-		out[i].opened = counter(dp, sids[i], TF_CNT_FLOWS_OPENED);
+	for (i = 0; i < n && !err; i++)
+		err = counter(dp, sids[i], TF_CNT_FLOWS_OPENED, &out[i].opened);
+	if (err)
+		return err;
 	np = fill_read(dp, 1, &pairs);
 	if (np < 0)
 		return (int)np;
@@ -774,7 +774,9 @@ int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_f
 	if (err)
 		return err; /* an unread table is not an empty one: no eviction counted from it */
 	for (i = 0; i < n; i++) {
-		out[i].removed = counter(dp, sids[i], TF_CNT_FLOWS_REMOVED);
+		err = counter(dp, sids[i], TF_CNT_FLOWS_REMOVED, &out[i].removed);
+		if (err)
+			return err; /* an unread count is not zero: it would read as evictions */
 		if (out[i].opened > out[i].removed + out[i].entries)
 			out[i].evicted = out[i].opened - out[i].removed - out[i].entries;
 	}
