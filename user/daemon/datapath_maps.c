@@ -583,18 +583,38 @@ void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), vo
 			tf_dp_slot_orphan(dp, sid);
 }
 
-/* out[i], for i < n: the per-CPU values of entry first + i of fd, summed. */
+/*
+ * out[i], for i < n: the per-CPU values of entry first + i of per-CPU
+ * array fd, summed. One batch lookup for all n (a session's 128 counters
+ * were 128 system calls), one lookup an entry if the batch fails.
+ */
 static int percpu_sums(int fd, __u32 first, __u32 n, __u64 *out)
 {
 	int ncpu = libbpf_num_possible_cpus(), c, err = 0;
+	__u32 i, idx, prev = first - 1, next, count = n, *keys;
 	__u64 *values;
-	__u32 i, idx;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 
 	if (ncpu < 0)
 		return ncpu;
-	values = calloc(ncpu, sizeof(*values));
-	if (!values)
-		return -ENOMEM;
+	values = calloc((size_t)ncpu * n, sizeof(*values));
+	keys = calloc(n, sizeof(*keys));
+	if (!values || !keys) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* A batch starts after its in_batch key: first - 1, or none for entry 0. */
+	if (bpf_map_lookup_batch(fd, first ? &prev : NULL, &next, keys, values, &count, &opts) &&
+	    errno != ENOENT)
+		count = 0;
+	if (count == n && keys[0] == first && keys[n - 1] == first + n - 1) {
+		for (i = 0; i < n; i++) {
+			out[i] = 0;
+			for (c = 0; c < ncpu; c++)
+				out[i] += values[(size_t)i * ncpu + c];
+		}
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
 		idx = first + i;
 		if (bpf_map_lookup_elem(fd, &idx, values)) {
@@ -605,7 +625,9 @@ static int percpu_sums(int fd, __u32 first, __u32 n, __u64 *out)
 		for (c = 0; c < ncpu; c++)
 			out[i] += values[c];
 	}
+out:
 	free(values);
+	free(keys);
 	return err;
 }
 
