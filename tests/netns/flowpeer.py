@@ -15,8 +15,10 @@ once:   one TCP connection from --sport: send a line, read its echo, close (FIN 
         exit 0 iff the echo came back.
 churn:  --count short flows to --tcp or --udp HOST:PORT, one after another, each from a port of
         its own: a line and its echo, then (TCP) the client's FIN first, or with --server-close
-        the server's (the line "close" asks serve to close after its echo); print "ok N" for the
-        N that worked, exit 0 iff all did.
+        the server's (the line "close" asks serve to close after its echo), or with --bulk N
+        the line "bulk N", the client's FIN at once, and serve's echo and N bytes read whole
+        after it (a half-closed connection); print "ok N" for the N that worked, exit 0 iff all
+        did.
 sniff:  log every IPv4 TCP segment to --port seen on --dev (AF_PACKET), as
             tcp 10.20.1.2:40000 > 198.51.100.10:7001 flags 0x18 len 5
 
@@ -73,7 +75,12 @@ def serve(args):
                     log_line(args.log, f"tcp {local} from {role} msg {line.decode(errors='replace')}")
                     try:
                         s.send(line + b"\n")
-                    except OSError:
+                        if line.startswith(b"bulk "):
+                            # N bytes more, whole: blocking while they go (one test client).
+                            s.setblocking(True)
+                            s.sendall(b"x" * int(line.split()[1]))
+                            s.setblocking(False)
+                    except (OSError, ValueError):
                         pass
                     closing = closing or line == b"close"
                 if closing:
@@ -147,9 +154,22 @@ def churn(args):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
         s.settimeout(args.timeout)
         line = b"close\n" if args.server_close else b"churn\n"
+        if args.bulk:
+            line = f"bulk {args.bulk}\n".encode()
         try:
             s.connect(dst)
             s.sendall(line)
+            if args.bulk:
+                # Half-closed at once; the answer still streams in after the FIN.
+                s.shutdown(socket.SHUT_WR)
+                got = b""
+                while True:
+                    chunk = s.recv(1 << 16)
+                    if not chunk:
+                        break
+                    got += chunk
+                ok += got == line + b"x" * args.bulk
+                continue
             got = s.recv(100)
             if kind == "tcp":
                 if args.server_close:
@@ -209,6 +229,7 @@ COMMANDS = {
     "churn": (churn, [arg("--tcp", metavar="HOST:PORT"), arg("--udp", metavar="HOST:PORT"),
                       arg("--count", type=int, required=True),
                       arg("--server-close", action="store_true"),
+                      arg("--bulk", type=int, default=0, metavar="N"),
                       arg("--timeout", type=float, default=2)]),
     "sniff": (sniff, [arg("--dev", required=True), arg("--port", type=int, required=True), LOG,
                       READY]),

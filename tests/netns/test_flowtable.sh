@@ -16,9 +16,10 @@
 #  │ $inet ii, 203.0.113.20 on lo         │  flowpeer.py serve: TCP 7001, UDP 7000 (echo)
 #  └──────────────────────────────────────┘
 #
-# A connection's flow is removed at its last ACK (both FINs seen), whichever end closed first, so
+# A connection's flow is removed at its last ACK (that of the second FIN), whichever end closed first, so
 # 150 closed by the guest and 150 by the server leave the table to the idle connection: its next
-# line is echoed. Without the removal (closed flows kept timeouts.tcp_fin_s, 120 s), either half
+# line is echoed; three half-closed connections read a 4 MB answer whole before theirs go.
+# Without the removal (closed flows kept timeouts.tcp_fin_s, 120 s), either half
 # alone fills the table and pushes the idle flow out. Then 300 UDP flows at once overflow it: the
 # evictions show in `session show', the metrics, the daemon's log and a "flows" line of the
 # sealed log. TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode. TF_KEEP=1 keeps $T.
@@ -73,6 +74,16 @@ check "the idle connection's next line reaches the server" \
 	wait_for 8 grep_since "$L" "from $G4:42000 msg idle 2"
 check "... and its echo comes back" wait_for 2 grep_since "$T/idle.log" "echo 2"
 expect_no_event session=f verdict=deny proto=tcp -- "no TCP segment of the churn or the idle connection is denied"
+
+note "a half-closed connection gets its whole answer, then leaves the table"
+# The guest's FIN goes first; 4 MB follow it (GSO and GRO on the veths), then the server's FIN
+# and the guest's last ACK. A removal before that last ACK would cut the answer short.
+removed0=$(flows removed)
+check "3 connections half-closed at once each read a 4 MB answer whole" \
+	churn --tcp $DST:7001 --count 3 --bulk 4000000 --timeout 10
+removed_3() { [ $(($(flows removed) - removed0)) -eq 3 ]; }
+check "... and each is removed at its last ACK" wait_for 2 removed_3
+expect_no_event session=f verdict=deny proto=tcp -- "no segment of them is denied"
 
 note "300 UDP flows at once overflow it: the evictions are reported"
 tf_mark
