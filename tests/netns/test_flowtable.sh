@@ -16,11 +16,11 @@
 #  │ $inet ii, 203.0.113.20 on lo         │  flowpeer.py serve: TCP 7001, UDP 7000 (echo)
 #  └──────────────────────────────────────┘
 #
-# A connection's flow is removed at its last ACK (that of the second FIN), whichever end closed first, so
-# 150 closed by the guest and 150 by the server leave the table to the idle connection: its next
-# line is echoed; three half-closed connections read a 4 MB answer whole before theirs go.
-# Without the removal (closed flows kept timeouts.tcp_fin_s, 120 s), either half
-# alone fills the table and pushes the idle flow out. Then 300 UDP flows at once overflow it: the
+# A connection's flow is removed at its last ACK (the second FIN's), whichever end closed first,
+# so 150 closed by the guest and 150 by the server leave the table to the idle connection: its
+# next line is echoed; three half-closed connections read a 4 MB answer whole before theirs go.
+# Without the removal (closed flows kept timeouts.tcp_fin_s, 120 s), either half alone fills
+# the table and pushes the idle flow out. Then 300 UDP flows at once overflow it: the
 # evictions show in `session show', the metrics, the daemon's log and a "flows" line of the
 # sealed log. TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode. TF_KEEP=1 keeps $T.
 
