@@ -276,10 +276,10 @@ int tc_guard_to_guest(struct __sk_buff *skb)
 
 /*
  * How full every hash table is, for the daemon's metrics (user/daemon/
- * metrics.c): one line "<map id> <entries>" per map on the system, from the
- * counts the kernel keeps per CPU for hash maps. A walk of one iterator,
- * where counting each session's tables' entries from userspace would be a
- * system call per entry.
+ * metrics.c): a struct tf_fill_rec per map on the system, from the counts
+ * the kernel keeps per CPU for hash maps. A walk of one iterator, where
+ * counting each session's tables' entries from userspace would be a system
+ * call per entry.
  */
 extern __s64 bpf_map_sum_elem_count(const struct bpf_map *map) __ksym;
 
@@ -293,6 +293,7 @@ SEC("iter/bpf_map")
 int tf_map_fill(struct bpf_iter__bpf_map *ctx)
 {
 	struct bpf_map *map = ctx->map;
+	struct tf_fill_rec rec = {};
 
 	if (!map)
 		return 0;
@@ -300,6 +301,8 @@ int tf_map_fill(struct bpf_iter__bpf_map *ctx)
 				map->key_size != sizeof(struct tf_flow_key) ||
 				map->value_size != sizeof(struct tf_flow)))
 		return 0;
-	BPF_SEQ_PRINTF(ctx->meta->seq, "%u %lld\n", map->id, bpf_map_sum_elem_count(map));
+	rec.id = map->id;
+	rec.n = bpf_map_sum_elem_count(map);
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }

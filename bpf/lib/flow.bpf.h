@@ -114,7 +114,7 @@ static __always_inline long flow_add(__u32 sid, void *flows, const struct tf_flo
 	long err = bpf_map_update_elem(flows, k, f, BPF_NOEXIST);
 
 	if (!err)
-		count_flow(sid, TF_CNT_FLOWS_OPENED);
+		count_flow(sid, 1);
 	return err;
 }
 
@@ -143,7 +143,7 @@ static __always_inline int flow_insert(__u32 sid, void *flows, const struct tf_f
 static __always_inline void flow_remove(__u32 sid, void *flows, const struct tf_flow_key *k)
 {
 	if (!bpf_map_delete_elem(flows, k))
-		count_flow(sid, TF_CNT_FLOWS_REMOVED);
+		count_flow(sid, 0);
 }
 
 static __always_inline __u32 tcp_payload_len(const struct judge *j)

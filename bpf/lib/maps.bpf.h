@@ -268,6 +268,30 @@ struct {
 	__type(value, __u64);
 } tf_counters SEC(".maps");
 
+/*
+ * Per session, per CPU: its flows that took an entry and that left one
+ * (count_flow()). Apart from tf_counters so that the daemon reads every
+ * session's in one batch lookup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__type(value, struct tf_flowcnt);
+} tf_flowcnt SEC(".maps");
+
+/*
+ * Per session, the evictions the daemon has told; written by tapfenced
+ * alone, pinned, so that a restart neither tells them again nor skips
+ * those since its last look.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TF_MAX_SESSIONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tf_flows_told SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, TF_STAT_MAX);

@@ -19,18 +19,22 @@ static __always_inline void count(__u32 sid, __u32 slot)
 }
 
 /*
- * count() for the flow counters, whose difference the daemon reports as
- * evictions: an atomic add, so that a program preempted on its CPU
- * (PREEMPT_RT) by another loses no count. Per new flow or removal, not per
- * packet.
+ * A flow of session sid that took an entry of its own (opened) or left it
+ * (!opened): with the table's entry count, the daemon derives how many a
+ * full table evicted (docs/operations.md, "Flow table"). An atomic add, so
+ * that a program preempted on its CPU (PREEMPT_RT) by another loses no
+ * count. Per new flow or removal, not per packet.
  */
-static __always_inline void count_flow(__u32 sid, __u32 slot)
+static __always_inline void count_flow(__u32 sid, int opened)
 {
-	__u32 idx = sid * TF_CNT_SLOTS + slot;
-	__u64 *v = bpf_map_lookup_elem(&tf_counters, &idx);
+	struct tf_flowcnt *v = bpf_map_lookup_elem(&tf_flowcnt, &sid);
 
-	if (v)
-		__sync_fetch_and_add(v, 1);
+	if (!v)
+		return;
+	if (opened)
+		__sync_fetch_and_add(&v->opened, 1);
+	else
+		__sync_fetch_and_add(&v->removed, 1);
 }
 
 static __always_inline void stat_inc(__u32 stat)

@@ -19,9 +19,10 @@
  * 4: sessions keyed by (network namespace, ifindex), events carry the namespace;
  * 5: audit mode and rejections (session flags, the audit verdict, counter slots), deny rules;
  * 6: sessions judged through the guard (TF_SF_VIA_GUARD);
- * 7: tf_session.rules_ver apart from policy_ver (a rule change applied in place)
+ * 7: tf_session.rules_ver apart from policy_ver (a rule change applied in place);
+ * 8: a session's flow counts in tf_flowcnt, the evictions told in tf_flows_told
  */
-#define TF_ABI_VERSION 7
+#define TF_ABI_VERSION 8
 
 /* Session slots: 0 is "no session"; 1..TF_MAX_SESSIONS-1 are live. */
 #define TF_MAX_SESSIONS 4096
@@ -281,6 +282,25 @@ struct tf_flow {
 	__u32 fin_end;
 };
 _Static_assert(sizeof(struct tf_flow) == 40, "tf_flow layout");
+
+/* One map of the tf_map_fill iterator's walk: its id and entries (a sum of per-CPU counts). */
+struct tf_fill_rec {
+	__u32 id;
+	__u32 pad;
+	__s64 n;
+};
+_Static_assert(sizeof(struct tf_fill_rec) == 16, "tf_fill_rec layout");
+
+/*
+ * A session's flow counts, per CPU (tf_flowcnt): flows that took an entry
+ * of their own in its flow table, and those the datapath removed (closed,
+ * refused, revoked). The rest of opened - removed not in the table was
+ * evicted (docs/operations.md, "Flow table").
+ */
+struct tf_flowcnt {
+	__u64 opened;
+	__u64 removed;
+};
 
 /*
  * Host names (host rules, DNS). A name is kept in "reversed form": lower

@@ -127,6 +127,7 @@ enum tf_reason_numbers_ { TF_REASONS(TF_REASON_ONCE_) };
 #define TF_CNT_AUDITED		 125 /* packets passed in audit mode (also under their reason) */
 #define TF_CNT_REJECTED		 124 /* denied packets answered (on_deny reject) */
 #define TF_CNT_REJECT_LIMITED	 123 /* ... and left unanswered: over the rejection rate */
+/* The session's struct tf_flowcnt, which tf_dp_counters() reports in these two slots. */
 #define TF_CNT_FLOWS_OPENED	 122 /* flows that took an entry of their own in the flow table */
 #define TF_CNT_FLOWS_REMOVED	 121 /* ... and that the datapath removed: closed, refused, revoked */
 _Static_assert(TF_REASON_MAX <= TF_CNT_FLOWS_REMOVED,

@@ -22,7 +22,9 @@
 # Without the removal (closed flows kept timeouts.tcp_fin_s, 120 s), either half alone fills
 # the table and pushes the idle flow out. Then 300 UDP flows at once overflow it: the
 # evictions show in `session show', the metrics, the daemon's log and a "flows" line of the
-# sealed log. TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode. TF_KEEP=1 keeps $T.
+# sealed log. A restart tells none of them again; what the session evicts while the daemon is
+# down is told at its next start, with the size its table keeps whatever the new config says.
+# TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode. TF_KEEP=1 keeps $T.
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -122,6 +124,26 @@ check "... and writes no flows line" test "$(lines)" = "$l0"
 check "300 more UDP flows" churn --udp $DST:7000 --count 300
 check "those evictions are told" wait_for 8 told_more
 check "... in a new flows line" wait_for 3 lines_more
+
+note "what a session evicts while the daemon is down is told at its next start"
+ev=$(flows evicted)
+check "a flows line tells all $ev" wait_for 8 told_all
+t0=$(told) l0=$(lines)
+kill_pid "$TFD_PID"
+TFD_PID=
+check "300 UDP flows while the daemon is down (the pinned programs judge them)" \
+	churn --udp $DST:7000 --count 300
+# The next start asks for tables of 128: the restored session keeps its table, and its size.
+setup tfd_config "$T/tf.json" "$mode\"limits\":{\"flows_per_session\":128},\"metrics\":{\"per_session\":true}"
+TFD_KEEP_LOG=1 tfd_start "$host"
+grown() { [ "$(flows evicted 2>/dev/null)" -gt "$ev" ] 2>/dev/null; }
+check "session f restored, more evicted than $ev" wait_for 5 grown
+check "its table keeps its 64 entries (the new config says 128)" test "$(flows capacity)" = 64
+check "the first look after the start tells them" wait_for 8 told_more
+check "... as a table of 64" grep -q "session f: its flow table is full (64 entries" "$T/tapfenced.log"
+check "... in a flows line" wait_for 3 lines_more
+check "... whose capacity is 64" \
+	grep -q '"kind":"flows","session":"f","evicted":[0-9]*,"capacity":64,' "$TF_EVENTS"
 
 check "tapfenced still runs" kill -0 "$TFD_PID"
 tf_done

@@ -290,18 +290,19 @@ static json_t *learned_json(struct tf_daemon *d, const struct tf_sess *s)
 
 /*
  * Its flow table: capacity, entries, the flows that took an entry and that
- * the datapath removed, and those the full table evicted (docs/operations.md).
+ * the datapath removed, and those the full table evicted
+ * (docs/operations.md); only why, if they cannot be read.
  */
 static json_t *flows_json(struct tf_daemon *d, const struct tf_sess *s)
 {
 	struct tf_flowcount fc;
+	int err = tf_dp_flows(&d->dp, &s->sid, 1, &fc);
 
-	if (tf_dp_flows(&d->dp, &s->sid, 1, &fc))
-		return json_pack("{s:I}", "capacity", (json_int_t)d->cfg.flows_per_session);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "capacity",
-			 (json_int_t)d->cfg.flows_per_session, "entries", (json_int_t)fc.entries,
-			 "opened", (json_int_t)fc.opened, "removed", (json_int_t)fc.removed,
-			 "evicted", (json_int_t)fc.evicted);
+	if (err)
+		return json_pack("{s:s}", "error", tf_dp_flows_strerror(err));
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "capacity", (json_int_t)fc.capacity,
+			 "entries", (json_int_t)fc.entries, "opened", (json_int_t)fc.opened,
+			 "removed", (json_int_t)fc.removed, "evicted", (json_int_t)fc.evicted);
 }
 
 static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct tf_request *r,

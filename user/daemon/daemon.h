@@ -51,8 +51,8 @@ struct tf_sess {
 		size_t sess_len, len; /* buf[0, sess_len): "session"...; [sess_len, len): "ifname"... */
 		char *buf;
 	} evh;
-	__u64 flows_evicted; /* its flow table's evictions as of the last look (tf_sess_tick()) */
-	int flows_known;     /* ... which the log has: 0 until the first look after a restore */
+	/* Its flow table's evictions told (tf_sess_tick()), kept pinned beside its counts. */
+	__u64 flows_evicted;
 	struct tf_sess *next;
 };
 

@@ -41,6 +41,10 @@ struct tf_dp {
 	 * CAP_SYS_ADMIN that BPF_MAP_GET_FD_BY_ID needs to find them again.
 	 */
 	int slot_fd[TF_SLOT_MAPS][TF_MAX_SESSIONS];
+	/* Each table's id and size, as the kernel has them; id 0 until first asked. */
+	struct tf_slot_info {
+		__u32 id, max_entries;
+	} slot_info[TF_SLOT_MAPS][TF_MAX_SESSIONS];
 	/*
 	 * Each slot's state (enum tf_slot_state, datapath_slots.c) and the warm
 	 * pool's thread, which makes slots ready ahead of session add and
@@ -142,19 +146,29 @@ int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid);
 int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS]);
 
 /*
- * A session's flow table: its entries now, the flows that took an entry
- * and those the datapath removed (closed, refused, revoked) since the
- * session was added, and the rest, which the full table evicted.
+ * A session's flow table: its size (as created: a restored table keeps
+ * the size of the run that made it), its entries now, the flows that took
+ * an entry and those the datapath removed (closed, refused, revoked) since
+ * the session was added, and the rest, which the full table evicted.
  */
 struct tf_flowcount {
-	__u64 entries, opened, removed, evicted;
+	__u64 capacity, entries, opened, removed, evicted;
 };
 /*
  * out[i] for slots sids[i] (in use; n of each). evicted is a lower bound:
  * the counters move while they are read, and are read so that a flow in
- * flight is never taken for an evicted one. -ENOTSUP without the iterator.
+ * flight is never taken for an evicted one. Two batch lookups for all the
+ * sessions. -ENOTSUP without the iterator.
  */
 int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_flowcount *out);
+/* Why tf_dp_flows() failed with err. */
+const char *tf_dp_flows_strerror(int err);
+/*
+ * Slot sid's evictions the daemon has told, kept beside its counts
+ * (pinned, zeroed with them) for its next start; and read back.
+ */
+int tf_dp_flows_told(struct tf_dp *dp, __u32 sid, __u64 told);
+int tf_dp_flows_told_get(struct tf_dp *dp, __u32 sid, __u64 *told);
 
 /* Write policy p as generation ver of slot sid. */
 int tf_dp_policy_write(struct tf_dp *dp, __u32 sid, __u32 ver, const struct tf_policy *p)
@@ -278,7 +292,10 @@ void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), vo
 /* Remove our XDP program from a device (XDP attachments are not pinned links). */
 void tf_dp_xdp_detach(__u32 ifindex);
 
-/* Sum of the per-CPU counters of slot sid, TF_CNT_SLOTS values. */
+/*
+ * Sum of the per-CPU counters of slot sid, TF_CNT_SLOTS values; the
+ * TF_CNT_FLOWS_* slots are its flow counts (tf_flowcnt).
+ */
 int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS]);
 int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX]);
 

@@ -583,47 +583,68 @@ void tf_dp_sweep_orphans(struct tf_dp *dp, int (*keep)(__u32 sid, void *ctx), vo
 			tf_dp_slot_orphan(dp, sid);
 }
 
+/* Keys a batch lookup reads at most: its buffer is this * CPUs * value size. */
+#define SUMS_BATCH 512
+
 /*
- * out[i], for i < n: the per-CPU values of entry first + i of per-CPU
- * array fd, summed. One batch lookup for all n (a session's 128 counters
- * were 128 system calls), one lookup an entry if the batch fails.
+ * Adds the per-CPU values of entry key of a per-CPU array (ncpu * width
+ * 64-bit words, at v) to out[0, width).
  */
-static int percpu_sums(int fd, __u32 first, __u32 n, __u64 *out)
+static void percpu_add(const __u64 *v, int ncpu, unsigned int width, __u64 *out)
 {
-	int ncpu = libbpf_num_possible_cpus(), c, err = 0;
-	__u32 i, idx, prev = first - 1, next, count = n, *keys;
+	unsigned int w;
+	int c;
+
+	for (c = 0; c < ncpu; c++)
+		for (w = 0; w < width; w++)
+			out[w] += v[(size_t)c * width + w];
+}
+
+/*
+ * out[i * width + w], for i < n and w < width: word w of the per-CPU
+ * values of entry first + i of per-CPU array fd (width 64-bit words an
+ * entry), summed over the CPUs. A batch lookup for up to SUMS_BATCH
+ * entries (a session's 128 counters were 128 system calls), one lookup an
+ * entry where a batch fails.
+ */
+static int percpu_sums(int fd, __u32 first, __u32 n, unsigned int width, __u64 *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), err = 0;
+	__u32 chunk = n < SUMS_BATCH ? n : SUMS_BATCH, i, at, key, prev, next, count, *keys;
+	size_t step;
 	__u64 *values;
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 
 	if (ncpu < 0)
 		return ncpu;
-	values = calloc((size_t)ncpu * n, sizeof(*values));
-	keys = calloc(n, sizeof(*keys));
+	step = (size_t)ncpu * width;
+	values = calloc(step * chunk, sizeof(*values));
+	keys = calloc(chunk, sizeof(*keys));
 	if (!values || !keys) {
 		err = -ENOMEM;
 		goto out;
 	}
-	/* A batch starts after its in_batch key: first - 1, or none for entry 0. */
-	if (bpf_map_lookup_batch(fd, first ? &prev : NULL, &next, keys, values, &count, &opts) &&
-	    errno != ENOENT)
-		count = 0;
-	if (count == n && keys[0] == first && keys[n - 1] == first + n - 1) {
-		for (i = 0; i < n; i++) {
-			out[i] = 0;
-			for (c = 0; c < ncpu; c++)
-				out[i] += values[(size_t)i * ncpu + c];
+	memset(out, 0, (size_t)n * width * sizeof(*out));
+	for (at = 0; at < n && !err; at += count) {
+		count = n - at < chunk ? n - at : chunk;
+		/* A batch starts after its in_batch key: the one before, or none for entry 0. */
+		prev = first + at - 1;
+		if ((!bpf_map_lookup_batch(fd, first + at ? &prev : NULL, &next, keys, values,
+					   &count, &opts) ||
+		     errno == ENOENT) &&
+		    count && keys[0] == first + at && keys[count - 1] == first + at + count - 1) {
+			for (i = 0; i < count; i++)
+				percpu_add(values + i * step, ncpu, width, out + (at + i) * width);
+			continue;
 		}
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		idx = first + i;
-		if (bpf_map_lookup_elem(fd, &idx, values)) {
-			err = -errno;
-			break;
+		count = n - at < chunk ? n - at : chunk;
+		for (i = 0; i < count && !err; i++) {
+			key = first + at + i;
+			if (bpf_map_lookup_elem(fd, &key, values))
+				err = -errno;
+			else
+				percpu_add(values, ncpu, width, out + (at + i) * width);
 		}
-		out[i] = 0;
-		for (c = 0; c < ncpu; c++)
-			out[i] += values[c];
 	}
 out:
 	free(values);
@@ -633,122 +654,117 @@ out:
 
 int tf_dp_counters(struct tf_dp *dp, __u32 sid, __u64 out[TF_CNT_SLOTS])
 {
-	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS,
-			   TF_CNT_SLOTS, out);
+	__u64 fc[2];
+	int err = percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS,
+			      TF_CNT_SLOTS, 1, out);
+
+	if (!err)
+		err = percpu_sums(bpf_map__fd(dp->skel->maps.tf_flowcnt), sid, 1, 2, fc);
+	if (err)
+		return err;
+	out[TF_CNT_FLOWS_OPENED] = fc[0];
+	out[TF_CNT_FLOWS_REMOVED] = fc[1];
+	return 0;
 }
 
 int tf_dp_stats(struct tf_dp *dp, __u64 out[TF_STAT_MAX])
 {
-	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_stats), 0, TF_STAT_MAX, out);
+	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_stats), 0, TF_STAT_MAX, 1, out);
 }
-
-struct fill_pair {
-	__u32 id;
-	__u64 n;
-};
 
 static int fill_cmp(const void *a, const void *b)
 {
-	const struct fill_pair *x = a, *y = b;
+	const struct tf_fill_rec *x = a, *y = b;
 
 	return (x->id > y->id) - (x->id < y->id);
 }
 
 /*
- * The iterator's "<map id> <entries>" lines, sorted by id: *pairs (free it),
- * their number or -errno. flows: the flow tables' lines only.
+ * The iterator's records (struct tf_fill_rec, one a map), sorted by id:
+ * *recs (free it), their number or -errno. flows: the flow tables' only.
+ * All of the walk or nothing: a missing record would read as an empty table.
  */
-static ssize_t fill_read(struct tf_dp *dp, int flows, struct fill_pair **pairs)
+static ssize_t fill_read(struct tf_dp *dp, int flows, struct tf_fill_rec **recs)
 {
-	struct fill_pair *p;
-	size_t npairs = 0, cap = 0, len = 0;
-	char *text = NULL, *line, *save;
-	unsigned long id;
-	unsigned long long n;
-	FILE *f;
+	struct tf_fill_rec *p;
+	size_t len = 0, cap = 256 * sizeof(*p);
+	ssize_t r;
 	int fd, err = 0;
 
-	*pairs = NULL;
+	*recs = NULL;
 	if (!dp->fill)
 		return -ENOTSUP;
 	dp->skel->bss->fill_flows_only = flows;
 	fd = bpf_iter_create(bpf_link__fd(dp->fill));
 	if (fd < 0)
 		return -errno;
-	f = open_memstream(&text, &len);
-	if (f) {
-		char buf[8192];
-		ssize_t r;
-
-		while ((r = read(fd, buf, sizeof(buf))) > 0)
-			fwrite(buf, 1, (size_t)r, f);
-		if (r < 0)
-			err = -errno;
-		if (fclose(f) && !err)
-			err = -ENOMEM;
-	} else {
-		err = -ENOMEM;
-	}
-	close(fd);
-	/* All of the walk or nothing: a missing line would read as an empty table. */
-	for (line = !err && text ? strtok_r(text, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		if (sscanf(line, "%lu %llu", &id, &n) != 2)
-			continue;
-		if (npairs == cap) {
-			cap = cap ? 2 * cap : 256;
-			p = realloc(*pairs, cap * sizeof(*p));
+	do {
+		if (len == cap || !*recs) {
+			cap = *recs ? 2 * cap : cap;
+			p = realloc(*recs, cap);
 			if (!p) {
 				err = -ENOMEM;
 				break;
 			}
-			*pairs = p;
+			*recs = p;
 		}
-		(*pairs)[npairs].id = (__u32)id;
-		(*pairs)[npairs++].n = n;
-	}
-	free(text);
+		r = read(fd, (char *)*recs + len, cap - len);
+		if (r < 0)
+			err = -errno;
+		else
+			len += (size_t)r;
+	} while (r > 0);
+	close(fd);
+	if (!err && len % sizeof(*p))
+		err = -EIO; /* a torn record */
 	if (err) {
-		free(*pairs);
-		*pairs = NULL;
+		free(*recs);
+		*recs = NULL;
 		return err;
 	}
-	if (npairs)
-		qsort(*pairs, npairs, sizeof(**pairs), fill_cmp);
-	return (ssize_t)npairs;
+	if (len)
+		qsort(*recs, len / sizeof(*p), sizeof(*p), fill_cmp);
+	return (ssize_t)(len / sizeof(*p));
 }
 
 /*
- * Entries of table m of slot sid, in use, by the iterator's lines (0 for a
- * slot not in use); -ENOENT if its table is not among them. dp->slot_lock held.
+ * Table m of slot sid, in use: its entries, by the iterator's lines, and
+ * its size (0 and 0 for a slot not in use); -ENOENT if its table is not
+ * among the lines. dp->slot_lock held.
  */
-static int slot_entries(struct tf_dp *dp, const struct fill_pair *pairs, size_t npairs, int m,
-			__u32 sid, __u64 *n)
+static int slot_entries(struct tf_dp *dp, const struct tf_fill_rec *recs, size_t nrecs, int m,
+			__u32 sid, __u64 *n, __u64 *cap)
 {
+	struct tf_slot_info *si = &dp->slot_info[m][sid];
 	struct bpf_map_info info;
-	struct fill_pair key, *p;
+	struct tf_fill_rec key, *p;
 	__u32 ilen = sizeof(info);
 	int fd = dp->slot_fd[m][sid];
 
-	*n = 0;
+	*n = *cap = 0;
 	if (fd < 0 || dp->slot_state[sid] != SLOT_USED)
 		return 0;
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
-		return -errno;
-	key.id = info.id;
-	p = npairs ? bsearch(&key, pairs, npairs, sizeof(*pairs), fill_cmp) : NULL;
+	if (!si->id) {
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
+			return -errno;
+		si->id = info.id;
+		si->max_entries = info.max_entries;
+	}
+	key.id = si->id;
+	p = nrecs ? bsearch(&key, recs, nrecs, sizeof(*recs), fill_cmp) : NULL;
 	if (!p)
 		return -ENOENT;
-	*n = p->n;
+	*n = p->n > 0 ? (__u64)p->n : 0; /* a sum of per-CPU counts, which can dip under 0 */
+	*cap = si->max_entries;
 	return 0;
 }
 
 int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 {
-	struct fill_pair *pairs;
-	ssize_t n = fill_read(dp, 0, &pairs);
-	__u64 v;
+	struct tf_fill_rec *recs;
+	ssize_t n = fill_read(dp, 0, &recs);
+	__u64 v, cap;
 	__u32 sid;
 	int m;
 
@@ -758,49 +774,98 @@ int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS])
 	pthread_mutex_lock(&dp->slot_lock); /* the pool's thread changes the free slots' fds */
 	for (m = 0; m < TF_SLOT_MAPS; m++)
 		for (sid = 1; sid < TF_MAX_SESSIONS; sid++)
-			if (!slot_entries(dp, pairs, (size_t)n, m, sid, &v))
+			if (!slot_entries(dp, recs, (size_t)n, m, sid, &v, &cap))
 				out[m] += v;
 	pthread_mutex_unlock(&dp->slot_lock);
-	free(pairs);
+	free(recs);
 	return 0;
 }
 
-/* Counter slot which of slot sid, summed over the CPUs, into *v. 0 or -errno. */
-static int counter(struct tf_dp *dp, __u32 sid, __u32 which, __u64 *v)
+/*
+ * The flow counts (opened, removed: two words each) of slots lo..hi, into
+ * a new array of hi - lo + 1; NULL with errno on failure.
+ */
+static __u64 *flowcnt_read(struct tf_dp *dp, __u32 lo, __u32 hi)
 {
-	return percpu_sums(bpf_map__fd(dp->skel->maps.tf_counters), sid * TF_CNT_SLOTS + which, 1,
-			   v);
+	__u64 *c = calloc((size_t)(hi - lo + 1) * 2, sizeof(*c));
+	int err;
+
+	if (!c)
+		return NULL;
+	err = percpu_sums(bpf_map__fd(dp->skel->maps.tf_flowcnt), lo, hi - lo + 1, 2, c);
+	if (err) {
+		free(c);
+		errno = -err;
+		return NULL;
+	}
+	return c;
 }
 
 int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_flowcount *out)
 {
-	struct fill_pair *pairs;
-	ssize_t np;
+	__u64 *before = NULL, *after = NULL;
+	__u32 lo = TF_MAX_SESSIONS, hi = 0;
+	struct tf_fill_rec *recs = NULL;
 	unsigned int i;
+	ssize_t np;
 	int err = 0;
 
 	memset(out, 0, n * sizeof(*out));
+	for (i = 0; i < n; i++) {
+		lo = sids[i] < lo ? sids[i] : lo;
+		hi = sids[i] > hi ? sids[i] : hi;
+	}
+	if (!n)
+		return 0;
 	/* Opened before the entries are read, removed after: the difference can only fall short. */
-	for (i = 0; i < n && !err; i++)
-		err = counter(dp, sids[i], TF_CNT_FLOWS_OPENED, &out[i].opened);
-	if (err)
-		return err;
-	np = fill_read(dp, 1, &pairs);
-	if (np < 0)
-		return (int)np;
+	before = flowcnt_read(dp, lo, hi);
+	if (!before)
+		return -errno;
+	np = fill_read(dp, 1, &recs);
+	if (np < 0) {
+		err = (int)np;
+		goto out;
+	}
 	pthread_mutex_lock(&dp->slot_lock);
 	for (i = 0; i < n && !err; i++)
-		err = slot_entries(dp, pairs, (size_t)np, TF_SLOT_FLOWS, sids[i], &out[i].entries);
+		err = slot_entries(dp, recs, (size_t)np, TF_SLOT_FLOWS, sids[i], &out[i].entries,
+				   &out[i].capacity);
 	pthread_mutex_unlock(&dp->slot_lock);
-	free(pairs);
 	if (err)
-		return err; /* an unread table is not an empty one: no eviction counted from it */
+		goto out; /* an unread table is not an empty one: no eviction counted from it */
+	after = flowcnt_read(dp, lo, hi);
+	if (!after) {
+		err = -errno; /* an unread count is not zero: it would read as evictions */
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
-		err = counter(dp, sids[i], TF_CNT_FLOWS_REMOVED, &out[i].removed);
-		if (err)
-			return err; /* an unread count is not zero: it would read as evictions */
+		out[i].opened = before[(sids[i] - lo) * 2];
+		out[i].removed = after[(sids[i] - lo) * 2 + 1];
 		if (out[i].opened > out[i].removed + out[i].entries)
 			out[i].evicted = out[i].opened - out[i].removed - out[i].entries;
 	}
+out:
+	free(before);
+	free(after);
+	free(recs);
+	return err;
+}
+
+const char *tf_dp_flows_strerror(int err)
+{
+	return err == -ENOTSUP ? "no table-fill iterator" : strerror(-err);
+}
+
+int tf_dp_flows_told(struct tf_dp *dp, __u32 sid, __u64 told)
+{
+	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.tf_flows_told), &sid, &told, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int tf_dp_flows_told_get(struct tf_dp *dp, __u32 sid, __u64 *told)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(dp->skel->maps.tf_flows_told), &sid, told))
+		return -errno;
 	return 0;
 }

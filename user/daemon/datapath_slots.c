@@ -100,15 +100,20 @@ int tf_slot_create(const struct tf_config *cfg, enum tf_slot_map which, __u32 si
 	return fd < 0 ? -errno : fd;
 }
 
-/* A fresh slot: zero counters, an empty event-rate bucket on every CPU. */
+/*
+ * A fresh slot: zero counters and flow counts, an empty event-rate bucket
+ * on every CPU, no evictions told.
+ */
 static int counters_zero(struct tf_dp *dp, __u32 sid)
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_counters);
 	int rfd = bpf_map__fd(dp->skel->maps.tf_evrate);
+	int ffd = bpf_map__fd(dp->skel->maps.tf_flowcnt);
 	void *zero;
 	__u32 i, idx;
 	int err = 0;
 
+	_Static_assert(sizeof(struct tf_evbucket) >= sizeof(struct tf_flowcnt), "zero's size");
 	if (ncpu < 0)
 		return ncpu;
 	zero = calloc(ncpu, sizeof(struct tf_evbucket));
@@ -121,6 +126,10 @@ static int counters_zero(struct tf_dp *dp, __u32 sid)
 	}
 	if (!err && bpf_map_update_elem(rfd, &sid, zero, BPF_ANY))
 		err = -errno;
+	if (!err && bpf_map_update_elem(ffd, &sid, zero, BPF_ANY))
+		err = -errno;
+	if (!err)
+		err = tf_dp_flows_told(dp, sid, 0);
 	free(zero);
 	return err;
 }
@@ -138,6 +147,7 @@ static void slot_fd_close(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
 	if (dp->slot_fd[which][sid] >= 0)
 		close(dp->slot_fd[which][sid]);
 	dp->slot_fd[which][sid] = -1;
+	dp->slot_info[which][sid].id = 0;
 }
 
 /*

@@ -442,7 +442,6 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	if (!s)
 		return -ENOMEM;
 	s->at.link_in = s->at.link_out = s->at.guard_fd[0] = s->at.guard_fd[1] = -1;
-	s->flows_known = !want_sid; /* a restored slot's counts go back before this start */
 	if (ns && d->cfg.attach_mode == TF_ATTACH_XDP) {
 		snprintf(err, errlen,
 			 "netns: attach_mode xdp attaches only to devices in the daemon's own "
@@ -494,6 +493,9 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		goto cleanup;
 	}
 	readopt = want_sid && want_sid == s->sid;
+	/* A re-adopted slot's evictions were told up to here; unread, they are told again. */
+	if (readopt && tf_dp_flows_told_get(&d->dp, s->sid, &s->flows_evicted))
+		s->flows_evicted = 0;
 	ret = tf_spec_copy(&s->spec, spec);
 	if (ret)
 		goto cleanup;
@@ -733,32 +735,33 @@ static void flows_check(struct tf_daemon *d)
 		if (!d->flows_unknown)
 			pr_warn("flow-table evictions cannot be counted: %s (they are not reported "
 				"until this is fixed)\n",
-				ret == -ENOTSUP ? "no table-fill iterator" : strerror(-ret));
+				tf_dp_flows_strerror(ret));
 		d->flows_unknown = 1;
 		goto out;
 	}
 	d->flows_unknown = 0;
 	for (s = d->sessions, i = 0; s && i < n; s = s->next, i++) {
-		if (!s->flows_known) {
-			/* Restored: what it evicted before this start was told then. */
-			s->flows_evicted = fc[i].evicted;
-			s->flows_known = 1;
-			continue;
-		}
 		if (fc[i].evicted <= s->flows_evicted)
 			continue;
-		pr_warn("session %s: its flow table is full (limits.flows_per_session %u): %llu flows "
-			"evicted, %llu since the last look; an evicted TCP connection's next segment "
-			"is tcp_no_flow\n",
-			s->spec.id, d->cfg.flows_per_session, (unsigned long long)fc[i].evicted,
+		pr_warn("session %s: its flow table is full (%llu entries, limits.flows_per_session): "
+			"%llu flows evicted, %llu "
+			"since the last look; an evicted TCP connection's next segment is "
+			"tcp_no_flow\n",
+			s->spec.id, (unsigned long long)fc[i].capacity,
+			(unsigned long long)fc[i].evicted,
 			(unsigned long long)(fc[i].evicted - s->flows_evicted));
 		tf_audit_note(d, "flows",
-			      "\"session\":\"%s\",\"evicted\":%llu,\"capacity\":%u,"
+			      "\"session\":\"%s\",\"evicted\":%llu,\"capacity\":%llu,"
 			      "\"entries\":%llu,\"opened\":%llu",
 			      s->spec.id, (unsigned long long)fc[i].evicted,
-			      d->cfg.flows_per_session, (unsigned long long)fc[i].entries,
+			      (unsigned long long)fc[i].capacity, (unsigned long long)fc[i].entries,
 			      (unsigned long long)fc[i].opened);
+		/* Told, then kept: a stop between the two tells it again, never not at all. */
 		s->flows_evicted = fc[i].evicted;
+		ret = tf_dp_flows_told(&d->dp, s->sid, s->flows_evicted);
+		if (ret)
+			pr_warn("session %s: cannot keep its evictions told for the next start: %s\n",
+				s->spec.id, strerror(-ret));
 	}
 out:
 	free(fc);
