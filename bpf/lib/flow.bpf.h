@@ -173,11 +173,12 @@ static __always_inline __u32 tcp_payload_len(const struct judge *j)
 static __always_inline int flow_close_step(struct tf_flow *f, const struct judge *j)
 {
 	__u8 fl = j->p.tcp_flags, guest = j->dir == TF_DIR_FROM_GUEST;
-	__u32 len = tcp_payload_len(j);
+	__u32 len;
 	int acks;
 
 	if (j->p.proto != IPPROTO_TCP || (fl & (TCP_FLAG_SYN | TCP_FLAG_RST)))
 		return 0;
+	len = tcp_payload_len(j);
 	if (!(f->flags & TF_FF_FIN1)) {
 		if (fl & TCP_FLAG_FIN) {
 			f->fin_end = j->p.tcp_seq + len + 1;
