@@ -301,6 +301,8 @@ struct tf_flowcnt {
 	__u64 opened;
 	__u64 removed;
 };
+_Static_assert(sizeof(struct tf_flowcnt) == 16,
+	       "tf_flowcnt layout: the daemon reads two words, opened first");
 
 /*
  * Host names (host rules, DNS). A name is kept in "reversed form": lower

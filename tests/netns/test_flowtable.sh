@@ -23,7 +23,8 @@
 # the table and pushes the idle flow out. Then 300 UDP flows at once overflow it: the
 # evictions show in `session show', the metrics, the daemon's log and a "flows" line of the
 # sealed log. A restart tells none of them again; what the session evicts while the daemon is
-# down is told at its next start, with the size its table keeps whatever the new config says.
+# down is told at its next start, with the size its table keeps whatever the new config says;
+# a session whose flow table is gone when it is re-adopted gets a new one and counts from zero.
 # TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode. TF_KEEP=1 keeps $T.
 
 set -uo pipefail
@@ -144,6 +145,25 @@ check "... as a table of 64" grep -q "session f: its flow table is full (64 entr
 check "... in a flows line" wait_for 3 lines_more
 check "... whose capacity is 64" \
 	grep -q '"kind":"flows","session":"f","evicted":[0-9]*,"capacity":64,' "$TF_EVENTS"
+
+note "a re-adopted session whose flow table is gone counts from zero"
+# sid: session f's slot, from the pinned session map (its BTF names the field).
+sid=$(bpftool -j map dump pinned "$TF_PIN_DIR/maps/tf_sessions" | "$PY" -c '
+import json, sys
+print([e["formatted"]["value"]["sid"] for e in json.load(sys.stdin)][0])')
+t0=$(told) l0=$(lines)
+kill_pid "$TFD_PID"
+TFD_PID=
+check "its flow table taken out of the outer map (slot $sid)" \
+	bpftool map delete pinned "$TF_PIN_DIR/maps/tf_flows" key $((sid & 255)) $((sid >> 8)) 0 0
+TFD_KEEP_LOG=1 tfd_start "$host"
+restored() { [ "$(flows evicted 2>/dev/null)" = 0 ]; }
+check "session f restored with a new table: nothing evicted from it" wait_for 5 restored
+check "... a table of 128, the config's" test "$(flows capacity)" = 128
+check "10 UDP flows through it" churn --udp $DST:7000 --count 10
+sleep 7
+check "no eviction told: the old table's flows are not taken for evicted ones" test "$(told)" = "$t0"
+check "... and no flows line" test "$(lines)" = "$l0"
 
 check "tapfenced still runs" kill -0 "$TFD_PID"
 tf_done

@@ -53,6 +53,7 @@ struct tf_sess {
 	} evh;
 	/* Its flow table's evictions told (tf_sess_tick()), kept pinned beside its counts. */
 	__u64 flows_evicted;
+	__u64 serial; /* this session among all this run added, 1 up (tf_daemon.sess_serial) */
 	struct tf_sess *next;
 };
 
@@ -72,6 +73,7 @@ struct tf_daemon {
 	time_t started;
 	time_t sess_ticked;	      /* the second tf_sess_tick() last looked */
 	time_t flows_ticked;	      /* ... and when it last looked for flow evictions */
+	__u64 sess_serial;	      /* the last tf_sess.serial given */
 	__u64 gone_evicted;	      /* flows_evicted of the sessions deleted since the start */
 	int flows_unknown;	      /* the last look could not count them (said once) */
 	__u32 gone_sid;		      /* restore_gone()'s slot, for its tf_sessions walk */

@@ -55,6 +55,9 @@ struct tf_dp {
 	/* The slot's session has no links: the guard's programs jump to ours (TF_SF_VIA_GUARD). */
 	unsigned char via_guard[TF_MAX_SESSIONS];
 	pthread_mutex_t slot_lock;
+	struct tf_flowlook *flows_answered; /* tf_dp_flows_answer()'s, slot_lock held */
+	/* Held by a walk of tf_map_fill, whose filter (fill_flows_only) is one for all. */
+	pthread_mutex_t fill_lock;
 	struct tf_pool *pool;
 	/* The host's own addresses (hostaddr.c), floored as floor_host beside cfg->floor_host. */
 	struct tf_cidr *host;
@@ -161,6 +164,28 @@ struct tf_flowcount {
  * sessions. -ENOTSUP without the iterator.
  */
 int tf_dp_flows(struct tf_dp *dp, const __u32 *sids, unsigned int n, struct tf_flowcount *out);
+/*
+ * A look at the flow tables of slots sids[0, n), made by the pool's thread
+ * off the main loop: out[i] for sids[i], and tags[i], the asker's own
+ * (which session it was), carried back; err is tf_dp_flows()'s.
+ */
+struct tf_flowlook {
+	unsigned int n;
+	__u32 *sids;
+	__u64 *tags;
+	struct tf_flowcount *out;
+	int err;
+};
+/* A look for n slots, its arrays allocated (sids and tags to fill); NULL without memory. */
+struct tf_flowlook *tf_dp_flowlook_new(unsigned int n);
+void tf_dp_flowlook_free(struct tf_flowlook *l);
+/*
+ * Hand look l to the pool's thread (it owns l now). An earlier look not
+ * yet begun is dropped for it; without the pool's thread, l is made here.
+ */
+void tf_dp_flows_ask(struct tf_dp *dp, struct tf_flowlook *l);
+/* The latest look made since the last call (free it), or NULL. */
+struct tf_flowlook *tf_dp_flows_answer(struct tf_dp *dp);
 /* Why tf_dp_flows() failed with err. */
 const char *tf_dp_flows_strerror(int err);
 /*

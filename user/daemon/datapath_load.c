@@ -226,6 +226,7 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 	memset(dp, 0, sizeof(*dp));
 	memset(dp->slot_fd, 0xff, sizeof(dp->slot_fd)); /* all -1 */
 	pthread_mutex_init(&dp->slot_lock, NULL);
+	pthread_mutex_init(&dp->fill_lock, NULL);
 	dp->cfg = cfg;
 	dp->pinned = pin;
 	skel = tapfence_bpf__open();

@@ -694,10 +694,14 @@ static ssize_t fill_read(struct tf_dp *dp, int flows, struct tf_fill_rec **recs)
 	*recs = NULL;
 	if (!dp->fill)
 		return -ENOTSUP;
+	pthread_mutex_lock(&dp->fill_lock); /* the pool's thread walks too (tf_dp_flows_ask()) */
 	dp->skel->bss->fill_flows_only = flows;
 	fd = bpf_iter_create(bpf_link__fd(dp->fill));
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		err = -errno;
+		pthread_mutex_unlock(&dp->fill_lock);
+		return err;
+	}
 	do {
 		if (len == cap || !*recs) {
 			cap = *recs ? 2 * cap : cap;
@@ -715,6 +719,7 @@ static ssize_t fill_read(struct tf_dp *dp, int flows, struct tf_fill_rec **recs)
 			len += (size_t)r;
 	} while (r > 0);
 	close(fd);
+	pthread_mutex_unlock(&dp->fill_lock);
 	if (!err && len % sizeof(*p))
 		err = -EIO; /* a torn record */
 	if (err) {
@@ -728,9 +733,10 @@ static ssize_t fill_read(struct tf_dp *dp, int flows, struct tf_fill_rec **recs)
 }
 
 /*
- * Table m of slot sid, in use: its entries, by the iterator's lines, and
- * its size (0 and 0 for a slot not in use); -ENOENT if its table is not
- * among the lines. dp->slot_lock held.
+ * Table m of slot sid, in use: its entries, by the iterator's records, and
+ * its size (0 and 0 for a slot not in use); -ENOENT if the slot has no
+ * such table or it is not among the records: an unread table is not an
+ * empty one. dp->slot_lock held.
  */
 static int slot_entries(struct tf_dp *dp, const struct tf_fill_rec *recs, size_t nrecs, int m,
 			__u32 sid, __u64 *n, __u64 *cap)
@@ -739,11 +745,14 @@ static int slot_entries(struct tf_dp *dp, const struct tf_fill_rec *recs, size_t
 	struct bpf_map_info info;
 	struct tf_fill_rec key, *p;
 	__u32 ilen = sizeof(info);
-	int fd = dp->slot_fd[m][sid];
+	int fd;
 
 	*n = *cap = 0;
-	if (fd < 0 || dp->slot_state[sid] != SLOT_USED)
+	if (dp->slot_state[sid] != SLOT_USED)
 		return 0;
+	fd = dp->slot_fd[m][sid];
+	if (fd < 0)
+		return -ENOENT;
 	if (!si->id) {
 		memset(&info, 0, sizeof(info));
 		if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
@@ -849,6 +858,33 @@ out:
 	free(after);
 	free(recs);
 	return err;
+}
+
+struct tf_flowlook *tf_dp_flowlook_new(unsigned int n)
+{
+	struct tf_flowlook *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->n = n;
+	l->sids = calloc(n ?: 1, sizeof(*l->sids));
+	l->tags = calloc(n ?: 1, sizeof(*l->tags));
+	l->out = calloc(n ?: 1, sizeof(*l->out));
+	if (!l->sids || !l->tags || !l->out) {
+		tf_dp_flowlook_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void tf_dp_flowlook_free(struct tf_flowlook *l)
+{
+	if (!l)
+		return;
+	free(l->sids);
+	free(l->tags);
+	free(l->out);
+	free(l);
 }
 
 const char *tf_dp_flows_strerror(int err)

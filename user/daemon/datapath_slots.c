@@ -38,6 +38,7 @@ struct tf_pool {
 	unsigned int filled, cleared, dropped; /* since start */
 	unsigned int coming;		       /* slots being filled or emptied now */
 	pthread_cond_t ready_cv;	       /* and now ready */
+	struct tf_flowlook *asked;	       /* tf_dp_flows_ask(), not begun */
 };
 
 #define OUTER(m) offsetof(struct tapfence_bpf, maps.m)
@@ -100,6 +101,23 @@ int tf_slot_create(const struct tf_config *cfg, enum tf_slot_map which, __u32 si
 	return fd < 0 ? -errno : fd;
 }
 
+/* Slot sid's flow counts and evictions told back to 0: its flow table is a new one. */
+static int flows_zero(struct tf_dp *dp, __u32 sid)
+{
+	int ncpu = libbpf_num_possible_cpus(), err = 0;
+	struct tf_flowcnt *zero;
+
+	if (ncpu < 0)
+		return ncpu;
+	zero = calloc(ncpu, sizeof(*zero));
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.tf_flowcnt), &sid, zero, BPF_ANY))
+		err = -errno;
+	free(zero);
+	return err ?: tf_dp_flows_told(dp, sid, 0);
+}
+
 /*
  * A fresh slot: zero counters and flow counts, an empty event-rate bucket
  * on every CPU, no evictions told.
@@ -108,12 +126,10 @@ static int counters_zero(struct tf_dp *dp, __u32 sid)
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(dp->skel->maps.tf_counters);
 	int rfd = bpf_map__fd(dp->skel->maps.tf_evrate);
-	int ffd = bpf_map__fd(dp->skel->maps.tf_flowcnt);
 	void *zero;
 	__u32 i, idx;
 	int err = 0;
 
-	_Static_assert(sizeof(struct tf_evbucket) >= sizeof(struct tf_flowcnt), "zero's size");
 	if (ncpu < 0)
 		return ncpu;
 	zero = calloc(ncpu, sizeof(struct tf_evbucket));
@@ -126,12 +142,8 @@ static int counters_zero(struct tf_dp *dp, __u32 sid)
 	}
 	if (!err && bpf_map_update_elem(rfd, &sid, zero, BPF_ANY))
 		err = -errno;
-	if (!err && bpf_map_update_elem(ffd, &sid, zero, BPF_ANY))
-		err = -errno;
-	if (!err)
-		err = tf_dp_flows_told(dp, sid, 0);
 	free(zero);
-	return err;
+	return err ?: flows_zero(dp, sid);
 }
 
 int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
@@ -168,6 +180,10 @@ static int slot_open(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, int ke
 		dp->slot_fd[which][sid] = fd;
 		return 0;
 	}
+	/* A kept slot whose flow table is gone counts from 0 again, or its flows read as evicted. */
+	err = keep && which == TF_SLOT_FLOWS ? flows_zero(dp, sid) : 0;
+	if (err)
+		return err;
 	fd = tf_slot_create(dp->cfg, which, sid);
 	if (fd < 0)
 		return fd;
@@ -338,9 +354,13 @@ void tf_dp_slot_release(struct tf_dp *dp, __u32 sid)
 		slots_unlock(dp);
 		return;
 	}
-	dp->slot_state[sid] = SLOT_COLD;
+	/* BUSY while its tables go: the pool's thread would fill a COLD one under us. */
+	dp->slot_state[sid] = SLOT_BUSY;
 	slots_unlock(dp);
 	slot_drop(dp, sid);
+	slots_lock(dp);
+	dp->slot_state[sid] = SLOT_COLD;
+	slots_unlock(dp);
 }
 
 void tf_dp_slot_orphan(struct tf_dp *dp, __u32 sid)
@@ -535,12 +555,23 @@ static void *pool_run(void *arg)
 	struct tf_dp *dp = arg;
 	struct tf_pool *p = dp->pool;
 	unsigned int cnt[SLOT_BUSY + 1], n, want, room, warm = dp->cfg->warm_slots;
+	struct tf_flowlook *look;
 	__u32 sids[POOL_BATCH];
 	struct timespec until;
 	int failed = 0;
 
 	slots_lock(dp);
 	while (!p->stop) {
+		if (p->asked) {
+			look = p->asked;
+			p->asked = NULL;
+			slots_unlock(dp);
+			look->err = tf_dp_flows(dp, look->sids, look->n, look->out);
+			slots_lock(dp);
+			tf_dp_flowlook_free(dp->flows_answered);
+			dp->flows_answered = look;
+			continue;
+		}
 		n = pool_pick(dp, SLOT_DIRTY, sids, POOL_BATCH);
 		if (n) {
 			pool_batch(dp, sids, n, pool_clear, "empty", &p->cleared);
@@ -659,7 +690,48 @@ void tf_dp_pool_stop(struct tf_dp *dp)
 	pthread_cond_destroy(&p->ready_cv);
 	close(p->grace_outer);
 	close(p->grace_inner);
+	tf_dp_flowlook_free(p->asked);
 	free(p);
+}
+
+/*
+ * The look at the flow tables (session.c) walks every map on the host: 2.6
+ * ms with 1,000 sessions, which the main loop would wait for. The pool's
+ * thread makes it, ahead of its slots; its answer waits for the main
+ * loop's next tick. Without the thread the look is made here.
+ */
+void tf_dp_flows_ask(struct tf_dp *dp, struct tf_flowlook *l)
+{
+	struct tf_flowlook *old = NULL;
+
+	slots_lock(dp);
+	if (dp->pool) {
+		old = dp->pool->asked;
+		dp->pool->asked = l;
+		pthread_cond_signal(&dp->pool->wake);
+		l = NULL;
+	}
+	slots_unlock(dp);
+	tf_dp_flowlook_free(old);
+	if (!l)
+		return;
+	l->err = tf_dp_flows(dp, l->sids, l->n, l->out);
+	slots_lock(dp);
+	old = dp->flows_answered;
+	dp->flows_answered = l;
+	slots_unlock(dp);
+	tf_dp_flowlook_free(old);
+}
+
+struct tf_flowlook *tf_dp_flows_answer(struct tf_dp *dp)
+{
+	struct tf_flowlook *l;
+
+	slots_lock(dp);
+	l = dp->flows_answered;
+	dp->flows_answered = NULL;
+	slots_unlock(dp);
+	return l;
 }
 
 void tf_dp_pool_count(struct tf_dp *dp, unsigned int *ready, unsigned int *dirty)
@@ -679,6 +751,7 @@ void tf_dp_slots_close(struct tf_dp *dp)
 	__u32 sid;
 
 	tf_dp_pool_stop(dp);
+	tf_dp_flowlook_free(tf_dp_flows_answer(dp));
 	for (m = 0; m < TF_SLOT_MAPS; m++)
 		for (sid = 0; sid < TF_MAX_SESSIONS; sid++)
 			slot_fd_close(dp, m, sid);

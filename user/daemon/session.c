@@ -442,6 +442,7 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 	if (!s)
 		return -ENOMEM;
 	s->at.link_in = s->at.link_out = s->at.guard_fd[0] = s->at.guard_fd[1] = -1;
+	s->serial = ++d->sess_serial;
 	if (ns && d->cfg.attach_mode == TF_ATTACH_XDP) {
 		snprintf(err, errlen,
 			 "netns: attach_mode xdp attaches only to devices in the daemon's own "
@@ -713,59 +714,83 @@ int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, siz
 	return 0;
 }
 
+/* Said once: an eviction that cannot be counted is not told as none. */
+static void flows_unknown(struct tf_daemon *d, int err)
+{
+	if (!d->flows_unknown)
+		pr_warn("flow-table evictions cannot be counted: %s (they are not reported until "
+			"this is fixed)\n",
+			tf_dp_flows_strerror(err));
+	d->flows_unknown = 1;
+}
+
+/* Ask the pool's thread for a look at every session's flow table (tf_dp_flows_ask()). */
+static void flows_ask(struct tf_daemon *d)
+{
+	struct tf_flowlook *l = tf_dp_flowlook_new(d->nsessions);
+	struct tf_sess *s;
+	unsigned int i = 0;
+
+	if (!l) {
+		flows_unknown(d, -ENOMEM);
+		return;
+	}
+	for (s = d->sessions; s; s = s->next, i++) {
+		l->sids[i] = s->sid;
+		l->tags[i] = s->serial;
+	}
+	tf_dp_flows_ask(&d->dp, l);
+}
+
 /*
  * A session whose full flow table evicted flows since the last look says
  * so, in the daemon's log and the sealed log: an evicted flow's next
  * packets are judged as new, so an idle TCP connection pushed out breaks
- * (docs/operations.md, "Flow table").
+ * (docs/operations.md, "Flow table"). From the look's answer, for the
+ * sessions still there (a slot deleted and taken again since is another
+ * session: its serial tells).
  */
-static void flows_check(struct tf_daemon *d)
+static void flows_tell(struct tf_daemon *d)
 {
-	struct tf_flowcount *fc = calloc(d->nsessions, sizeof(*fc));
-	__u32 *sids = calloc(d->nsessions, sizeof(*sids));
+	struct tf_flowlook *l = tf_dp_flows_answer(&d->dp);
+	const struct tf_flowcount *fc;
 	struct tf_sess *s;
-	unsigned int n = 0, i;
+	unsigned int i;
 	int ret;
 
-	for (s = d->sessions; sids && s; s = s->next)
-		sids[n++] = s->sid;
-	ret = fc && sids ? tf_dp_flows(&d->dp, sids, n, fc) : -ENOMEM;
-	if (ret) {
-		/* Said once: an eviction that cannot be counted is not told as none. */
-		if (!d->flows_unknown)
-			pr_warn("flow-table evictions cannot be counted: %s (they are not reported "
-				"until this is fixed)\n",
-				tf_dp_flows_strerror(ret));
-		d->flows_unknown = 1;
+	if (!l)
+		return;
+	if (l->err) {
+		flows_unknown(d, l->err);
 		goto out;
 	}
 	d->flows_unknown = 0;
-	for (s = d->sessions, i = 0; s && i < n; s = s->next, i++) {
-		if (fc[i].evicted <= s->flows_evicted)
+	for (i = 0; i < l->n; i++) {
+		s = d->by_sid[l->sids[i]];
+		fc = &l->out[i];
+		if (!s || s->serial != l->tags[i] || fc->evicted <= s->flows_evicted)
 			continue;
 		pr_warn("session %s: its flow table is full (%llu entries, limits.flows_per_session): "
-			"%llu flows evicted, %llu "
-			"since the last look; an evicted TCP connection's next segment is "
-			"tcp_no_flow\n",
-			s->spec.id, (unsigned long long)fc[i].capacity,
-			(unsigned long long)fc[i].evicted,
-			(unsigned long long)(fc[i].evicted - s->flows_evicted));
+			"%llu flows evicted, %llu since the last look; an evicted TCP connection's "
+			"next segment is tcp_no_flow\n",
+			s->spec.id, (unsigned long long)fc->capacity,
+			(unsigned long long)fc->evicted,
+			(unsigned long long)(fc->evicted - s->flows_evicted));
 		tf_audit_note(d, "flows",
 			      "\"session\":\"%s\",\"evicted\":%llu,\"capacity\":%llu,"
 			      "\"entries\":%llu,\"opened\":%llu",
-			      s->spec.id, (unsigned long long)fc[i].evicted,
-			      (unsigned long long)fc[i].capacity, (unsigned long long)fc[i].entries,
-			      (unsigned long long)fc[i].opened);
+			      s->spec.id, (unsigned long long)fc->evicted,
+			      (unsigned long long)fc->capacity, (unsigned long long)fc->entries,
+			      (unsigned long long)fc->opened);
 		/* Told, then kept: a stop between the two tells it again, never not at all. */
-		s->flows_evicted = fc[i].evicted;
+		s->flows_evicted = fc->evicted;
 		ret = tf_dp_flows_told(&d->dp, s->sid, s->flows_evicted);
 		if (ret)
 			pr_warn("session %s: cannot keep its evictions told for the next start: %s\n",
 				s->spec.id, strerror(-ret));
 	}
 out:
-	free(fc);
-	free(sids);
+	tf_dp_flowlook_free(l);
 }
 
 /*
@@ -774,7 +799,8 @@ out:
  * path names no namespace, or another one) ends, as a session del would,
  * with a note in the log. A device gone from a namespace that lives on
  * keeps its session (a VMM may re-create it; docs/netns.md). Every
- * TF_FLOWS_CHECK_S, a look for flow-table evictions.
+ * TF_FLOWS_CHECK_S, a look for flow-table evictions asked for, told at the
+ * first tick after its answer.
  */
 void tf_sess_tick(struct tf_daemon *d)
 {
@@ -787,9 +813,10 @@ void tf_sess_tick(struct tf_daemon *d)
 	if (now == d->sess_ticked)
 		return;
 	d->sess_ticked = now;
+	flows_tell(d);
 	if (now - d->flows_ticked >= TF_FLOWS_CHECK_S && d->nsessions) {
 		d->flows_ticked = now;
-		flows_check(d);
+		flows_ask(d);
 	}
 	for (s = d->sessions; s; s = next) {
 		next = s->next;
