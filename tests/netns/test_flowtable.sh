@@ -164,6 +164,9 @@ check "10 UDP flows through it" churn --udp $DST:7000 --count 10
 sleep 7
 check "no eviction told: the old table's flows are not taken for evicted ones" test "$(told)" = "$t0"
 check "... and no flows line" test "$(lines)" = "$l0"
+check "300 UDP flows overflow the new table" churn --udp $DST:7000 --count 300
+check "... and its evictions are told, counted from zero" wait_for 8 told_more
+check "... in a flows line" wait_for 3 lines_more
 
 check "tapfenced still runs" kill -0 "$TFD_PID"
 tf_done

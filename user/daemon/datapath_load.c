@@ -310,9 +310,9 @@ void tf_dp_close(struct tf_dp *dp)
 {
 	if (!dp)
 		return;
+	tf_dp_slots_close(dp); /* first: the pool's thread walks dp->fill (tf_dp_flows_ask()) */
 	bpf_link__destroy(dp->fill);
 	dp->fill = NULL;
-	tf_dp_slots_close(dp);
 	free(dp->host);
 	dp->host = NULL;
 	dp->nhost = 0;

@@ -494,9 +494,6 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		goto cleanup;
 	}
 	readopt = want_sid && want_sid == s->sid;
-	/* A re-adopted slot's evictions were told up to here; unread, they are told again. */
-	if (readopt && tf_dp_flows_told_get(&d->dp, s->sid, &s->flows_evicted))
-		s->flows_evicted = 0;
 	ret = tf_spec_copy(&s->spec, spec);
 	if (ret)
 		goto cleanup;
@@ -556,6 +553,13 @@ int tf_sess_add(struct tf_daemon *d, const struct tf_spec *spec, __u32 want_sid,
 		snprintf(err, errlen, "cannot write session maps: %s", strerror(-ret));
 		goto undo;
 	}
+	/*
+	 * A re-adopted slot's evictions were told up to here (after the
+	 * install, which zeroes them with a flow table it had to make again);
+	 * unread, they are told again.
+	 */
+	if (readopt && tf_dp_flows_told_get(&d->dp, s->sid, &s->flows_evicted))
+		s->flows_evicted = 0;
 	/*
 	 * What the previous run left of this slot goes (its learnt addresses
 	 * moved to the new generation in the install). A fresh slot is clean
@@ -651,69 +655,6 @@ int tf_sess_del_check(struct tf_daemon *d, const struct tf_sess *s, int release,
  * then the tf_sessions entry (from here the guard denies everything), then
  * the session's links and tables. A device that is gone needs no guard.
  */
-int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, size_t errlen)
-{
-	char path[PATH_MAX], pin[TF_PIN_NAME_MAX + 1];
-	__u64 cnt[TF_CNT_SLOTS];
-	struct tf_sess **pp, *s;
-	int ret, i;
-
-	for (pp = &d->sessions; *pp && strcmp((*pp)->spec.id, id); pp = &(*pp)->next)
-		;
-	s = *pp;
-	if (!s) {
-		snprintf(err, errlen, "id: no session `%s'", id);
-		return -ENOENT;
-	}
-	ret = tf_sess_del_check(d, s, release, err, errlen);
-	if (ret)
-		return ret;
-	/*
-	 * The device goes back to the guard: a session judged through the
-	 * guard's programs makes sure they are still there (re-attached if
-	 * their pins went), one with links of its own attaches them.
-	 */
-	if (!release &&
-	    (s->at.guard || (s->at.link_out >= 0 && tf_dp_link_ifindex(s->at.link_out)))) {
-		ret = tf_guard_keep(d, s->spec.netns[0] ? s->spec.netns : NULL, &s->dev);
-		/* A device that is gone (or its namespace) needs no guard. */
-		if (s->at.guard && (ret == -ENODEV || ret == -ENOENT))
-			ret = 0;
-		if (ret) {
-			snprintf(err, errlen,
-				 "cannot leave `%s' denying (its guard programs: %s): the session "
-				 "stays",
-				 s->spec.ifname, strerror(-ret));
-			return ret;
-		}
-	}
-	if (release)
-		tf_guard_release(d, &s->dev);
-	pin_name(id, s->dev.netns, pin);
-	tf_dp_session_unset(&d->dp, &s->dev);
-	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
-	/* Node totals stay monotonic (metrics.c): what the slot counted outlives it. */
-	if (!tf_dp_counters(&d->dp, s->sid, cnt))
-		for (i = 0; i < TF_CNT_SLOTS; i++)
-			d->gone_cnt[i] += cnt[i];
-	d->gone_evicted += s->flows_evicted;
-	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->rver, &s->dev);
-	if (s->rules_dirty)
-		tf_dp_policy_sweep(&d->dp, s->sid, 0); /* what a failed undo left: never the next one's */
-	/* The journal first: a state file without it is the older spec, never a journal without one. */
-	sess_path(d, id, ".journal", path, sizeof(path));
-	unlink(path);
-	sess_path(d, id, ".json", path, sizeof(path));
-	unlink(path);
-	*pp = s->next;
-	d->by_sid[s->sid] = NULL;
-	d->nsessions--;
-	readdress(d, &s->spec);
-	pr_info("session %s: deleted\n", id);
-	sess_free(s);
-	return 0;
-}
-
 /* Said once: an eviction that cannot be counted is not told as none. */
 static void flows_unknown(struct tf_daemon *d, int err)
 {
@@ -791,6 +732,71 @@ static void flows_tell(struct tf_daemon *d)
 	}
 out:
 	tf_dp_flowlook_free(l);
+}
+
+int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, size_t errlen)
+{
+	char path[PATH_MAX], pin[TF_PIN_NAME_MAX + 1];
+	__u64 cnt[TF_CNT_SLOTS];
+	struct tf_sess **pp, *s;
+	int ret, i;
+
+	for (pp = &d->sessions; *pp && strcmp((*pp)->spec.id, id); pp = &(*pp)->next)
+		;
+	s = *pp;
+	if (!s) {
+		snprintf(err, errlen, "id: no session `%s'", id);
+		return -ENOENT;
+	}
+	ret = tf_sess_del_check(d, s, release, err, errlen);
+	if (ret)
+		return ret;
+	flows_tell(d); /* a look's answer not told yet may have this session's evictions */
+	/*
+	 * The device goes back to the guard: a session judged through the
+	 * guard's programs makes sure they are still there (re-attached if
+	 * their pins went), one with links of its own attaches them.
+	 */
+	if (!release &&
+	    (s->at.guard || (s->at.link_out >= 0 && tf_dp_link_ifindex(s->at.link_out)))) {
+		ret = tf_guard_keep(d, s->spec.netns[0] ? s->spec.netns : NULL, &s->dev);
+		/* A device that is gone (or its namespace) needs no guard. */
+		if (s->at.guard && (ret == -ENODEV || ret == -ENOENT))
+			ret = 0;
+		if (ret) {
+			snprintf(err, errlen,
+				 "cannot leave `%s' denying (its guard programs: %s): the session "
+				 "stays",
+				 s->spec.ifname, strerror(-ret));
+			return ret;
+		}
+	}
+	if (release)
+		tf_guard_release(d, &s->dev);
+	pin_name(id, s->dev.netns, pin);
+	tf_dp_session_unset(&d->dp, &s->dev);
+	tf_dp_detach(&d->dp, pin, &s->dev, &s->at);
+	/* Node totals stay monotonic (metrics.c): what the slot counted outlives it. */
+	if (!tf_dp_counters(&d->dp, s->sid, cnt))
+		for (i = 0; i < TF_CNT_SLOTS; i++)
+			d->gone_cnt[i] += cnt[i];
+	d->gone_evicted += s->flows_evicted;
+	tf_dp_session_remove(&d->dp, &s->spec, &s->policy, s->sid, s->rver, &s->dev);
+	if (s->rules_dirty)
+		tf_dp_policy_sweep(&d->dp, s->sid,
+				   0); /* what a failed undo left: never the next one's */
+	/* The journal first: a state file without it is the older spec, never a journal without one. */
+	sess_path(d, id, ".journal", path, sizeof(path));
+	unlink(path);
+	sess_path(d, id, ".json", path, sizeof(path));
+	unlink(path);
+	*pp = s->next;
+	d->by_sid[s->sid] = NULL;
+	d->nsessions--;
+	readdress(d, &s->spec);
+	pr_info("session %s: deleted\n", id);
+	sess_free(s);
+	return 0;
 }
 
 /*
