@@ -127,7 +127,7 @@ static __always_inline enum judgement dns_query(struct judge *j, struct dns_scra
 	if (!flows)
 		return deny(j, TF_REASON_NO_SESSION);
 	flow_key_out(&j->p, &fk);
-	if (open_flow(j, flows, &fk, TF_REASON_ALLOW_DNS) != JUDGE_ALLOW)
+	if (open_flow(j, flows, &fk, TF_REASON_ALLOW_DNS, 0) != JUDGE_ALLOW)
 		return JUDGE_DENY;
 	return audit ? audited(j, TF_REASON_DNS_NAME_DENIED) : JUDGE_ALLOW;
 }

@@ -119,17 +119,24 @@ static __always_inline long flow_add(__u32 sid, void *flows, const struct tf_flo
 }
 
 /*
- * Writes new flow f on tuple k, over an expired one if the tuple has it.
+ * Writes new flow f on tuple k, over an older one if the tuple has it.
  * A flow that takes an entry of its own is counted as opened: with the
  * removals (flow_remove()) and the table's entry count, the daemon derives
  * how many flows the full table evicted (docs/operations.md). One that
  * another CPU removed between the two tries is added as new, so that no
- * entry goes uncounted. 0 or the update's error.
+ * entry goes uncounted. tracked: the caller found an entry on k, which is
+ * then overwritten first, else added first: a failed LRU update costs
+ * about as much as one that succeeds, so the guess saves one (a SYN
+ * retransmitted, an expired flow). 0 or the update's error.
  */
 static __always_inline int flow_insert(__u32 sid, void *flows, const struct tf_flow_key *k,
-				       const struct tf_flow *f)
+				       const struct tf_flow *f, int tracked)
 {
-	long err = flow_add(sid, flows, k, f);
+	long err = tracked ? bpf_map_update_elem(flows, k, f, BPF_EXIST) : -ENOENT;
+
+	if (err != -ENOENT)
+		return (int)err;
+	err = flow_add(sid, flows, k, f);
 
 	if (err != -EEXIST)
 		return (int)err;

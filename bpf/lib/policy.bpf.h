@@ -357,9 +357,12 @@ static __always_inline __u16 judge_flow(const struct judge *j, const struct tf_f
 	return policy_judge(&r, k, a, j->s);
 }
 
-/* Insert or refresh the flow; a failed insert denies (fail closed). */
-static __always_inline enum judgement open_flow(struct judge *j, void *flows,
-						const struct tf_flow_key *k, __u16 reason)
+/*
+ * Insert or refresh the flow (tracked: k has an entry, flow_insert()); a
+ * failed insert denies (fail closed).
+ */
+static __always_inline enum judgement
+open_flow(struct judge *j, void *flows, const struct tf_flow_key *k, __u16 reason, int tracked)
 {
 	struct tf_flow f = {
 		.seen = flow_clock(),
@@ -368,7 +371,7 @@ static __always_inline enum judgement open_flow(struct judge *j, void *flows,
 		.flags = reason == TF_REASON_ALLOW_LEARNED ? TF_FF_LEARNED : 0,
 	};
 
-	if (flow_insert(j->sid, flows, k, &f))
+	if (flow_insert(j->sid, flows, k, &f, tracked))
 		return deny(j, TF_REASON_FLOW_TABLE_FULL);
 	return allow(j, reason, 1);
 }
@@ -378,10 +381,10 @@ static __always_inline enum judgement open_flow(struct judge *j, void *flows,
  * plain flow (no TLS check: nothing allowed it), reported once; its later
  * packets take the fast path. A failed insert denies.
  */
-static __always_inline enum judgement audit_flow(struct judge *j, void *flows,
-						 const struct tf_flow_key *k, __u16 reason)
+static __always_inline enum judgement
+audit_flow(struct judge *j, void *flows, const struct tf_flow_key *k, __u16 reason, int tracked)
 {
-	if (open_flow(j, flows, k, reason) != JUDGE_ALLOW)
+	if (open_flow(j, flows, k, reason, tracked) != JUDGE_ALLOW)
 		return JUDGE_DENY;
 	return audited(j, reason);
 }
@@ -471,6 +474,7 @@ static __always_inline enum judgement decide_out(struct judge *j)
 	struct tf_flow *f = NULL, nf;
 	__u64 now = 0;
 	__u16 reason;
+	int tracked = 0; /* the tuple has an entry (flow_insert()) */
 
 	if (!flows)
 		return deny(j, TF_REASON_NO_SESSION);
@@ -483,6 +487,7 @@ static __always_inline enum judgement decide_out(struct judge *j)
 	}
 	if (!syn) {
 		f = bpf_map_lookup_elem(flows, &k);
+		tracked = f != NULL;
 		if (f) {
 			now = flow_clock();
 			if (flow_expired(f, k.proto, now)) {
@@ -521,12 +526,15 @@ static __always_inline enum judgement decide_out(struct judge *j)
 		return flow_out(j, &k, &nf);
 	}
 	reason = judge_flow(j, &k, 0, &a);
+	/* A SYN allowed: one lookup saves a failed insert when it is a retransmission. */
+	if (syn && (!reason || audit_passes(j, reason)))
+		tracked = bpf_map_lookup_elem(flows, &k) != NULL;
 	if (audit_passes(j, reason))
-		return audit_flow(j, flows, &k, reason);
+		return audit_flow(j, flows, &k, reason, tracked);
 	if (reason)
 		goto refuse;
 	if (!a.tls)
-		return open_flow(j, flows, &k, a.reason);
+		return open_flow(j, flows, &k, a.reason, tracked);
 	if (tcp_payload_len(j)) {
 		reason = TF_REASON_TLS_FASTOPEN;
 		goto refuse;
@@ -535,7 +543,7 @@ static __always_inline enum judgement decide_out(struct judge *j)
 		reason = TF_REASON_TLS_MPTCP;
 		goto refuse;
 	}
-	return tls_flow_new(j, flows, &k, a.bind, a.reason);
+	return tls_flow_new(j, flows, &k, a.bind, a.reason, tracked);
 
 refuse:
 	/* A refused SYN on a tuple we still track ends that stale flow. */

@@ -133,8 +133,9 @@ static __always_inline void tls_buf_drop(__u32 sid, const struct tf_flow_key *k)
  * that a permission allows on a TLS port. bind: the SNI must also be a
  * name the destination was learnt for (it was allowed as a learnt address).
  */
-static __always_inline enum judgement
-tls_flow_new(struct judge *j, void *flows, const struct tf_flow_key *k, __u8 bind, __u16 reason)
+static __always_inline enum judgement tls_flow_new(struct judge *j, void *flows,
+						   const struct tf_flow_key *k, __u8 bind,
+						   __u16 reason, int tracked)
 {
 	struct tf_flow f = {
 		.seen = flow_clock(),
@@ -146,7 +147,7 @@ tls_flow_new(struct judge *j, void *flows, const struct tf_flow_key *k, __u8 bin
 	};
 
 	tls_buf_drop(j->sid, k); /* an earlier connection's, on the same tuple */
-	if (flow_insert(j->sid, flows, k, &f))
+	if (flow_insert(j->sid, flows, k, &f, tracked))
 		return deny(j, TF_REASON_FLOW_TABLE_FULL);
 	return allow(j, reason, 1);
 }
