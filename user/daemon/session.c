@@ -649,12 +649,6 @@ int tf_sess_del_check(struct tf_daemon *d, const struct tf_sess *s, int release,
 	return 0;
 }
 
-/*
- * The device goes back to the guard before anything of the session goes:
- * guard links (ahead of the session's, they pass what the session claims),
- * then the tf_sessions entry (from here the guard denies everything), then
- * the session's links and tables. A device that is gone needs no guard.
- */
 /* Said once: an eviction that cannot be counted is not told as none. */
 static void flows_unknown(struct tf_daemon *d, int err)
 {
@@ -734,6 +728,12 @@ out:
 	tf_dp_flowlook_free(l);
 }
 
+/*
+ * The device goes back to the guard before anything of the session goes:
+ * guard links (ahead of the session's, they pass what the session claims),
+ * then the tf_sessions entry (from here the guard denies everything), then
+ * the session's links and tables. A device that is gone needs no guard.
+ */
 int tf_sess_del(struct tf_daemon *d, const char *id, int release, char *err, size_t errlen)
 {
 	char path[PATH_MAX], pin[TF_PIN_NAME_MAX + 1];
