@@ -119,7 +119,8 @@ kill_pid "$TFD_PID"
 TFD_PID=
 TFD_KEEP_LOG=1 tfd_start "$host"
 check "session f restored with its counts ($ev evicted)" wait_for 5 same_evicted
-sleep 3
+# A look is asked at the first tick and told at the next: 7 s hold one whole look period.
+sleep 7
 check "the first look after the restart tells nothing ($(told) lines, $t0 before)" test "$(told)" = "$t0"
 check "... and writes no flows line" test "$(lines)" = "$l0"
 check "300 more UDP flows" churn --udp $DST:7000 --count 300
