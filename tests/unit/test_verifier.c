@@ -3,9 +3,11 @@
 /*
  * The budget is what the verifier walked (bpf_prog_info.verified_insns,
  * kernel 5.16) on the kernel and clang this tree was last measured with,
- * plus 10% (kernel 6.18, clang 14). A change that passes it fails here, not in a review: measure
- * again (the test prints each count) and raise the figure in the same
- * commit, saying why the program grew. A program without a row fails too.
+ * plus 10% (kernel 6.18.44, clang 14; the 6.18 build before it walked the
+ * three large programs in 45% of these counts, the same code). A change
+ * that passes it fails here, not in a review: measure again (the test
+ * prints each count) and raise the figure in the same commit, saying why
+ * the program grew. A program without a row fails too.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +22,7 @@ static const struct {
 	const char *prog;
 	__u32 measured; /* verified_insns when this row was last set */
 } budget[] = {
-	{ "tc_from_guest", 189472 },   { "tc_to_guest", 192637 }, { "xdp_from_guest", 181054 },
+	{ "tc_from_guest", 421179 },   { "tc_to_guest", 271639 }, { "xdp_from_guest", 412852 },
 	{ "tf_map_fill", 35 },	       { "tc_gso_guard", 3356 },  { "tc_guard_from_guest", 1055 },
 	{ "tc_guard_to_guest", 1133 },
 };
