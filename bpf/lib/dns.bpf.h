@@ -177,12 +177,46 @@ static __always_inline int dns_rebinds(const struct judge *j, const struct dns_r
 }
 
 /*
+ * 1 if learnt entry l says all that n does but its expiry: the version,
+ * permission, name index and asked name. Every word after expires_ns is
+ * compared (no early exit), padding included, which both sides zero; a
+ * daemon-written entry that differs only in padding just takes the
+ * update.
+ */
+static __always_inline int learned_same(const struct tf_learned *l, const struct tf_learned *n)
+{
+	const __u64 *a = (const __u64 *)l, *b = (const __u64 *)n;
+	__u64 diff = 0;
+	__u32 i;
+
+	for (i = 1; i < sizeof(*l) / 8; i++)
+		diff |= a[i] ^ b[i];
+	return !diff;
+}
+_Static_assert(sizeof(struct tf_learned) % 8 == 0 &&
+		       __builtin_offsetof(struct tf_learned, expires_ns) == 0,
+	       "learned_same() compares the words after expires_ns");
+
+/*
  * Learn record i of the answer with s->l, the permission and name of the
  * query; 1 if it could not be stored. A function of its own (a BPF-to-BPF
  * call): inlined into the loop, clang gives its keys stack slots of their
  * own and tc_to_guest's frame passes the 512-byte limit (the verifier
  * checks each frame and the sum along the call chain,
  * check_max_stack_depth() in kernel/bpf/verifier.c).
+ *
+ * An address already learnt the same way (learned_same()), which every
+ * answer repeating one before its TTL ends is, is refreshed in place: its
+ * binding's expiry and then its own are written into the elements found,
+ * where an update would take a bucket lock, a free element and a copy of
+ * the 268-byte binding key per record. An LRU element can be recycled
+ * under a reader: the learnt entry is compared again just before its
+ * expiry is written, so only one that still holds the same name,
+ * permission and generation (another address of the same name, at worst)
+ * takes it; a binding holds its expiry alone, so a recycled one is another
+ * binding of this session's, a pair an answer did teach, whose end moves
+ * to this record's (within ttl_max_s). Anything else, or a binding not
+ * found, takes the update as a new address does.
  */
 static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s, __u32 i,
 				    __u64 now)
@@ -190,27 +224,39 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	struct dns_rec *r = &s->p.rec[i & (TF_DNS_LEARN_MAX - 1)];
 	struct tf_learn_key k = { .sid = j->sid, .family = r->family };
 	__u32 sid = j->sid;
+	struct tf_learned *l;
 	void *lmap, *bmap;
+	__u64 *exp = NULL;
 
 	if (dns_rebinds(j, r)) {
 		dns_note(j, TF_REASON_DNS_REBIND, r);
 		return 0;
 	}
+	lmap = bpf_map_lookup_elem(&tf_learned, &sid);
+	bmap = bpf_map_lookup_elem(&tf_tlsbind, &sid);
+	if (!lmap || !bmap)
+		return 1;
 	__builtin_memcpy(k.addr, r->addr, 16);
 	s->l.expires_ns = now + dns_ttl_ns(r->ttl);
 	/* The (address, name) pair first: an SNI check never sees the address without it. */
 	s->bkey.family = r->family;
 	__builtin_memcpy(s->bkey.addr, r->addr, 16);
-	bmap = bpf_map_lookup_elem(&tf_tlsbind, &sid);
-	if (!bmap || bpf_map_update_elem(bmap, &s->bkey, &s->l.expires_ns, BPF_ANY))
+	l = bpf_map_lookup_elem(lmap, &k);
+	if (l && learned_same(l, &s->l))
+		exp = bpf_map_lookup_elem(bmap, &s->bkey);
+	if (exp)
+		*exp = s->l.expires_ns;
+	else if (bpf_map_update_elem(bmap, &s->bkey, &s->l.expires_ns, BPF_ANY))
 		return 1;
-	lmap = bpf_map_lookup_elem(&tf_learned, &sid);
-	return !lmap || bpf_map_update_elem(lmap, &k, &s->l, BPF_ANY) ? 1 : 0;
+	if (l && learned_same(l, &s->l)) {
+		l->expires_ns = s->l.expires_ns;
+		return 0;
+	}
+	return bpf_map_update_elem(lmap, &k, &s->l, BPF_ANY) ? 1 : 0;
 }
 
-static __always_inline void dns_learn(const struct judge *j, struct dns_scratch *s)
+static __always_inline void dns_learn(const struct judge *j, struct dns_scratch *s, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
 	int lost = s->p.lost;
 	__u32 i;
 
@@ -245,6 +291,7 @@ static __always_inline enum judgement dns_answer(struct judge *j, struct dns_scr
 	struct tf_dnsq_key qk = { .sid = j->sid, .gport = j->p.dport };
 	struct tf_dnsq *q;
 	void *qmap;
+	__u64 now;
 	int st;
 
 	__builtin_memcpy(&qk.id, s->msg, sizeof(qk.id));
@@ -256,7 +303,8 @@ static __always_inline enum judgement dns_answer(struct judge *j, struct dns_scr
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	/* A copy: an LRU element can be recycled under a reader. */
 	copy_words(&s->q, q, sizeof(s->q));
-	if (bpf_ktime_get_ns() - s->q.created_ns > (__u64)cfg_dnsq_timeout_s * NSEC_PER_SEC) {
+	now = bpf_ktime_get_ns();
+	if (now - s->q.created_ns > (__u64)cfg_dnsq_timeout_s * NSEC_PER_SEC) {
 		bpf_map_delete_elem(qmap, &qk);
 		return deny(j, TF_REASON_DNS_UNMATCHED);
 	}
@@ -273,7 +321,7 @@ static __always_inline enum judgement dns_answer(struct judge *j, struct dns_scr
 	if (st != DNS_OK)
 		return deny(j, TF_REASON_DNS_MALFORMED);
 	if (s->q.perm.protos)
-		dns_learn(j, s);
+		dns_learn(j, s, now);
 	return allow(j, TF_REASON_ALLOW_DNS_ANSWER, 1);
 }
 

@@ -784,6 +784,69 @@ static long learned_ttl(struct env *e, const char *addr)
 	return (long)((v.expires_ns - now_ns() + 500000000ULL) / 1000000000ULL);
 }
 
+/* Seconds until session A's binding of addr to name ends, rounded; -1 if there is none. */
+static long bind_ttl(struct env *e, const char *addr, const char *name)
+{
+	struct tf_bind_key k = { 0 };
+	__u64 exp;
+
+	k.family = (__u8)pk_addr(addr, k.addr);
+	rev_of(name, k.name);
+	if (slot_op(e, TF_SLOT_TLSBIND, SID_A, BPF_MAP_LOOKUP_ELEM, &k, &exp))
+		return -1;
+	return (long)((exp - now_ns() + 500000000ULL) / 1000000000ULL);
+}
+
+/*
+ * An answer for name with one A record addr at ttl, to a query it answers
+ * (gport and id 41070 + i, 0x2070 + i).
+ */
+static void learn_once(struct env *e, unsigned int i, const char *name, const char *addr, __u32 ttl,
+		       const char *desc)
+{
+	struct msg m;
+
+	query(e, desc, 41070 + i, 0x2070 + i, name, DNS_T_A, 1, "allow_dns+1", NULL);
+	m_answer(&m, 0x2070 + i, 0, name, DNS_T_A, 1);
+	m_a(&m, "@12", ttl, addr);
+	answer(e, desc, 41070 + i, &m, 1, "allow_dns_answer+1", NULL);
+}
+
+/*
+ * An answer repeating an address already learnt for the same name is
+ * refreshed in place (dns_learn_one()): its TTL still rules, shorter or
+ * longer, for the address and for its binding; the same address answered
+ * for another name is learnt anew, and each name keeps its binding.
+ */
+static void test_refresh(struct env *e)
+{
+	const char *a = "203.0.113.90";
+	struct tf_learned l;
+	__u8 rev[TF_DNS_NAME_MAX];
+
+	learn_once(e, 0, "a.test", a, 100, "a.test at 203.0.113.90, TTL 100");
+	CHECK_EQ("learnt for 100 s", learned_ttl(e, a), 100);
+	CHECK_EQ("bound to a.test for 100 s", bind_ttl(e, a, "a.test"), 100);
+	learn_once(e, 1, "a.test", a, 10, "the same answer, TTL 10");
+	CHECK_EQ("refreshed to 10 s: a shorter TTL shortens it", learned_ttl(e, a), 10);
+	CHECK_EQ("its binding refreshed to 10 s", bind_ttl(e, a, "a.test"), 10);
+	learn_once(e, 2, "a.test", a, 3000, "the same answer, TTL 3000");
+	CHECK_EQ("refreshed to 3000 s", learned_ttl(e, a), 3000);
+	CHECK_EQ("its binding refreshed to 3000 s", bind_ttl(e, a, "a.test"), 3000);
+	learn_once(e, 3, "github.com", a, 20, "github.com at the same address, TTL 20");
+	CHECK_EQ("learnt anew for 20 s", learned_ttl(e, a), 20);
+	CHECK_EQ("with github.com's name", learned_get(e, SID_A, a, &l), 0);
+	rev_of("github.com", rev);
+	CHECK_FIELD("with github.com's name", l, name_len, 11);
+	CHECK_MEM("with github.com's name: the name", l.name, rev, 11);
+	CHECK_EQ("bound to github.com for 20 s", bind_ttl(e, a, "github.com"), 20);
+	CHECK_EQ("still bound to a.test for 3000 s", bind_ttl(e, a, "a.test"), 3000);
+	learn_once(e, 4, "github.com", a, 40, "github.com again, TTL 40");
+	CHECK_EQ("refreshed to 40 s", learned_ttl(e, a), 40);
+	CHECK_EQ("github.com's binding refreshed to 40 s", bind_ttl(e, a, "github.com"), 40);
+	CHECK_EQ("a.test's binding untouched", bind_ttl(e, a, "a.test"), 3000);
+}
+
 /* ---- step tables ---------------------------------------------------------------- */
 
 /* An answer's record: an A or AAAA (data an address) or a CNAME (data a name). */
@@ -1337,6 +1400,7 @@ static void test_answers(struct env *e)
 
 	/* TTLs */
 	run_steps(e, &v4, a_ttl, N(a_ttl));
+	test_refresh(e);
 
 	/* Expiry: a connection outlives it, a new one does not */
 	fr_tcp(&f, G4, "203.0.113.62", 50001, 443, PK_SYN);

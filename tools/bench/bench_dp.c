@@ -125,6 +125,7 @@ struct pcase {
 	double max_ev_ns;    /* target with every event written: at most this many ns (0: none) */
 	double max_net_ns;   /* target: at most this many ns over the no-op (0: none) */
 	int cname;	     /* a DNS answer: its A records owned by a CNAME of the asked name */
+	int fresh; /* a DNS answer: its addresses unlearnt before each run (first learning) */
 };
 
 #define TCP(s, d, sp, dp, fl) \
@@ -144,6 +145,7 @@ static const struct pcase pcases[] = {
 	  2.5,
 	  0,
 	  0,
+	  0,
 	  0 },
 	{ "deny_floor",
 	  "new flow denied by the hard floor (metadata address)",
@@ -154,6 +156,7 @@ static const struct pcase pcases[] = {
 	  R(FLOOR_METADATA),
 	  1,
 	  4.0,
+	  0,
 	  0,
 	  0,
 	  0 },
@@ -168,6 +171,7 @@ static const struct pcase pcases[] = {
 	  4.0,
 	  0,
 	  0,
+	  0,
 	  0 },
 	{ "new_flow",
 	  "new flow allowed by a CIDR rule (SYN: evaluated and inserted)",
@@ -179,6 +183,7 @@ static const struct pcase pcases[] = {
 	  1,
 	  4.0,
 	  300,
+	  0,
 	  0,
 	  0 },
 	{ "reply",
@@ -192,6 +197,7 @@ static const struct pcase pcases[] = {
 	  2.5,
 	  0,
 	  0,
+	  0,
 	  0 },
 	{ "dns_query",
 	  "DNS query for an allowed name (recorded, flow opened)",
@@ -201,6 +207,7 @@ static const struct pcase pcases[] = {
 	  DNS_QUERY,
 	  R(ALLOW_DNS),
 	  1,
+	  0,
 	  0,
 	  0,
 	  0,
@@ -216,6 +223,7 @@ static const struct pcase pcases[] = {
 	  0,
 	  0,
 	  0,
+	  0,
 	  0 },
 	{ "dns_answer_8",
 	  "DNS answer, 8 A records learnt (single runs)",
@@ -228,6 +236,7 @@ static const struct pcase pcases[] = {
 	  0,
 	  0,
 	  0,
+	  0,
 	  0 },
 	{ "dns_answer_16",
 	  "DNS answer, 16 A records learnt (single runs)",
@@ -237,6 +246,7 @@ static const struct pcase pcases[] = {
 	  16,
 	  R(ALLOW_DNS_ANSWER),
 	  1,
+	  0,
 	  0,
 	  0,
 	  0,
@@ -253,6 +263,21 @@ static const struct pcase pcases[] = {
 	  0,
 	  0,
 	  1000,
+	  1,
+	  0 },
+	{ "dns_answer_cname_4_fresh",
+	  "DNS answer, a CNAME and 4 A records of its target, none learnt before (single runs; "
+	  "the session's learnt addresses and bindings emptied before each)",
+	  TO,
+	  D_TO,
+	  { UDP("GW", "G", 53, DNS_GPORT) },
+	  4,
+	  R(ALLOW_DNS_ANSWER),
+	  1,
+	  0,
+	  0,
+	  1000,
+	  1,
 	  1 },
 };
 
@@ -309,6 +334,8 @@ struct target {
 	struct pk_frame f;
 	__u16 reason; /* 0: not checked (no-op) */
 	unsigned int events;
+	unsigned int sid;
+	int fresh; /* struct pcase.fresh */
 };
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -758,6 +785,8 @@ static int target_make(const struct bench *b, const struct pcase *c, enum hook h
 	t->xdp = hooks[h].xdp;
 	t->reason = c->reason;
 	t->events = c->events;
+	t->sid = sid;
+	t->fresh = c->fresh;
 	if (H(h) & NOOP) {
 		/* Any frame: the no-op never reads it. */
 		struct pcase any = { .dir = D_FROM, .p = { TCP("G", WEB, 40000, 443, PK_ACK) } };
@@ -882,6 +911,20 @@ static double median(const double *v, unsigned int n)
  * One round of single runs: each DNS answer target armed by its query and
  * run once, the no-op once beside it; the medians go to ans_ns / noop_ns.
  */
+/* Delete every entry of session sid's table of kind which (untimed). */
+static int slot_empty(struct bench *b, enum tf_slot_map which, unsigned int sid)
+{
+	int fd = tf_dp_slot_map(&b->dp, which, sid);
+	__u8 key[512];
+
+	if (fd < 0)
+		return fd;
+	while (!bpf_map_get_next_key(fd, NULL, key))
+		if (bpf_map_delete_elem(fd, key))
+			return -errno;
+	return errno == ENOENT ? 0 : -errno;
+}
+
 static int measure_singles(struct bench *b, const struct target *query, const struct target *ans,
 			   const struct target *noop, const char *what, double *ans_ns,
 			   double *noop_ns)
@@ -894,7 +937,11 @@ static int measure_singles(struct bench *b, const struct target *query, const st
 
 	err = check_begin(b, ans, &ck);
 	for (i = 0; i < b->singles && !err; i++) {
-		err = test_run(query, 1, &d);
+		if (ans->fresh)
+			err = slot_empty(b, TF_SLOT_LEARNED, ans->sid) ?:
+				      slot_empty(b, TF_SLOT_TLSBIND, ans->sid);
+		if (!err)
+			err = test_run(query, 1, &d);
 		if (!err)
 			err = test_run(ans, 1, &d);
 		a[i] = d;
