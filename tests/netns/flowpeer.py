@@ -11,6 +11,8 @@ stream: from --sport (0: any), send "TAG N" to --tcp or --udp HOST:PORT every --
         through one connected socket, until --stop FILE exists or --duration passes; log to --log
         "sent N", "echo N" and "error TEXT" (the stream goes on after an error: a revoked TCP
         connection keeps retransmitting). --ready FILE is written once the socket is connected.
+        --abort: a TCP stream ends with an RST (SO_LINGER 0), not a FIN whose unacked data an
+        orphan socket retransmits for minutes after a connection was cut.
 once:   one TCP connection from --sport: send a line, read its echo, close (FIN both ways);
         exit 0 iff the echo came back.
 churn:  --count short flows to --tcp or --udp HOST:PORT, one after another, each from a port of
@@ -122,6 +124,11 @@ def stream(args):
             except OSError as e:
                 log_line(args.log, f"error {e}")
             time.sleep(0.01)
+    if args.abort and kind == "tcp":
+        # An RST and the socket gone at once: no orphan retransmitting a cut connection's data
+        # into whatever the guest's device judges minutes later.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
     return 0
 
 
@@ -222,7 +229,8 @@ COMMANDS = {
     "stream": (stream, [arg("--tcp", metavar="HOST:PORT"), arg("--udp", metavar="HOST:PORT"),
                         arg("--sport", type=int, default=0), arg("--tag", required=True), LOG,
                         arg("--interval", type=float, default=0.1),
-                        arg("--duration", type=float, default=120), arg("--stop"), READY]),
+                        arg("--duration", type=float, default=120), arg("--stop"),
+                        arg("--abort", action="store_true"), READY]),
     "once": (once, [arg("--tcp", required=True, metavar="HOST:PORT"),
                     arg("--sport", type=int, required=True), arg("--tag", required=True),
                     arg("--timeout", type=float, default=2)]),

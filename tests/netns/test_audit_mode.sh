@@ -105,7 +105,7 @@ check "session show: the audited counter" tfjson check "$T/show.json" \
 	'd["session"]["counters"]["audited"] >= 3'
 
 note "a live switch: a connection audit mode opened"
-flowpeer_stream "$guest" "$T/st.log" --tcp $FAR:7001 --sport 42001 --tag st --stop "$T/stop"
+flowpeer_stream "$guest" "$T/st.log" --tcp $FAR:7001 --sport 42001 --tag st --stop "$T/stop" --abort
 sleep 1
 tf_mark
 sleep 1
@@ -138,7 +138,7 @@ check "restarted: GET http://name.test/ still passes" get_name name.test
 
 note "a quarantine is enforced in audit mode"
 rm -f "$T/stop"
-flowpeer_stream "$guest" "$T/st2.log" --tcp $FAR:7001 --sport 42003 --tag st2 --stop "$T/stop"
+flowpeer_stream "$guest" "$T/st2.log" --tcp $FAR:7001 --sport 42003 --tag st2 --stop "$T/stop" --abort
 sleep 1
 tf_mark
 sleep 1
