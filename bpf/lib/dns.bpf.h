@@ -205,18 +205,27 @@ _Static_assert(sizeof(struct tf_learned) % 8 == 0 &&
  * checks each frame and the sum along the call chain,
  * check_max_stack_depth() in kernel/bpf/verifier.c).
  *
- * An address already learnt the same way (learned_same()), which every
- * answer repeating one before its TTL ends is, is refreshed in place: its
- * binding's expiry and then its own are written into the elements found,
- * where an update would take a bucket lock, a free element and a copy of
- * the 268-byte binding key per record. An LRU element can be recycled
- * under a reader: the learnt entry is compared again just before its
- * expiry is written, so only one that still holds the same name,
- * permission and generation (another address of the same name, at worst)
- * takes it; a binding holds its expiry alone, so a recycled one is another
- * binding of this session's, a pair an answer did teach, whose end moves
- * to this record's (within ttl_max_s). Anything else, or a binding not
- * found, takes the update as a new address does.
+ * An address already learnt the same way (learned_same(): the same asked
+ * name, permission and generation, what a name asked again gives) is
+ * refreshed in place: its binding's expiry and then its own are written
+ * into the elements found, where an update takes a bucket lock, a free
+ * element and a copy of the value and key (the binding's is 268 bytes).
+ * An LRU element can be recycled under a reader, and neither value holds
+ * its key:
+ * - the entry's expiry is read before the comparison and replaced by a
+ *   compare-and-swap, which fails (and the update is made instead) if the
+ *   element took another value meanwhile: a recycling writes the expiry
+ *   too. An element recycled before the read and holding the same name,
+ *   permission and generation, so another address of that name, takes
+ *   this record's expiry, and this address stays unlearnt until asked
+ *   again (its new flows are no_rule: closed);
+ * - a binding holds its expiry alone: one recycled between its lookup and
+ *   the write is another (address, name) pair of this session's that an
+ *   answer taught, whose end moves to this record's, within ttl_max_s. It
+ *   opens nothing by itself: an SNI is checked against the bindings only
+ *   on a flow a learnt entry of that address allowed, and only once the
+ *   name passed the host rules.
+ * A binding not found is updated, as a new address's is.
  */
 static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s, __u32 i,
 				    __u64 now)
@@ -226,7 +235,8 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	__u32 sid = j->sid;
 	struct tf_learned *l;
 	void *lmap, *bmap;
-	__u64 *exp = NULL;
+	__u64 *exp = NULL, old = 0;
+	int same = 0;
 
 	if (dns_rebinds(j, r)) {
 		dns_note(j, TF_REASON_DNS_REBIND, r);
@@ -242,16 +252,18 @@ static __noinline int dns_learn_one(const struct judge *j, struct dns_scratch *s
 	s->bkey.family = r->family;
 	__builtin_memcpy(s->bkey.addr, r->addr, 16);
 	l = bpf_map_lookup_elem(lmap, &k);
-	if (l && learned_same(l, &s->l))
+	if (l) {
+		old = *(volatile __u64 *)&l->expires_ns;
+		same = learned_same(l, &s->l);
+	}
+	if (same)
 		exp = bpf_map_lookup_elem(bmap, &s->bkey);
 	if (exp)
 		*exp = s->l.expires_ns;
 	else if (bpf_map_update_elem(bmap, &s->bkey, &s->l.expires_ns, BPF_ANY))
 		return 1;
-	if (l && learned_same(l, &s->l)) {
-		l->expires_ns = s->l.expires_ns;
+	if (same && l && __sync_val_compare_and_swap(&l->expires_ns, old, s->l.expires_ns) == old)
 		return 0;
-	}
 	return bpf_map_update_elem(lmap, &k, &s->l, BPF_ANY) ? 1 : 0;
 }
 
