@@ -164,8 +164,9 @@ session_spec "$T/tapfence.json" tapfence t1 02:00:00:00:77:12 10.77.1.2 fd00:77:
 	02:00:00:00:77:11 10.77.1.1 fd00:77:1::1 '[{"host":"*.bench.example","proto":"tcp","ports":[80]}]'
 tfc session add "$T/tapfence.json" >"$T/cli.out" 2>&1 || { tfd_log_tail 10; die "session add: $(cat "$T/cli.out")"; }
 
-# tfd_cpu_ns: the CPU time tapfenced's threads have had so far, in ns.
-tfd_cpu_ns() { cat /proc/"$TFD_PID"/task/*/schedstat | awk '{ ns += $1 } END { printf "%d\n", ns }'; }
+# tfd_cpu_ns: the CPU time tapfenced's threads have had so far, in ns (%.0f: mawk's %d stops at
+# 2^31 - 1, 2.1 s, which a start that loads the programs passes on some kernels).
+tfd_cpu_ns() { cat /proc/"$TFD_PID"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.0f\n", ns }'; }
 
 cpu0=$(tfd_cpu_ns)
 n "$guest" timeout 900 "$PY" "$CONN" client "${targets[@]}" --port $PORT --n "$N" --rounds "$ROUNDS" \
