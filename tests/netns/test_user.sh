@@ -75,8 +75,14 @@ TFD_PID=
 tfd_start "$host"
 check "session a re-adopted" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^a '"
 check "the restarted daemon is $duser again" test "$(status Uid)" = "$duid $duid $duid $duid"
+# a's and the warm slots' the last run left, pinned again at the start (by root), and the pool's since.
+check "the slot tables' pins are all $duser's" \
+	test "$(find "$TF_PIN_DIR/slots" -mindepth 1 ! -user "$duid" | wc -l)" = 0
+check "a's among them" test -e "$TF_PIN_DIR/slots/tf_learned_1"
 guest_probe "after the restart: A -> 198.51.100.10:80" 198.51.100.10 reached
+check "rule add after the restart" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
 check "session del" tfc session del a
+check "a's tables could be opened for all of it" sh -c "! grep -qE 'cannot (open its|empty its tables)' '$T/tapfenced.log'"
 check "its links are unpinned" test ! -e "$(link_pin a in)"
 check "its state file is gone" test ! -e "$T/state/sessions/a.json"
 

@@ -355,7 +355,7 @@ static inline __u64 now_ns(void)
 static inline int slot_op(struct env *e, enum tf_slot_map which, __u32 sid, int op, const void *k,
 			  void *v)
 {
-	int fd = tf_dp_slot_map(&e->dp, which, sid), ret;
+	int fd = tf_dp_slot_open(&e->dp, which, sid), ret;
 
 	if (fd < 0)
 		return fd;
@@ -365,24 +365,26 @@ static inline int slot_op(struct env *e, enum tf_slot_map which, __u32 sid, int 
 		ret = bpf_map_update_elem(fd, k, v, BPF_EXIST);
 	else
 		ret = bpf_map_delete_elem(fd, k);
-	return ret ? -errno : 0;
+	ret = ret ? -errno : 0;
+	close(fd);
+	return ret;
 }
 
 /* How many entries session sid's table of kind which holds. */
 static inline unsigned int slot_count(struct env *e, enum tf_slot_map which, __u32 sid)
 {
-	int fd = tf_dp_slot_map(&e->dp, which, sid);
+	int fd = tf_dp_slot_open(&e->dp, which, sid);
 	__u8 key[64], next[64];
 	unsigned int n = 0;
 
 	if (fd < 0)
 		return 0;
-	if (bpf_map_get_next_key(fd, NULL, next))
-		return 0;
-	do {
-		memcpy(key, next, sizeof(key));
-		n++;
-	} while (!bpf_map_get_next_key(fd, key, next));
+	if (!bpf_map_get_next_key(fd, NULL, next))
+		do {
+			memcpy(key, next, sizeof(key));
+			n++;
+		} while (!bpf_map_get_next_key(fd, key, next));
+	close(fd);
 	return n;
 }
 

@@ -1255,17 +1255,24 @@ static int age_flow(struct env *e, const char *raddr, __u8 proto, __u16 gport, _
 		    unsigned int secs)
 {
 	struct tf_flow_key k = { .proto = proto, .gport = htons(gport), .rport = htons(rport) };
-	int fd = tf_dp_slot_map(&e->dp, TF_SLOT_FLOWS, e->sid);
+	int fd = tf_dp_slot_open(&e->dp, TF_SLOT_FLOWS, e->sid), err = 0;
 	struct tf_flow v;
 	__u64 hz;
 
+	if (fd < 0)
+		return fd;
 	k.family = strchr(raddr, ':') ? TF_FAM_IPV6 : TF_FAM_IPV4;
 	pk_addr(raddr, k.raddr);
-	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &v))
-		return -ENOENT;
 	hz = e->dp.skel->kconfig->CONFIG_HZ ? e->dp.skel->kconfig->CONFIG_HZ : 1000000000ULL;
-	v.seen -= (__u64)secs * hz;
-	return bpf_map_update_elem(fd, &k, &v, BPF_EXIST) ? -errno : 0;
+	if (bpf_map_lookup_elem(fd, &k, &v)) {
+		err = -ENOENT;
+	} else {
+		v.seen -= (__u64)secs * hz;
+		if (bpf_map_update_elem(fd, &k, &v, BPF_EXIST))
+			err = -errno;
+	}
+	close(fd);
+	return err;
 }
 
 #define UDP_DST "203.0.113.5"

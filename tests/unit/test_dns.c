@@ -1121,8 +1121,8 @@ static void test_isolation(struct env *e)
 	struct tf_learned l = { .ver = 1 };
 	unsigned int i, n = e->cfg.dns_queries * 2 + 10;
 	char what[128];
-	int qfd = tf_dp_slot_map(&e->dp, TF_SLOT_DNSQ, SID_B);
-	int lfd = tf_dp_slot_map(&e->dp, TF_SLOT_LEARNED, SID_B);
+	int qfd = tf_dp_slot_open(&e->dp, TF_SLOT_DNSQ, SID_B);
+	int lfd = tf_dp_slot_open(&e->dp, TF_SLOT_LEARNED, SID_B);
 	struct result r;
 	struct msg m;
 	struct frame f;
@@ -1148,6 +1148,8 @@ static void test_isolation(struct env *e)
 		 dnsq_get(e, SID_A, 46000 + n - 1, 0x6000 + n - 1, &q), 0);
 	CHECK_EQ("B's outstanding query survived A's flood", bpf_map_lookup_elem(qfd, &bq, &q), 0);
 	CHECK_EQ("B's learnt address survived A's flood", bpf_map_lookup_elem(lfd, &bl, &l), 0);
+	close(qfd);
+	close(lfd);
 }
 
 /* Answers that match their query or do not: id, port, name, type, case. */

@@ -310,7 +310,7 @@ static int learn(struct env *e, const struct sess *s, const char *addr, const ch
 	struct tf_learned l = { .ver = s->ver };
 	struct tf_bind_key bk = {};
 	__u64 exp = now_ns() + 600000000000ULL;
-	int idx, sub, lfd, bfd;
+	int idx, sub, lfd, bfd, err = 0;
 
 	lk.family = (__u8)pk_addr(addr, lk.addr);
 	bk.family = lk.family;
@@ -323,11 +323,18 @@ static int learn(struct env *e, const struct sess *s, const char *addr, const ch
 	l.name_idx = (__u16)idx;
 	l.sub = (__u8)sub;
 	l.expires_ns = exp;
-	lfd = tf_dp_slot_map(&e->dp, TF_SLOT_LEARNED, s->sid);
-	bfd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBIND, s->sid);
-	if (lfd < 0 || bfd < 0 || bpf_map_update_elem(bfd, &bk, &exp, BPF_ANY))
-		return -errno;
-	return bpf_map_update_elem(lfd, &lk, &l, BPF_ANY) ? -errno : 0;
+	lfd = tf_dp_slot_open(&e->dp, TF_SLOT_LEARNED, s->sid);
+	bfd = tf_dp_slot_open(&e->dp, TF_SLOT_TLSBIND, s->sid);
+	if (lfd < 0 || bfd < 0)
+		err = -ENOENT;
+	else if (bpf_map_update_elem(bfd, &bk, &exp, BPF_ANY) ||
+		 bpf_map_update_elem(lfd, &lk, &l, BPF_ANY))
+		err = -errno;
+	if (lfd >= 0)
+		close(lfd);
+	if (bfd >= 0)
+		close(bfd);
+	return err;
 }
 
 /* ---- tests ----------------------------------------------------------------------- */
@@ -670,15 +677,20 @@ static int buf_busy(struct env *e, const struct conn *c, __u64 busy)
 {
 	static struct tf_tls_buf b;
 	struct tf_flow_key k = { .family = TF_FAM_IPV4, .proto = IPPROTO_TCP };
-	int fd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBUF, e->sid);
+	int fd = tf_dp_slot_open(&e->dp, TF_SLOT_TLSBUF, e->sid), err = 0;
 
+	if (fd < 0)
+		return fd;
 	pk_addr(c->raddr, k.raddr);
 	k.gport = htons((__u16)c->gport);
 	k.rport = htons((__u16)c->rport);
-	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &b))
-		return -errno;
+	if (bpf_map_lookup_elem(fd, &k, &b))
+		err = -errno;
 	b.busy = busy;
-	return bpf_map_update_elem(fd, &k, &b, BPF_EXIST) ? -errno : 0;
+	if (!err && bpf_map_update_elem(fd, &k, &b, BPF_EXIST))
+		err = -errno;
+	close(fd);
+	return err;
 }
 
 /* Reassembly: gaps, resent bytes that differ, bounds, the buffer table. */
@@ -1246,8 +1258,8 @@ static void test_flood(struct env *e, struct sess *b)
 	static const __u8 zero_buf[sizeof(struct tf_tls_buf)];
 	struct tf_flow_key k = { .family = TF_FAM_IPV4, .proto = IPPROTO_TCP };
 	struct tf_flow v = { .policy_ver = 1, .state = TF_FLOW_OPEN };
-	int ffd = tf_dp_slot_map(&e->dp, TF_SLOT_FLOWS, b->sid);
-	int tfd = tf_dp_slot_map(&e->dp, TF_SLOT_TLSBUF, b->sid);
+	int ffd = tf_dp_slot_open(&e->dp, TF_SLOT_FLOWS, b->sid);
+	int tfd = tf_dp_slot_open(&e->dp, TF_SLOT_TLSBUF, b->sid);
 	unsigned int i, kept = 0, allowed = 0, n = 1000000;
 	struct tf_tls_buf held;
 	struct frame f;
@@ -1312,6 +1324,8 @@ static void test_flood(struct env *e, struct sess *b)
 	k.gport = htons(50000);
 	CHECK_EQ("flood: session B's half-read hello is still there",
 		 bpf_map_lookup_elem(tfd, &k, &held), 0);
+	close(ffd);
+	close(tfd);
 }
 
 static const struct {

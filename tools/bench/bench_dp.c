@@ -914,15 +914,18 @@ static double median(const double *v, unsigned int n)
 /* Delete every entry of session sid's table of kind which (untimed). */
 static int slot_empty(struct bench *b, enum tf_slot_map which, unsigned int sid)
 {
-	int fd = tf_dp_slot_map(&b->dp, which, sid);
+	int fd = tf_dp_slot_open(&b->dp, which, sid), err = 0;
 	__u8 key[512];
 
 	if (fd < 0)
 		return fd;
-	while (!bpf_map_get_next_key(fd, NULL, key))
+	while (!err && !bpf_map_get_next_key(fd, NULL, key))
 		if (bpf_map_delete_elem(fd, key))
-			return -errno;
-	return errno == ENOENT ? 0 : -errno;
+			err = -errno;
+	if (!err && errno != ENOENT)
+		err = -errno;
+	close(fd);
+	return err;
 }
 
 static int measure_singles(struct bench *b, const struct target *query, const struct target *ans,

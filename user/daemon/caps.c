@@ -13,6 +13,7 @@
  * groups), keeping those three capabilities across the switch; the
  * directories it still writes are handed to it first.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -51,10 +52,43 @@ static int give(const char *path, uid_t uid, gid_t gid)
 }
 
 /*
+ * Directory path and every entry in it (not followed) now belong to
+ * uid:gid: the slot tables pinned at start, by root, which the daemon
+ * opens, replaces and removes from then on.
+ */
+static int give_all(const char *path, uid_t uid, gid_t gid)
+{
+	int err = give(path, uid, gid), dfd;
+	struct dirent *e;
+	DIR *d;
+
+	if (err)
+		return err;
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		err = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return err == -ENOENT ? 0 : err;
+	}
+	while (!err && (e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    fchownat(dfd, e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW)) {
+			err = -errno;
+			pr_warn("cannot hand `%s/%s' to uid %u: %s\n", path, e->d_name, uid,
+				strerror(-err));
+		}
+	closedir(d);
+	return err;
+}
+
+/*
  * What the daemon writes after start-up: session files in the state dir,
- * link pins under pin_dir/links, the event log (reopened on SIGHUP). Both
- * dirs are tapfence's own; the log's directory is not touched (a rotation
- * must create the new file for the user, docs/operations.md).
+ * link pins under pin_dir/links, slot table pins under pin_dir/slots, the
+ * event log (reopened on SIGHUP). Both dirs are tapfence's own; the log's
+ * directory is not touched (a rotation must create the new file for the
+ * user, docs/operations.md).
  */
 static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
 {
@@ -69,6 +103,8 @@ static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
 	err = err ?: give(path, uid, gid);
 	snprintf(path, sizeof(path), "%s/guard", cfg->pin_dir);
 	err = err ?: give(path, uid, gid);
+	snprintf(path, sizeof(path), "%s/slots", cfg->pin_dir);
+	err = err ?: give_all(path, uid, gid);
 	return err ?: give(cfg->event_log, uid, gid);
 }
 

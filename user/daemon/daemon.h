@@ -238,13 +238,15 @@ int tf_lock_take(const struct tf_config *cfg, struct tf_lock *l, int cleanup)
 void tf_lock_release(struct tf_lock *l);
 
 /*
- * File descriptors: each session holds TF_SLOT_MAPS inner maps and up to
- * two tcx links; each client one socket; TF_FDS_BASE covers the rest
- * (two skeletons' maps and programs in XDP mode, ringbuf, epoll, signalfd,
- * locks, log, listener, the netns broker's socket, the guard's netlink
- * socket, and what one request opens for a moment).
+ * File descriptors: each session holds its two tcx links (or the guard's
+ * two), so that no pin removed from bpffs can end its enforcement; its
+ * tables are pinned and opened when used (datapath.h). Each client holds
+ * one socket; TF_FDS_BASE covers the rest (two skeletons' maps and
+ * programs in XDP mode, ringbuf, epoll, signalfd, locks, log, listener,
+ * the netns broker's socket, the guard's netlink socket, and the tables
+ * one request or the pool's thread opens for a moment).
  */
-#define TF_FDS_PER_SESSION (TF_SLOT_MAPS + 2)
+#define TF_FDS_PER_SESSION 2
 #define TF_FDS_BASE	   128
 unsigned long tf_fd_need(const struct tf_config *cfg);
 /* Raise RLIMIT_NOFILE to tf_fd_need(), or say what to set; 0 or -EMFILE. */

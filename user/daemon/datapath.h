@@ -37,11 +37,14 @@ struct tf_dp {
 	struct tapfence_bpf *xdp_skel;
 	struct xdp_program *xdp;
 	/*
-	 * The per-slot tables, held open: after set-up the daemon lacks the
-	 * CAP_SYS_ADMIN that BPF_MAP_GET_FD_BY_ID needs to find them again.
+	 * The per-slot tables. Pinned, each is pinned at
+	 * <pin_dir>/slots/<name>_<sid> and opened when used (the daemon holds
+	 * no fd of its own: 0 fds a session): after set-up it lacks the
+	 * CAP_SYS_ADMIN that BPF_MAP_GET_FD_BY_ID needs to find them by id.
+	 * Unpinned (tests), slot_fd holds them open.
 	 */
 	int slot_fd[TF_SLOT_MAPS][TF_MAX_SESSIONS];
-	/* Each table's id and size, as the kernel has them; id 0 until first asked. */
+	/* Each table's id and size, as the kernel has them; id 0: the slot has no such table. */
 	struct tf_slot_info {
 		__u32 id, max_entries;
 	} slot_info[TF_SLOT_MAPS][TF_MAX_SESSIONS];
@@ -143,8 +146,11 @@ int tf_dp_pool_start(struct tf_dp *dp) __attribute__((warn_unused_result));
 void tf_dp_pool_stop(struct tf_dp *dp);
 /* Slots ready, and slots waiting to be cleared. */
 void tf_dp_pool_count(struct tf_dp *dp, unsigned int *ready, unsigned int *dirty);
-/* Slot sid's table of kind which: an fd the datapath keeps (do not close it), or -ENOENT. */
-int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid);
+/*
+ * Slot sid's table of kind which, opened: an fd the caller closes, -ENOENT
+ * if the slot has none, or the -errno of opening its pin.
+ */
+int tf_dp_slot_open(struct tf_dp *dp, enum tf_slot_map which, __u32 sid);
 /* Entries in each kind of per-session table, all sessions together; -ENOTSUP without the iterator. */
 int tf_dp_fill(struct tf_dp *dp, __u64 out[TF_SLOT_MAPS]);
 

@@ -4,6 +4,7 @@
  * from the config, adopt the maps an earlier run pinned (same ABI only),
  * load, pin the rest.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -42,6 +43,30 @@ static int mkdir_p(const char *path, mode_t mode)
 	if (mkdir(tmp, mode) && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+/*
+ * The slot tables' pins (datapath_slots.c) an earlier run left: removed,
+ * to be made again from the outer maps, which are the truth, as each
+ * slot is re-adopted (while the daemon can still open a map by id).
+ */
+static int slot_pins_reset(const char *dir)
+{
+	struct dirent *e;
+	int err = mkdir_p(dir, 0700), dfd;
+	DIR *d;
+
+	if (err)
+		return err;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	dfd = dirfd(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && unlinkat(dfd, e->d_name, 0) && !err)
+			err = -errno;
+	closedir(d);
+	return err;
 }
 
 /*
@@ -262,6 +287,12 @@ int tf_dp_open(struct tf_dp *dp, const struct tf_config *cfg, int pin)
 		err = mkdir_p(path, 0700);
 		if (err) {
 			pr_warn("cannot create `%s': %s\n", path, strerror(-err));
+			goto cleanup;
+		}
+		snprintf(path, sizeof(path), "%s/slots", cfg->pin_dir);
+		err = slot_pins_reset(path);
+		if (err) {
+			pr_warn("cannot empty `%s': %s\n", path, strerror(-err));
 			goto cleanup;
 		}
 		err = maps_reuse(dp);

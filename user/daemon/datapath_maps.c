@@ -209,7 +209,7 @@ static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct 
 			 __u32 sid, __u32 ver, const struct tf_policy *new)
 {
 	const struct tf_slot_desc *t = &tf_slot_descs[which];
-	int fd = tf_dp_slot_map(dp, which, sid), more;
+	int fd, more;
 	__u8 key[512], next[512], val[512];
 	struct tf_rule_val perm;
 	__u32 cur;
@@ -218,7 +218,14 @@ static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct 
 
 	if (t->key_size > sizeof(key) || t->value_size > sizeof(val))
 		return;
-	for (more = fd >= 0 && !bpf_map_get_next_key(fd, NULL, next); more;) {
+	fd = tf_dp_slot_open(dp, which, sid);
+	if (fd < 0) {
+		/* Its entries stay of their old generation, which the datapath no longer takes. */
+		pr_warn("slot %u: cannot open its %s: %s (its entries are not carried over)\n", sid,
+			t->name, strerror(-fd));
+		return;
+	}
+	for (more = !bpf_map_get_next_key(fd, NULL, next); more;) {
 		memcpy(key, next, t->key_size);
 		more = !bpf_map_get_next_key(fd, key, next);
 		if (bpf_map_lookup_elem(fd, key, val))
@@ -243,6 +250,7 @@ static void rebase_table(struct tf_dp *dp, enum tf_slot_map which, const struct 
 		}
 		bpf_map_delete_elem(fd, key);
 	}
+	close(fd);
 }
 
 /*
@@ -414,7 +422,7 @@ int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
 		  void *ctx)
 {
-	int lfd = tf_dp_slot_map(dp, TF_SLOT_LEARNED, sid);
+	int lfd = tf_dp_slot_open(dp, TF_SLOT_LEARNED, sid);
 	struct tf_learn_key lk, lnext;
 	struct tf_learned lv;
 	int more, err = 0;
@@ -427,6 +435,7 @@ int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		if (!bpf_map_lookup_elem(lfd, &lk, &lv))
 			err = fn(&lk, &lv, ctx);
 	}
+	close(lfd);
 	return err;
 }
 
@@ -741,25 +750,14 @@ static ssize_t fill_read(struct tf_dp *dp, int flows, struct tf_fill_rec **recs)
 static int slot_entries(struct tf_dp *dp, const struct tf_fill_rec *recs, size_t nrecs, int m,
 			__u32 sid, __u64 *n, __u64 *cap)
 {
-	struct tf_slot_info *si = &dp->slot_info[m][sid];
-	struct bpf_map_info info;
+	const struct tf_slot_info *si = &dp->slot_info[m][sid];
 	struct tf_fill_rec key, *p;
-	__u32 ilen = sizeof(info);
-	int fd;
 
 	*n = *cap = 0;
 	if (dp->slot_state[sid] != SLOT_USED)
 		return 0;
-	fd = dp->slot_fd[m][sid];
-	if (fd < 0)
+	if (!si->id)
 		return -ENOENT;
-	if (!si->id) {
-		memset(&info, 0, sizeof(info));
-		if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
-			return -errno;
-		si->id = info.id;
-		si->max_entries = info.max_entries;
-	}
 	key.id = si->id;
 	p = nrecs ? bsearch(&key, recs, nrecs, sizeof(*recs), fill_cmp) : NULL;
 	if (!p)

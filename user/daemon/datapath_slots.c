@@ -16,6 +16,8 @@
  * with one batch update and so one grace period.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -146,20 +148,78 @@ static int counters_zero(struct tf_dp *dp, __u32 sid)
 	return err ?: flows_zero(dp, sid);
 }
 
-int tf_dp_slot_map(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
+static void slot_pin_path(const struct tf_dp *dp, enum tf_slot_map which, __u32 sid, char *buf,
+			  size_t len)
 {
-	if (sid >= TF_MAX_SESSIONS || dp->slot_fd[which][sid] < 0)
-		return -ENOENT;
-	return dp->slot_fd[which][sid];
+	snprintf(buf, len, "%s/slots/%s_%u", dp->cfg->pin_dir, tf_slot_descs[which].name, sid);
 }
 
-/* Close slot sid's fd of table which, if the datapath holds one. */
-static void slot_fd_close(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
+/*
+ * Slot sid's table which is fd (inserted in its outer map): its id and size
+ * noted, and kept, pinned (fd closed) or held. 0, or -errno with fd closed
+ * and the slot without such a table as far as the datapath knows.
+ */
+static int slot_keep(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, int fd)
 {
+	struct tf_slot_info *si = &dp->slot_info[which][sid];
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	char path[PATH_MAX];
+	int err = 0;
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!dp->pinned) {
+		dp->slot_fd[which][sid] = fd;
+	} else {
+		slot_pin_path(dp, which, sid, path, sizeof(path));
+		unlink(path); /* a table this slot had before */
+		if (bpf_obj_pin(fd, path))
+			err = -errno;
+		close(fd);
+		if (err) {
+			pr_warn("slot %u: cannot pin `%s': %s\n", sid, path, strerror(-err));
+			return err;
+		}
+	}
+	si->id = info.id;
+	si->max_entries = info.max_entries;
+	return 0;
+}
+
+/* The datapath lets go of slot sid's table which (its outer map may still hold it). */
+static void slot_forget(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
+{
+	char path[PATH_MAX];
+
 	if (dp->slot_fd[which][sid] >= 0)
 		close(dp->slot_fd[which][sid]);
 	dp->slot_fd[which][sid] = -1;
+	if (dp->pinned && dp->slot_info[which][sid].id) {
+		slot_pin_path(dp, which, sid, path, sizeof(path));
+		unlink(path);
+	}
 	dp->slot_info[which][sid].id = 0;
+}
+
+int tf_dp_slot_open(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (sid >= TF_MAX_SESSIONS || !dp->slot_info[which][sid].id)
+		return -ENOENT;
+	if (!dp->pinned)
+		fd = fcntl(dp->slot_fd[which][sid], F_DUPFD_CLOEXEC, 0);
+	else {
+		slot_pin_path(dp, which, sid, path, sizeof(path));
+		fd = bpf_obj_get(path);
+	}
+	return fd < 0 ? -errno : fd;
 }
 
 /*
@@ -171,14 +231,13 @@ static int slot_open(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, int ke
 	int outer = bpf_map__fd(tf_slot_outer(dp->skel, which)), fd, err;
 	__u32 id;
 
-	slot_fd_close(dp, which, sid);
+	slot_forget(dp, which, sid);
 	if (keep && !bpf_map_lookup_elem(outer, &sid, &id)) {
 		/* Re-adopting runs at start, while the daemon may still look maps up by id. */
 		fd = bpf_map_get_fd_by_id(id);
 		if (fd < 0)
 			return -errno;
-		dp->slot_fd[which][sid] = fd;
-		return 0;
+		return slot_keep(dp, which, sid, fd);
 	}
 	/* A kept slot whose flow table is gone counts from 0 again, or its flows read as evicted. */
 	err = keep && which == TF_SLOT_FLOWS ? flows_zero(dp, sid) : 0;
@@ -192,8 +251,7 @@ static int slot_open(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, int ke
 		close(fd);
 		return err;
 	}
-	dp->slot_fd[which][sid] = fd;
-	return 0;
+	return slot_keep(dp, which, sid, fd);
 }
 
 static int slot_has_tables(const struct tf_dp *dp, __u32 sid)
@@ -201,7 +259,7 @@ static int slot_has_tables(const struct tf_dp *dp, __u32 sid)
 	enum tf_slot_map m;
 
 	for (m = 0; m < TF_SLOT_MAPS; m++)
-		if (dp->slot_fd[m][sid] >= 0)
+		if (dp->slot_info[m][sid].id)
 			return 1;
 	return 0;
 }
@@ -213,7 +271,7 @@ static void slot_drop(struct tf_dp *dp, __u32 sid)
 
 	for (m = 0; m < TF_SLOT_MAPS; m++) {
 		bpf_map_delete_elem(bpf_map__fd(tf_slot_outer(dp->skel, m)), &sid);
-		slot_fd_close(dp, m, sid);
+		slot_forget(dp, m, sid);
 	}
 }
 
@@ -249,7 +307,7 @@ static __u32 slot_find(const struct tf_dp *dp, __u32 *cold)
 	return 0;
 }
 
-/* Slots that have tables (or are getting them): at most limits.max_sessions (the fd budget). */
+/* Slots that have tables (or are getting them): at most limits.max_sessions (their memory). */
 static int slots_full(const struct tf_dp *dp)
 {
 	unsigned int n = 0;
@@ -379,7 +437,7 @@ void tf_dp_slot_orphan(struct tf_dp *dp, __u32 sid)
 		n += dp->slot_state[s] == SLOT_DIRTY;
 	slots_unlock(dp);
 	if (n >= dp->cfg->warm_slots) {
-		/* Beyond the pool's size: deleted (a grace period each), never adopted (5 fds each). */
+		/* Beyond the pool's size: deleted (a grace period each), never adopted. */
 		slot_drop(dp, sid);
 		return;
 	}
@@ -406,23 +464,27 @@ static int pool_grace(struct tf_pool *p)
 	return bpf_map_update_elem(p->grace_outer, &zero, &p->grace_inner, BPF_ANY) ? -errno : 0;
 }
 
-/* Remove every entry of fd. */
-static int table_empty(int fd, __u32 key_size)
+/* Remove every entry of slot sid's table which. */
+static int table_empty(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
 {
+	int fd = tf_dp_slot_open(dp, which, sid), more, err = 0;
+	__u32 key_size = tf_slot_descs[which].key_size;
 	__u8 key[512], next[512];
-	int more;
 
 	if (fd < 0)
-		return -ENOENT; /* a table missing: the slot is dropped, never handed out */
+		return fd; /* a table missing: the slot is dropped, never handed out */
 	if (key_size > sizeof(key))
-		return -E2BIG;
-	for (more = !bpf_map_get_next_key(fd, NULL, next); more;) {
+		err = -E2BIG;
+	for (more = !err && !bpf_map_get_next_key(fd, NULL, next); more;) {
 		memcpy(key, next, key_size);
 		more = !bpf_map_get_next_key(fd, key, next);
-		if (bpf_map_delete_elem(fd, key) && errno != ENOENT)
-			return -errno;
+		if (bpf_map_delete_elem(fd, key) && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
 	}
-	return 0;
+	close(fd);
+	return err;
 }
 
 /* Empty the tables of the n released slots in sids, after a grace period. 0 or -errno each. */
@@ -435,7 +497,7 @@ static void pool_clear(struct tf_dp *dp, const __u32 *sids, unsigned int n, int 
 	for (i = 0; i < n; i++) {
 		res[i] = err;
 		for (m = 0; m < TF_SLOT_MAPS && !res[i]; m++)
-			res[i] = table_empty(dp->slot_fd[m][sids[i]], tf_slot_descs[m].key_size);
+			res[i] = table_empty(dp, m, sids[i]);
 		if (!res[i])
 			res[i] = counters_zero(dp, sids[i]);
 	}
@@ -451,28 +513,33 @@ static void pool_fill(struct tf_dp *dp, const __u32 *sids, unsigned int n, int *
 	for (i = 0; i < n; i++)
 		res[i] = counters_zero(dp, sids[i]);
 	for (m = 0; m < TF_SLOT_MAPS; m++) {
+		err = 0;
 		for (i = 0; i < n; i++) {
 			fds[i] = -1;
 			if (res[i])
 				continue;
 			fds[i] = tf_slot_create(dp->cfg, m, sids[i]);
-			if (fds[i] < 0)
+			if (fds[i] < 0) {
 				res[i] = fds[i];
-			else
-				dp->slot_fd[m][sids[i]] = fds[i];
+				err = 1;
+			}
 		}
 		/* One grace period for the whole batch; any slot that failed is retried alone. */
 		outer = bpf_map__fd(tf_slot_outer(dp->skel, m));
 		cnt = n;
-		err = 0;
-		for (i = 0; i < n; i++)
+		if (err || bpf_map_update_batch(outer, sids, fds, &cnt, NULL))
+			for (i = 0; i < n; i++)
+				if (!res[i] &&
+				    bpf_map_update_elem(outer, &sids[i], &fds[i], BPF_ANY))
+					res[i] = -errno;
+		for (i = 0; i < n; i++) {
 			if (fds[i] < 0)
-				err = 1;
-		if (!err && !bpf_map_update_batch(outer, sids, fds, &cnt, NULL))
-			continue;
-		for (i = 0; i < n; i++)
-			if (!res[i] && bpf_map_update_elem(outer, &sids[i], &fds[i], BPF_ANY))
-				res[i] = -errno;
+				continue;
+			if (res[i])
+				close(fds[i]); /* in its outer map or not, slot_drop() deletes it */
+			else
+				res[i] = slot_keep(dp, m, sids[i], fds[i]);
+		}
 	}
 }
 
@@ -578,7 +645,7 @@ static void *pool_run(void *arg)
 			continue;
 		}
 		slot_counts(dp, cnt);
-		/* Never more slots with tables than limits.max_sessions (the fd budget). */
+		/* Never more slots with tables than limits.max_sessions (their memory). */
 		room = dp->cfg->max_sessions > TF_MAX_SESSIONS - 1 - cnt[SLOT_COLD] ?
 			       dp->cfg->max_sessions - (TF_MAX_SESSIONS - 1 - cnt[SLOT_COLD]) :
 			       0;
@@ -752,8 +819,13 @@ void tf_dp_slots_close(struct tf_dp *dp)
 
 	tf_dp_pool_stop(dp);
 	tf_dp_flowlook_free(tf_dp_flows_answer(dp));
+	/* The pins stay: the next start makes them again anyway (datapath_load.c). */
 	for (m = 0; m < TF_SLOT_MAPS; m++)
-		for (sid = 0; sid < TF_MAX_SESSIONS; sid++)
-			slot_fd_close(dp, m, sid);
+		for (sid = 0; sid < TF_MAX_SESSIONS; sid++) {
+			if (dp->slot_fd[m][sid] >= 0)
+				close(dp->slot_fd[m][sid]);
+			dp->slot_fd[m][sid] = -1;
+			dp->slot_info[m][sid].id = 0;
+		}
 	memset(dp->slot_state, 0, sizeof(dp->slot_state));
 }

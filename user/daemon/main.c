@@ -249,6 +249,8 @@ static int cleanup_all(const struct tf_config *cfg)
 	snprintf(path, sizeof(path), "%s/guard", cfg->pin_dir);
 	rm_dir_entries(path, 1);
 	tf_guard_cleanup(cfg);
+	snprintf(path, sizeof(path), "%s/slots", cfg->pin_dir);
+	rm_dir_entries(path, 0);
 	snprintf(path, sizeof(path), "%s/maps", cfg->pin_dir);
 	rm_dir_entries(path, 0);
 	rmdir(cfg->pin_dir);
