@@ -15,7 +15,7 @@
 # TOTAL - 200 sessions added, 200 added and deleted in turn with them present
 # (ctl.scale.churn_*), then the 200 added from 4 connections at once and deleted so
 # (ctl.scale.conc.*: latency and rate). TOTAL is lowered to what the hard limit on open files
-# allows the daemon (7 a session, 192 more: tf_fd_need()), which a root without
+# allows the daemon (2 a session, 192 more: tf_fd_need()), which a root without
 # CAP_SYS_RESOURCE (a container) cannot raise.
 #
 #  ┌────────────────────────────────────────────────┐
@@ -37,7 +37,7 @@ N=${2:-1000}
 C=${3:-200}
 TOTAL=${4:-0}
 S=200
-fd_room=$((($(ulimit -Hn) - 192) / 7))
+fd_room=$((($(ulimit -Hn) - 192) / 2))
 [ "$TOTAL" -le "$fd_room" ] || { echo "ctl: $TOTAL sessions at scale need more files than the hard limit $(ulimit -Hn): $fd_room" >&2; TOTAL=$fd_room; }
 [ "$TOTAL" -le 4095 ] || TOTAL=4095 # limits.max_sessions at most
 BIG=$((TOTAL > S ? TOTAL - S : 0))
