@@ -103,10 +103,10 @@ static void test_budget(void)
 	pid_t pid;
 
 	tf_config_defaults(&cfg);
-	CHECK_EQ("the defaults need 7 x 1024 + 64 + 128 fds", tf_fd_need(&cfg), 7360);
+	CHECK_EQ("the defaults need 2 x 1024 + 64 + 128 fds", tf_fd_need(&cfg), 2240);
 	cfg.max_sessions = 10;
 	cfg.max_clients = 4;
-	CHECK_EQ("10 sessions and 4 clients need 202", tf_fd_need(&cfg), 202);
+	CHECK_EQ("10 sessions and 4 clients need 152", tf_fd_need(&cfg), 152);
 
 	getrlimit(RLIMIT_NOFILE, &rl);
 	low.rlim_cur = 64;
@@ -114,7 +114,7 @@ static void test_budget(void)
 	setrlimit(RLIMIT_NOFILE, &low);
 	CHECK_EQ("a low soft limit under a high hard one is raised", tf_fd_budget(&cfg), 0);
 	getrlimit(RLIMIT_NOFILE, &low);
-	CHECK_EQ("to what is needed", low.rlim_cur, 202);
+	CHECK_EQ("to what is needed", low.rlim_cur, 152);
 	CHECK_EQ("the hard limit unchanged", low.rlim_max == rl.rlim_max, 1);
 	CHECK_EQ("a limit that suffices is left alone", tf_fd_budget(&cfg), 0);
 
