@@ -64,6 +64,34 @@ expect_not_reached "$L_FP" "from 10.10.1.2:42001 msg" \
 expect_event session=b verdict=deny dst=$OK dport=7001 -- "... session b denies them"
 check "session del b" tfc session del b
 
+note "a slot's table pin swapped in bpffs is refused, never emptied as the slot's"
+check "the slots are ready again" wait_for 5 cleared
+sessions_add a
+SLOT_A=$(slot_of a)
+flowpeer_stream "$guest" "$T/st3.log" --tcp $OK:7001 --sport 42003 --tag sw --stop "$T/stop3"
+sleep 1
+tf_mark
+sleep 1
+expect_reached "$L_FP" "from 10.10.1.2:42003 msg sw" "session a: the stream reaches $OK:7001"
+# Another slot's flow table pinned under a's name, and a's under the other's.
+R=$(ls "$TF_PIN_DIR/slots" | sed -n 's/^tf_flows_\([0-9]*\)$/\1/p' | grep -vx "$SLOT_A" | head -1)
+check "another slot ($R) has a flow table pinned" test -n "$R"
+S=$TF_PIN_DIR/slots
+setup mv "$S/tf_flows_$SLOT_A" "$S/swap"
+setup mv "$S/tf_flows_$R" "$S/tf_flows_$SLOT_A"
+setup mv "$S/swap" "$S/tf_flows_$R"
+check "session del a" tfc session del a
+check "the swapped pin is refused" wait_for 5 \
+	grep -q "slot $SLOT_A: \`.*tf_flows_$SLOT_A' is not the table the slot was given" "$T/tapfenced.log"
+check "and slot $SLOT_A deleted instead of emptied through it" \
+	grep -q "slot $SLOT_A: cannot empty its tables" "$T/tapfenced.log"
+sessions_add b
+tf_mark
+sleep 3
+expect_not_reached "$L_FP" "from 10.10.1.2:42003 msg" \
+	"session b (tcp 80 only, slot $(slot_of b)): a's stream never reaches $OK:7001"
+check "session del b" tfc session del b
+
 note "a session judged through the guard's programs"
 tfd_stop
 tfd_config "$T/tf.json" '"guard":{"interfaces":["ha"]}'

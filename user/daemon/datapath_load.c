@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,20 +49,28 @@ static int mkdir_p(const char *path, mode_t mode)
 /*
  * The slot tables' pins (datapath_slots.c) an earlier run left: removed,
  * to be made again from the outer maps, which are the truth, as each
- * slot is re-adopted (while the daemon can still open a map by id).
+ * slot is re-adopted (while the daemon can still open a map by id). A
+ * symlink in the directory's place (its owner may be the config's "user")
+ * is replaced by a directory, never followed.
  */
 static int slot_pins_reset(const char *dir)
 {
-	struct dirent *e;
 	int err = mkdir_p(dir, 0700), dfd;
+	struct dirent *e;
 	DIR *d;
 
 	if (err)
 		return err;
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	dfd = dirfd(d);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 && (errno == ELOOP || errno == ENOTDIR) && !unlink(dir) && !mkdir(dir, 0700))
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		err = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return err;
+	}
 	while ((e = readdir(d)))
 		if (e->d_name[0] != '.' && unlinkat(dfd, e->d_name, 0) && !err)
 			err = -errno;

@@ -206,20 +206,35 @@ static void slot_forget(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
 	dp->slot_info[which][sid].id = 0;
 }
 
+/*
+ * The pin must still name the table the slot was given: one renamed or
+ * replaced in bpffs (another slot's table, a map of someone else's) is
+ * refused, never emptied or rewritten as this slot's.
+ */
 int tf_dp_slot_open(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
 {
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
 	char path[PATH_MAX];
 	int fd;
 
 	if (sid >= TF_MAX_SESSIONS || !dp->slot_info[which][sid].id)
 		return -ENOENT;
-	if (!dp->pinned)
+	if (!dp->pinned) {
 		fd = fcntl(dp->slot_fd[which][sid], F_DUPFD_CLOEXEC, 0);
-	else {
-		slot_pin_path(dp, which, sid, path, sizeof(path));
-		fd = bpf_obj_get(path);
+		return fd < 0 ? -errno : fd;
 	}
-	return fd < 0 ? -errno : fd;
+	slot_pin_path(dp, which, sid, path, sizeof(path));
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	memset(&info, 0, sizeof(info));
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.id == dp->slot_info[which][sid].id)
+		return fd;
+	pr_warn("slot %u: `%s' is not the table the slot was given (map %u, not %u): refused\n",
+		sid, path, info.id, dp->slot_info[which][sid].id);
+	close(fd);
+	return -ESTALE;
 }
 
 /*

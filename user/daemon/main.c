@@ -174,55 +174,76 @@ static int mkdirs(const char *path, mode_t mode)
 	return chmod_dir(tmp, mode);
 }
 
-/* Call fn(path) for every entry of dir but the hidden ones. */
-static void dir_each(const char *dir, void (*fn)(const char *path))
+/*
+ * Call fn(dfd, name, path) for every entry of dir but the hidden ones: dfd
+ * is dir, opened without following a symlink in its place (with a
+ * dedicated user the pin and state dirs' entries are that user's, who
+ * could point one at a directory of root's), and path names the entry
+ * through dfd (/proc/self/fd/<dfd>/<name>), for calls that take a path.
+ */
+static void dir_each(const char *dir, void (*fn)(int dfd, const char *name, const char *path))
 {
-	char path[PATH_MAX * 2];
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char path[64 + NAME_MAX];
 	struct dirent *de;
-	DIR *dp = opendir(dir);
+	DIR *dp = dfd < 0 ? NULL : fdopendir(dfd);
 
-	if (!dp)
+	if (!dp) {
+		if (dfd >= 0)
+			close(dfd);
 		return;
+	}
 	while ((de = readdir(dp))) {
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		fn(path);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, de->d_name);
+		fn(dfd, de->d_name, path);
 	}
 	closedir(dp);
 }
 
-static void rm_file(const char *path)
+static void rm_file(int dfd, const char *name, const char *path)
 {
-	unlink(path);
+	(void)path;
+	unlinkat(dfd, name, 0);
 }
 
 /* A pinned link: detached, then its pin removed. */
-static void rm_link(const char *path)
+static void rm_link(int dfd, const char *name, const char *path)
 {
-	int fd = bpf_obj_get(path);
+	struct stat st;
+	int fd = -1;
 
+	/* A pin is a regular file of bpffs; anything else is only unlinked. */
+	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
+		fd = bpf_obj_get(path);
 	if (fd >= 0) {
 		bpf_link_detach(fd);
 		close(fd);
 	}
-	rm_file(path);
+	rm_file(dfd, name, path);
 }
 
+/* dir's entries (not followed), then dir itself (a symlink in its place: only the link). */
 static void rm_dir_entries(const char *dir, int detach_links)
 {
 	dir_each(dir, detach_links ? rm_link : rm_file);
-	rmdir(dir);
+	if (rmdir(dir) && errno == ENOTDIR)
+		unlink(dir);
 }
 
 /* Detach our XDP program from the device of one saved session. */
-static void xdp_detach_saved(const char *path)
+static void xdp_detach_saved(int dfd, const char *name, const char *path)
 {
-	json_t *o = json_load_file(path, 0, NULL);
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	json_t *o = fd < 0 ? NULL : json_loadfd(fd, 0, NULL);
 	const char *ifname =
 		json_string_value(json_object_get(json_object_get(o, "spec"), "ifname"));
 	unsigned int ifindex = ifname ? if_nametoindex(ifname) : 0;
 
+	(void)path;
+	if (fd >= 0)
+		close(fd);
 	if (ifindex)
 		tf_dp_xdp_detach(ifindex);
 	json_decref(o);
