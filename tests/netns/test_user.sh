@@ -26,7 +26,7 @@ duid=$(id -u "$duser") dgid=$(id -g "$duser")
 # The daemon's files live under $T: the user must be able to get through it (not list it).
 chmod 0711 "$T"
 bpffs_mount "$T/bpffs"
-tfd_config "$T/tf.json" "\"user\":\"$duser\""
+tfd_config "$T/tf.json" "\"user\":\"$duser\",\"log\":{\"session_evidence\":true}"
 one_guest_spec "$T/a.json"
 
 
@@ -81,7 +81,36 @@ check "the slot tables' pins are all $duser's" \
 check "a's among them" test -e "$TF_PIN_DIR/slots/tf_learned_1"
 guest_probe "after the restart: A -> 198.51.100.10:80" 198.51.100.10 reached
 check "rule add after the restart" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
+note "a restart as tapfenced.service starts it: root without CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER"
+# Everything under the state and pin dirs is $duser's now, in directories of mode 0700.
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+check "the state dir's files are $duser's before the start" \
+	test -n "$(find "$T/state" -mindepth 1 -user "$duid" -print -quit)"
+TFD_WRAP=(capsh --drop=cap_dac_override,cap_dac_read_search,cap_fowner -- -c 'exec "$0" "$@"')
+tfd_start "$host"
+TFD_WRAP=()
+check "it starts and re-adopts session a" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^a '"
+check "as $duser again" test "$(status Uid)" = "$duid $duid $duid $duid"
+guest_probe "A -> 198.51.100.10:80" 198.51.100.10 reached
+check "rule del (saved)" tfc rule del a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
+guest_probe "A -> 203.0.113.10:80 after it" 203.0.113.10 blocked
+check "session del, its evidence written" tfc session del a
+check "... by $duser" test "$(find "$T/state/evidence" -name 'a.*.json' -user "$duid" | wc -l)" = 1
+check "session add again" tfc session add "$T/a.json"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+TFD_WRAP=(capsh --drop=cap_dac_override,cap_dac_read_search,cap_fowner -- -c 'exec "$0" "$@"')
+tfd_start "$host"
+TFD_WRAP=()
+check "restarted so again, it re-adopts session a" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^a '"
+sleep 1 # the second evidence file's name has the second in it
 check "session del" tfc session del a
+check "its evidence is written beside the first's (taken back and handed over again)" \
+	test "$(find "$T/state/evidence" -name 'a.*.json' -user "$duid" | wc -l)" = 2
+check "nothing was refused it" sh -c "! grep -q 'Permission denied' '$T/tapfenced.log'"
 check "a's tables could be opened for all of it" sh -c "! grep -qE 'cannot (open its|empty its tables)' '$T/tapfenced.log'"
 check "its links are unpinned" test ! -e "$(link_pin a in)"
 check "its state file is gone" test ! -e "$T/state/sessions/a.json"

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/capability.h>
 
 #include "common/log.h"
@@ -52,60 +53,138 @@ static int give(const char *path, uid_t uid, gid_t gid)
 }
 
 /*
- * Directory path and every entry in it (not followed) now belong to
- * uid:gid: the slot tables pinned at start, by root, which the daemon
- * opens, replaces and removes from then on.
+ * Directory path and the files in it (not followed) now belong to
+ * uid:gid: the pins and session files the start made as root, which the
+ * daemon opens, replaces and removes from then on. Only regular files
+ * with one link: a hard link the user made to a file elsewhere is not
+ * handed over with them.
  */
 static int give_all(const char *path, uid_t uid, gid_t gid)
 {
-	int err = give(path, uid, gid), dfd;
+	/* Opened while still root's: root without CAP_DAC_OVERRIDE cannot read the user's. */
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), err = 0;
 	struct dirent *e;
-	DIR *d;
+	struct stat st;
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 
-	if (err)
-		return err;
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	d = dfd < 0 ? NULL : fdopendir(dfd);
 	if (!d) {
 		err = -errno;
 		if (dfd >= 0)
 			close(dfd);
-		return err == -ENOENT ? 0 : err;
+		if (err == -ENOENT)
+			return 0;
+		pr_warn("cannot open `%s': %s\n", path, strerror(-err));
+		return err;
 	}
-	while (!err && (e = readdir(d)))
-		if (e->d_name[0] != '.' &&
-		    fchownat(dfd, e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW)) {
+	while (!err && (e = readdir(d))) {
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_nlink != 1)
+			continue;
+		if (fchownat(dfd, e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW)) {
 			err = -errno;
 			pr_warn("cannot hand `%s/%s' to uid %u: %s\n", path, e->d_name, uid,
 				strerror(-err));
 		}
+	}
+	if (!err && fchown(dfd, uid, gid)) {
+		err = -errno;
+		pr_warn("cannot hand `%s' to uid %u: %s\n", path, uid, strerror(-err));
+	}
 	closedir(d);
 	return err;
 }
 
 /*
- * What the daemon writes after start-up: session files in the state dir,
- * link pins under pin_dir/links, slot table pins under pin_dir/slots, the
- * event log (reopened on SIGHUP). Both dirs are tapfence's own; the log's
- * directory is not touched (a rotation must create the new file for the
- * user, docs/operations.md).
+ * What the daemon writes after start-up: session files and evidence
+ * (evidence/) in the state dir, link pins under pin_dir/links and pin_dir/guard, slot table pins under
+ * pin_dir/slots, the event log (reopened on SIGHUP). Both dirs are
+ * tapfence's own; the log's directory is not touched (a rotation must
+ * create the new file for the user, docs/operations.md).
  */
 static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
 {
+	static const char *const pin_subdirs[] = { "links", "guard", "slots" };
 	char path[PATH_MAX];
+	size_t i;
 	int err;
 
-	err = give(cfg->state_dir, uid, gid);
+	/* Each directory after what is in it: root cannot get into the user's (no CAP_DAC_OVERRIDE). */
 	snprintf(path, sizeof(path), "%s/sessions", cfg->state_dir);
-	err = err ?: give(path, uid, gid);
-	err = err ?: give(cfg->pin_dir, uid, gid);
-	snprintf(path, sizeof(path), "%s/links", cfg->pin_dir);
-	err = err ?: give(path, uid, gid);
-	snprintf(path, sizeof(path), "%s/guard", cfg->pin_dir);
-	err = err ?: give(path, uid, gid);
-	snprintf(path, sizeof(path), "%s/slots", cfg->pin_dir);
+	err = give_all(path, uid, gid);
+	snprintf(path, sizeof(path), "%s/evidence", cfg->state_dir);
 	err = err ?: give_all(path, uid, gid);
+	err = err ?: give(cfg->state_dir, uid, gid);
+	for (i = 0; i < sizeof(pin_subdirs) / sizeof(pin_subdirs[0]) && !err; i++) {
+		snprintf(path, sizeof(path), "%s/%s", cfg->pin_dir, pin_subdirs[i]);
+		err = give_all(path, uid, gid);
+	}
+	err = err ?: give(cfg->pin_dir, uid, gid);
 	return err ?: give(cfg->event_log, uid, gid);
+}
+
+/* What is under directory fd dfd (not followed), depth levels down, back to root. */
+static int reclaim_at(int dfd, const char *path, int depth)
+{
+	struct dirent *e;
+	struct stat st;
+	int err = 0, sub;
+	DIR *d = fdopendir(dfd);
+
+	if (!d) {
+		err = -errno;
+		close(dfd);
+		return err;
+	}
+	while (!err && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if ((st.st_uid || st.st_gid) &&
+		    fchownat(dfd, e->d_name, 0, 0, AT_SYMLINK_NOFOLLOW)) {
+			err = -errno;
+			pr_warn("cannot take `%s/%s' back from uid %u: %s\n", path, e->d_name,
+				st.st_uid, strerror(-err));
+			break;
+		}
+		if (!S_ISDIR(st.st_mode) || !depth)
+			continue;
+		sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			err = reclaim_at(sub, path, depth - 1);
+	}
+	closedir(d);
+	return err;
+}
+
+/* path, and what is under it depth levels down, back to root, top down. */
+static int reclaim(const char *path, int depth)
+{
+	struct stat st;
+	int fd;
+
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 : -errno;
+	if ((st.st_uid || st.st_gid) && fchownat(AT_FDCWD, path, 0, 0, AT_SYMLINK_NOFOLLOW)) {
+		pr_warn("cannot take `%s' back from uid %u: %s\n", path, st.st_uid,
+			strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode) || !depth)
+		return 0;
+	/* Root's now, so root without CAP_DAC_OVERRIDE can read it. */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : reclaim_at(fd, path, depth - 1);
+}
+
+int tf_caps_reclaim(const struct tf_config *cfg)
+{
+	int err;
+
+	if (geteuid())
+		return 0;
+	err = reclaim(cfg->state_dir, 2);      /* sessions/ and its files */
+	err = err ?: reclaim(cfg->pin_dir, 2); /* links/, guard/, slots/, maps/ and their pins */
+	return err ?: reclaim(cfg->event_log, 0);
 }
 
 /* Become cfg->user with the permitted set kept (PR_SET_KEEPCAPS); 0 or -errno. */

@@ -198,6 +198,14 @@ void tf_ctl_flush_events(struct tf_daemon *d);
 
 /* Capabilities (caps.c): keep only what running needs, as cfg->user if set. 0 or -errno. */
 int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result));
+/*
+ * At start, as root, before the state and pin dirs are touched: they, what
+ * is in them (never followed) and the event log go back to root, from the
+ * top down, with CAP_CHOWN alone. A "user" of the last run owned them, and
+ * root without CAP_DAC_OVERRIDE (the unit's bounding set) could neither
+ * read nor write them. tf_caps_drop() hands them to the user again.
+ */
+int tf_caps_reclaim(const struct tf_config *cfg) __attribute__((warn_unused_result));
 
 /*
  * The main loop sleeps at most TF_TICK_MS. After a drain that read events,

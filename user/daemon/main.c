@@ -502,6 +502,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (ensure_bpffs(d.cfg.pin_dir))
 		return 1;
+	if (tf_caps_reclaim(&d.cfg))
+		return 1;
 	snprintf(path, sizeof(path), "%s/sessions", d.cfg.state_dir);
 	if (mkdirs(path, 0700)) {
 		pr_warn("cannot create state dir `%s': %s\n", path, strerror(errno));
