@@ -122,7 +122,11 @@ static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
 	return err ?: give(cfg->event_log, uid, gid);
 }
 
-/* What is under directory fd dfd (not followed), depth levels down, back to root. */
+/*
+ * What is under directory fd dfd (not followed), depth levels down, back to
+ * root: the owner only, the group as it was (an operator's choice, or the
+ * user's group, which could read it until now anyway).
+ */
 static int reclaim_at(int dfd, const char *path, int depth)
 {
 	struct dirent *e;
@@ -139,8 +143,7 @@ static int reclaim_at(int dfd, const char *path, int depth)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
-		if ((st.st_uid || st.st_gid) &&
-		    fchownat(dfd, e->d_name, 0, 0, AT_SYMLINK_NOFOLLOW)) {
+		if (st.st_uid && fchownat(dfd, e->d_name, 0, (gid_t)-1, AT_SYMLINK_NOFOLLOW)) {
 			err = -errno;
 			pr_warn("cannot take `%s/%s' back from uid %u: %s\n", path, e->d_name,
 				st.st_uid, strerror(-err));
@@ -164,7 +167,7 @@ static int reclaim(const char *path, int depth)
 
 	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW))
 		return errno == ENOENT ? 0 : -errno;
-	if ((st.st_uid || st.st_gid) && fchownat(AT_FDCWD, path, 0, 0, AT_SYMLINK_NOFOLLOW)) {
+	if (st.st_uid && fchownat(AT_FDCWD, path, 0, (gid_t)-1, AT_SYMLINK_NOFOLLOW)) {
 		pr_warn("cannot take `%s' back from uid %u: %s\n", path, st.st_uid,
 			strerror(errno));
 		return -errno;

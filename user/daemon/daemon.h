@@ -200,7 +200,8 @@ void tf_ctl_flush_events(struct tf_daemon *d);
 int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result));
 /*
  * At start, as root, before the state and pin dirs are touched: they, what
- * is in them (never followed) and the event log go back to root, from the
+ * is in them (never followed) and the event log, where another uid owns
+ * them, go back to root (their groups unchanged), from the
  * top down, with CAP_CHOWN alone. A "user" of the last run owned them, and
  * root without CAP_DAC_OVERRIDE (the unit's bounding set) could neither
  * read nor write them. tf_caps_drop() hands them to the user again.

@@ -155,13 +155,25 @@ static void slot_pin_path(const struct tf_dp *dp, enum tf_slot_map which, __u32 
 }
 
 /*
+ * Slot sid's table which is now map id (0: none) of max entries. Under
+ * slot_lock: the pool's thread reads the tables of slots in use
+ * (tf_dp_flows()) while the main thread makes a restored slot's.
+ */
+static void slot_info_set(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, __u32 id, __u32 max)
+{
+	pthread_mutex_lock(&dp->slot_lock);
+	dp->slot_info[which][sid].id = id;
+	dp->slot_info[which][sid].max_entries = max;
+	pthread_mutex_unlock(&dp->slot_lock);
+}
+
+/*
  * Slot sid's table which is fd (inserted in its outer map): its id and size
  * noted, and kept, pinned (fd closed) or held. 0, or -errno with fd closed
  * and the slot without such a table as far as the datapath knows.
  */
 static int slot_keep(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, int fd)
 {
-	struct tf_slot_info *si = &dp->slot_info[which][sid];
 	struct bpf_map_info info;
 	__u32 len = sizeof(info);
 	char path[PATH_MAX];
@@ -186,8 +198,7 @@ static int slot_keep(struct tf_dp *dp, enum tf_slot_map which, __u32 sid, int fd
 			return err;
 		}
 	}
-	si->id = info.id;
-	si->max_entries = info.max_entries;
+	slot_info_set(dp, which, sid, info.id, info.max_entries);
 	return 0;
 }
 
@@ -203,7 +214,7 @@ static void slot_forget(struct tf_dp *dp, enum tf_slot_map which, __u32 sid)
 		slot_pin_path(dp, which, sid, path, sizeof(path));
 		unlink(path);
 	}
-	dp->slot_info[which][sid].id = 0;
+	slot_info_set(dp, which, sid, 0, 0);
 }
 
 /*
