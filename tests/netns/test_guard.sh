@@ -5,7 +5,7 @@
 # pattern matches leaves it unfiltered. The race: tapstorm.py creates taps the way a VMM does
 # (TUNSETIFF), brings them up into a bridge and writes frames at once, in a loop; with nothing
 # enforcing the frames reach a listener beyond the bridge, guarded not one does. Also: a device
-# re-created under a live session's name; taps made while the daemon is down; a namespace the
+# re-created under a live session's name; a forged RTM_NEWLINK from a process, ignored; taps made while the daemon is down; a namespace the
 # config names that appears later, and one found through a "DIR/*" pattern.
 # TF_ATTACH_MODE=tc|xdp sets the daemon's attach_mode (test_guard_xdp.sh runs it in XDP mode).
 #
@@ -150,6 +150,15 @@ sessions_add x
 check "session del --release" tfc session del x --release
 tf_mark
 check "after --release, vmx0 is unfiltered" wait_for 5 write_reached vmx0
+# A message from a process (CAP_NET_ADMIN, the daemon's namespace) naming a matching name with
+# vmx0's ifindex: the daemon listens for the kernel's RTM_NEWLINK only.
+vmx_idx=$(ip -n "$host" -o link show vmx0 | cut -d: -f1)
+check "a forged RTM_NEWLINK (tapforged, vmx0's ifindex $vmx_idx) is sent to the daemon's listener" \
+	n "$host" "$PY" "$TF_NETNS_DIR/nlforge.py" "$TFD_PID" tapforged "$vmx_idx"
+sleep 0.5
+check "vmx0 got no guard programs from it" sh -c "! ls '$TF_PIN_DIR/guard' | grep -q -- '-$vmx_idx-'"
+tf_mark
+check "and is still unfiltered" wait_for 5 write_reached vmx0
 
 note "the daemon down"
 kill_pid "$TFD_PID"

@@ -461,7 +461,8 @@ void tf_guard_event(struct tf_daemon *d)
 {
 	char buf[16384], cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct sockaddr_nl from;
+	struct msghdr m = { .msg_name = &from, .msg_iov = &iov, .msg_iovlen = 1 };
 	struct tf_guard_ns *g;
 	struct nlmsghdr *h;
 	struct cmsghdr *c;
@@ -472,6 +473,7 @@ void tf_guard_event(struct tf_daemon *d)
 	for (;;) {
 		m.msg_control = cbuf;
 		m.msg_controllen = sizeof(cbuf);
+		m.msg_namelen = sizeof(from);
 		n = recvmsg(d->guard_nl, &m, 0);
 		if (n < 0 && errno == ENOBUFS) {
 			all = 1; /* messages lost: look at everything */
@@ -479,6 +481,9 @@ void tf_guard_event(struct tf_daemon *d)
 		}
 		if (n <= 0)
 			break;
+		/* The kernel's only: a process's message would name any ifindex under a matching name. */
+		if (m.msg_namelen != sizeof(from) || from.nl_pid)
+			continue;
 		nsid = -1;
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
 			if (c->cmsg_level == SOL_NETLINK && c->cmsg_type == NETLINK_LISTEN_ALL_NSID)
