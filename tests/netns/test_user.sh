@@ -82,16 +82,33 @@ check "a's among them" test -e "$TF_PIN_DIR/slots/tf_learned_1"
 guest_probe "after the restart: A -> 198.51.100.10:80" 198.51.100.10 reached
 check "rule add after the restart" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
 note "a restart as tapfenced.service starts it: root without CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER"
-# Everything under the state and pin dirs is $duser's now, in directories of mode 0700.
+UNIT_CAPS=(capsh --drop=cap_dac_override,cap_dac_read_search,cap_fowner -- -c 'exec "$0" "$@"')
+second() {
+	timeout 10 ip netns exec "$host" "${UNIT_CAPS[@]}" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" \
+		--foreground >"$T/second.log" 2>&1
+}
+check_not "a second daemon started so while $duser's runs is refused" second
+check "by the running daemon's lock" grep -q "in use by another tapfenced (pid $TFD_PID" "$T/second.log"
+check "and leaves the running daemon its dirs ($duser's, 0700)" \
+	test "$(stat -c %u:%a "$T/state" "$TF_PIN_DIR" | sort -u)" = "$duid:700"
+check "which still saves a change" tfc rule add a '{"cidr":"203.0.113.0/24","proto":"udp","ports":[53]}'
+# Everything under the state and pin dirs is $duser's now, in directories of mode 0700. What the
+# user leaves there besides its own directories and files goes: a symlink root would follow to
+# another program's pin, a FIFO named as a session file that a restore would block on.
 kill -TERM "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
 TFD_PID=
 check "the state dir's files are $duser's before the start" \
 	test -n "$(find "$T/state" -mindepth 1 -user "$duid" -print -quit)"
-TFD_WRAP=(capsh --drop=cap_dac_override,cap_dac_read_search,cap_fowner -- -c 'exec "$0" "$@"')
+runuser -u "$duser" -- ln -s "$T/bpffs/elsewhere-pin" "$(link_pin a in)x" ||
+	fail "the user could not plant a symlink among the link pins"
+runuser -u "$duser" -- mkfifo "$T/state/sessions/zz.json" || fail "the user could not plant a FIFO"
+TFD_WRAP=("${UNIT_CAPS[@]}")
 tfd_start "$host"
 TFD_WRAP=()
 check "it starts and re-adopts session a" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^a '"
+check "the planted symlink and FIFO are gone" test ! -L "$(link_pin a in)x" -a ! -e "$T/state/sessions/zz.json"
+check "the log says so" grep -q "zz.json': not a directory or a file of its own, owned by uid $duid: removed" "$T/tapfenced.log"
 check "as $duser again" test "$(status Uid)" = "$duid $duid $duid $duid"
 guest_probe "A -> 198.51.100.10:80" 198.51.100.10 reached
 check "rule del (saved)" tfc rule del a '{"cidr":"203.0.113.0/24","proto":"tcp","ports":[80]}'
@@ -102,7 +119,7 @@ check "session add again" tfc session add "$T/a.json"
 kill -TERM "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
 TFD_PID=
-TFD_WRAP=(capsh --drop=cap_dac_override,cap_dac_read_search,cap_fowner -- -c 'exec "$0" "$@"')
+TFD_WRAP=("${UNIT_CAPS[@]}")
 tfd_start "$host"
 TFD_WRAP=()
 check "restarted so again, it re-adopts session a" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' session list | grep -q '^a '"

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/capability.h>
 
 #include "common/log.h"
@@ -123,12 +124,55 @@ static int give_dirs(const struct tf_config *cfg, uid_t uid, gid_t gid)
 }
 
 /*
- * What is under directory fd dfd (not followed), depth levels down, back to
- * root: the owner only, the group as it was (an operator's choice, or the
- * user's group, which could read it until now anyway).
+ * Entry name of directory dfd, if another uid owns it, back to root: a
+ * directory (mode 0700, its ACLs gone: no one else may add to it while
+ * root works in it) or a regular file with one link by a change of owner
+ * (the group as it was: an operator's choice, or the user's group, which
+ * could read it until now anyway); anything else the user left there (a
+ * symlink root would follow, a FIFO a read would block on, a hard link to
+ * a file elsewhere) is removed. *st: what it is now. 0 or -errno.
  */
-static int reclaim_at(int dfd, const char *path, int depth)
+static int take(int dfd, const char *name, const char *path, struct stat *st)
 {
+	static const char *const acls[] = { "system.posix_acl_access", "system.posix_acl_default" };
+	int fd, err = 0;
+	size_t i;
+
+	if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (!st->st_uid)
+		return 0;
+	if (!S_ISDIR(st->st_mode) && !(S_ISREG(st->st_mode) && st->st_nlink == 1)) {
+		pr_warn("`%s': not a directory or a file of its own, owned by uid %u: removed\n",
+			path, st->st_uid);
+		st->st_mode = 0;
+		return unlinkat(dfd, name, 0) ? -errno : 0;
+	}
+	if (fchownat(dfd, name, 0, (gid_t)-1, AT_SYMLINK_NOFOLLOW)) {
+		err = -errno;
+		pr_warn("cannot take `%s' back from uid %u: %s\n", path, st->st_uid,
+			strerror(-err));
+		return err;
+	}
+	if (!S_ISDIR(st->st_mode))
+		return 0;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0700))
+		err = -errno;
+	for (i = 0; !err && i < sizeof(acls) / sizeof(acls[0]); i++)
+		if (fremovexattr(fd, acls[i]) && errno != ENODATA && errno != EOPNOTSUPP)
+			err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		pr_warn("cannot close `%s' to others: %s\n", path, strerror(-err));
+	return err;
+}
+
+/* What is in directory fd dfd, depth levels down, taken back (take()); dfd is closed. */
+static int reclaim_at(int dfd, const char *dir, int depth)
+{
+	char path[PATH_MAX];
 	struct dirent *e;
 	struct stat st;
 	int err = 0, sub;
@@ -140,54 +184,92 @@ static int reclaim_at(int dfd, const char *path, int depth)
 		return err;
 	}
 	while (!err && (e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (st.st_uid && fchownat(dfd, e->d_name, 0, (gid_t)-1, AT_SYMLINK_NOFOLLOW)) {
-			err = -errno;
-			pr_warn("cannot take `%s/%s' back from uid %u: %s\n", path, e->d_name,
-				st.st_uid, strerror(-err));
-			break;
-		}
-		if (!S_ISDIR(st.st_mode) || !depth)
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		err = take(dfd, e->d_name, path, &st);
+		if (err == -ENOENT)
+			err = 0;
+		if (err || !S_ISDIR(st.st_mode) || !depth)
 			continue;
 		sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
-			err = reclaim_at(sub, path, depth - 1);
+		err = sub < 0 ? -errno : reclaim_at(sub, path, depth - 1);
 	}
 	closedir(d);
 	return err;
 }
 
-/* path, and what is under it depth levels down, back to root, top down. */
-static int reclaim(const char *path, int depth)
-{
-	struct stat st;
-	int fd;
+/* The three a running daemon's lock is found through (enum order): taken first. */
+enum { TOP_STATE, TOP_LOCK, TOP_PIN, TOP_N };
 
-	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW))
-		return errno == ENOENT ? 0 : -errno;
-	if (st.st_uid && fchownat(AT_FDCWD, path, 0, (gid_t)-1, AT_SYMLINK_NOFOLLOW)) {
-		pr_warn("cannot take `%s' back from uid %u: %s\n", path, st.st_uid,
-			strerror(errno));
-		return -errno;
-	}
-	if (!S_ISDIR(st.st_mode) || !depth)
+static void top_path(const struct tf_config *cfg, int i, char *buf, size_t len)
+{
+	if (i == TOP_STATE)
+		snprintf(buf, len, "%s", cfg->state_dir);
+	else if (i == TOP_LOCK)
+		snprintf(buf, len, "%s/" TF_LOCK_FILE, cfg->state_dir);
+	else
+		snprintf(buf, len, "%s", cfg->pin_dir);
+}
+
+int tf_caps_reclaim_top(const struct tf_config *cfg, struct tf_reclaim *r)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int i, err = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (geteuid())
 		return 0;
-	/* Root's now, so root without CAP_DAC_OVERRIDE can read it. */
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : reclaim_at(fd, path, depth - 1);
+	for (i = 0; i < TOP_N && !err; i++) {
+		top_path(cfg, i, path, sizeof(path));
+		if (fstatat(AT_FDCWD, path, &r->was[i], AT_SYMLINK_NOFOLLOW))
+			continue;
+		r->taken[i] = r->was[i].st_uid != 0;
+		err = take(AT_FDCWD, path, path, &st);
+		if (err == -ENOENT)
+			err = 0;
+	}
+	return err;
+}
+
+void tf_caps_reclaim_undo(const struct tf_config *cfg, const struct tf_reclaim *r)
+{
+	char path[PATH_MAX];
+	int i;
+
+	for (i = TOP_N - 1; i >= 0; i--) {
+		if (!r->taken[i])
+			continue;
+		top_path(cfg, i, path, sizeof(path));
+		if (fchownat(AT_FDCWD, path, r->was[i].st_uid, r->was[i].st_gid,
+			     AT_SYMLINK_NOFOLLOW) ||
+		    (S_ISDIR(r->was[i].st_mode) &&
+		     fchmodat(AT_FDCWD, path, r->was[i].st_mode & 07777, 0)))
+			pr_warn("cannot give `%s' back to uid %u: %s\n", path, r->was[i].st_uid,
+				strerror(errno));
+	}
 }
 
 int tf_caps_reclaim(const struct tf_config *cfg)
 {
-	int err;
+	struct stat st;
+	int err = 0, fd;
+	const char *dirs[] = { cfg->state_dir, cfg->pin_dir };
+	size_t i;
 
 	if (geteuid())
 		return 0;
-	err = reclaim(cfg->state_dir, 2);      /* sessions/ and its files */
-	err = err ?: reclaim(cfg->pin_dir, 2); /* links/, guard/, slots/, maps/ and their pins */
-	return err ?: reclaim(cfg->event_log, 0);
+	/* sessions/, evidence/ and their files; links/, guard/, slots/, maps/ and their pins */
+	for (i = 0; i < 2 && !err; i++) {
+		fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			err = errno == ENOENT ? 0 : -errno;
+		else
+			err = reclaim_at(fd, dirs[i], 1);
+	}
+	err = err ?: take(AT_FDCWD, cfg->event_log, cfg->event_log, &st);
+	return err == -ENOENT ? 0 : err;
 }
 
 /* Become cfg->user with the permitted set kept (PR_SET_KEEPCAPS); 0 or -errno. */

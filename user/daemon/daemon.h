@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include "config.h"
 #include "datapath.h"
@@ -199,13 +200,23 @@ void tf_ctl_flush_events(struct tf_daemon *d);
 /* Capabilities (caps.c): keep only what running needs, as cfg->user if set. 0 or -errno. */
 int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result));
 /*
- * At start, as root, before the state and pin dirs are touched: they, what
- * is in them (never followed) and the event log, where another uid owns
- * them, go back to root (their groups unchanged), from the
- * top down, with CAP_CHOWN alone. A "user" of the last run owned them, and
- * root without CAP_DAC_OVERRIDE (the unit's bounding set) could neither
- * read nor write them. tf_caps_drop() hands them to the user again.
+ * With "user", the last run's user owns the state and pin dirs, closed
+ * (0700) to root without CAP_DAC_OVERRIDE (tapfenced.service), so a start
+ * as root takes them back with CAP_CHOWN, in two steps (caps.c: take()).
+ * First, before anything else, the three a running daemon's lock is found
+ * through: state_dir, its lock file, pin_dir; *r says whose they were.
+ * Then, the lock held (tf_caps_reclaim_undo() if it is another daemon's),
+ * what is in the two dirs, two levels down, and the event log. A start
+ * without "user" finds root's and changes nothing. tf_caps_drop() hands
+ * them to the user again.
  */
+struct tf_reclaim {
+	struct stat was[3];
+	int taken[3];
+};
+int tf_caps_reclaim_top(const struct tf_config *cfg, struct tf_reclaim *r)
+	__attribute__((warn_unused_result));
+void tf_caps_reclaim_undo(const struct tf_config *cfg, const struct tf_reclaim *r);
 int tf_caps_reclaim(const struct tf_config *cfg) __attribute__((warn_unused_result));
 
 /*

@@ -156,6 +156,7 @@ static int chmod_dir(const char *path, mode_t mode)
 	return err;
 }
 
+/* path and its parents (0755); path itself mode (0: as it is, 0755 if made). */
 static int mkdirs(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX], *p;
@@ -169,9 +170,9 @@ static int mkdirs(const char *path, mode_t mode)
 			*p = '/';
 		}
 	}
-	if (mkdir(tmp, mode) && errno != EEXIST)
+	if (mkdir(tmp, mode ? mode : 0755) && errno != EEXIST)
 		return -errno;
-	return chmod_dir(tmp, mode);
+	return mode ? chmod_dir(tmp, mode) : 0;
 }
 
 /*
@@ -437,6 +438,7 @@ int main(int argc, char **argv)
 	char path[PATH_MAX + 16];
 	int opt, cleanup = 0, force = 0, ret = 1;
 	struct tf_lock lock;
+	struct tf_reclaim reclaim;
 
 	tf_lock_init(&lock);
 	while ((opt = getopt_long(argc, argv, "c:fvCFh", longopts, NULL)) != -1) {
@@ -502,20 +504,26 @@ int main(int argc, char **argv)
 		return 1;
 	if (ensure_bpffs(d.cfg.pin_dir))
 		return 1;
-	if (tf_caps_reclaim(&d.cfg))
+	/* Only what finds a running daemon's lock before the lock: the rest could be its. */
+	if (tf_caps_reclaim_top(&d.cfg, &reclaim))
 		return 1;
-	snprintf(path, sizeof(path), "%s/sessions", d.cfg.state_dir);
-	if (mkdirs(path, 0700)) {
-		pr_warn("cannot create state dir `%s': %s\n", path, strerror(errno));
-		return 1;
-	}
-	if (mkdirs(d.cfg.pin_dir, 0700)) {
-		pr_warn("cannot create pin dir `%s': %s\n", d.cfg.pin_dir, strerror(errno));
+	if (mkdirs(d.cfg.state_dir, 0) || mkdirs(d.cfg.pin_dir, 0700)) {
+		pr_warn("cannot create state dir `%s' or pin dir `%s': %s\n", d.cfg.state_dir,
+			d.cfg.pin_dir, strerror(errno));
 		return 1;
 	}
 	/* Before the socket, the pins or a session is touched: one daemon per set of them. */
-	if (tf_lock_take(&d.cfg, &lock, 0))
+	if (tf_lock_take(&d.cfg, &lock, 0)) {
+		tf_caps_reclaim_undo(&d.cfg, &reclaim);
 		return 1;
+	}
+	if (tf_caps_reclaim(&d.cfg))
+		goto cleanup;
+	snprintf(path, sizeof(path), "%s/sessions", d.cfg.state_dir);
+	if (mkdirs(path, 0700)) {
+		pr_warn("cannot create state dir `%s': %s\n", path, strerror(errno));
+		goto cleanup;
+	}
 	/* Before anything is restored (sessions in other namespaces need it) or dropped. */
 	if (tf_ns_init(1))
 		goto cleanup;
