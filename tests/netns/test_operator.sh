@@ -254,6 +254,9 @@ note "--cleanup --force, for a wedged daemon"
 kill -STOP "$TFD_PID"
 check "--cleanup --force removes the enforcement anyway" \
 	ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$TFD_CONFIG" --cleanup --force
+# The stopped daemon still holds vm.1's links: they pass only if --cleanup detached them.
+guest_probe "vm.1 -> 203.0.113.10:80 (no rule) passes: its links detached, not only unpinned" \
+	203.0.113.10 reached
 kill -CONT "$TFD_PID"
 check "the pins are gone" test ! -e "$(link_pin vm,1 in)"
 check "the slot tables' pins too" test ! -e "$TF_PIN_DIR/slots"

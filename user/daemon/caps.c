@@ -40,11 +40,19 @@ static const cap_value_t keep[] = { CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON };
 static int give(const char *path, uid_t uid, gid_t gid)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), err = 0;
+	struct stat st;
 
 	if (fd < 0)
 		return errno == ENOENT ?
 			       0 :
 			       (pr_warn("cannot open `%s': %s\n", path, strerror(errno)), -errno);
+	/* A directory, or a file of its own: not a hard link to a file elsewhere. */
+	if (fstat(fd, &st) || !(S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && st.st_nlink == 1))) {
+		pr_warn("`%s' is not a directory or a file of its own: not handed to uid %u\n",
+			path, uid);
+		close(fd);
+		return -EPERM;
+	}
 	if (fchown(fd, uid, gid)) {
 		err = -errno;
 		pr_warn("cannot hand `%s' to uid %u: %s\n", path, uid, strerror(-err));

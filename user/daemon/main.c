@@ -209,15 +209,24 @@ static void rm_file(int dfd, const char *name, const char *path)
 	unlinkat(dfd, name, 0);
 }
 
-/* A pinned link: detached, then its pin removed. */
+/*
+ * A pinned link: detached, then its pin removed. A pin is a regular file of
+ * bpffs, opened here (O_PATH, not followed) and got through that fd, so an
+ * entry swapped meanwhile is never the one detached; anything else is only
+ * unlinked.
+ */
 static void rm_link(int dfd, const char *name, const char *path)
 {
+	int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd = -1;
+	char self[64];
 	struct stat st;
-	int fd = -1;
 
-	/* A pin is a regular file of bpffs; anything else is only unlinked. */
-	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
-		fd = bpf_obj_get(path);
+	if (pfd >= 0 && !fstat(pfd, &st) && S_ISREG(st.st_mode)) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = bpf_obj_get(self);
+	}
+	if (pfd >= 0)
+		close(pfd);
 	if (fd >= 0) {
 		bpf_link_detach(fd);
 		close(fd);
