@@ -276,8 +276,20 @@ int tf_caps_reclaim(const struct tf_config *cfg)
 		else
 			err = reclaim_at(fd, dirs[i], 1);
 	}
-	err = err ?: take(AT_FDCWD, cfg->event_log, cfg->event_log, &st);
-	return err == -ENOENT ? 0 : err;
+	if (err)
+		return err;
+	/*
+	 * The event log is the operator's file in the operator's directory:
+	 * taken back only from the user it was handed to, and never removed.
+	 */
+	if (cfg->user[0] && !fstatat(AT_FDCWD, cfg->event_log, &st, AT_SYMLINK_NOFOLLOW) &&
+	    st.st_uid && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+	    fchownat(AT_FDCWD, cfg->event_log, 0, (gid_t)-1, AT_SYMLINK_NOFOLLOW)) {
+		err = -errno;
+		pr_warn("cannot take `%s' back from uid %u: %s\n", cfg->event_log, st.st_uid,
+			strerror(-err));
+	}
+	return err;
 }
 
 /* Become cfg->user with the permitted set kept (PR_SET_KEEPCAPS); 0 or -errno. */

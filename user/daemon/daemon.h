@@ -206,7 +206,8 @@ int tf_caps_drop(const struct tf_config *cfg) __attribute__((warn_unused_result)
  * First, before anything else, the three a running daemon's lock is found
  * through: state_dir, its lock file, pin_dir; *r says whose they were.
  * Then, the lock held (tf_caps_reclaim_undo() if it is another daemon's),
- * what is in the two dirs, two levels down, and the event log. A start
+ * what is in the two dirs, two levels down, and with "user" the event log
+ * (a file of its own only, never removed). A start
  * without "user" finds root's and changes nothing. tf_caps_drop() hands
  * them to the user again.
  */
