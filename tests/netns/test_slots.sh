@@ -39,18 +39,24 @@ metric() { tfc metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 # cleared: no slot waits to be emptied, and at least one is ready.
 cleared() { [ "$(metric tapfence_slots_dirty)" = 0 ] && [ "$(metric tapfence_slots_ready)" -ge 1 ]; }
 
+# a_streams SPORT TAG: session a added (its slot in SLOT_A), a stream from the guest's SPORT to
+# $OK:7001 (its rule) that keeps sending TAG, seen reaching the server.
+a_streams() {
+	sessions_add a
+	SLOT_A=$(slot_of a)
+	flowpeer_stream "$guest" "$T/st-$2.log" --tcp $OK:7001 --sport "$1" --tag "$2" --stop "$T/stop-$2"
+	sleep 1
+	tf_mark
+	sleep 1
+	expect_reached "$L_FP" "from 10.10.1.2:$1 msg $2" "session a: the stream reaches $OK:7001"
+}
+
 note "the pool"
 check "metrics: the pool has slots ready (limits.warm_slots 2)" wait_for 5 \
 	sh -c "[ \"\$($TF_BUILD/tapfence --socket $TF_SOCK metrics | awk '\$1 == \"tapfence_slots_ready\" { print \$2 }')\" = 2 ]"
 
 note "a deleted session's flows do not outlive it in its recycled slot"
-sessions_add a
-SLOT_A=$(slot_of a)
-flowpeer_stream "$guest" "$T/st.log" --tcp $OK:7001 --sport 42001 --tag st --stop "$T/stop"
-sleep 1
-tf_mark
-sleep 1
-expect_reached "$L_FP" "from 10.10.1.2:42001 msg st" "session a: the stream reaches $OK:7001"
+a_streams 42001 st
 check "session del a" tfc session del a
 check "the slot is emptied and ready again" wait_for 5 cleared
 sessions_add b
@@ -66,13 +72,7 @@ check "session del b" tfc session del b
 
 note "a slot's table pin swapped in bpffs is refused, never emptied as the slot's"
 check "the slots are ready again" wait_for 5 cleared
-sessions_add a
-SLOT_A=$(slot_of a)
-flowpeer_stream "$guest" "$T/st3.log" --tcp $OK:7001 --sport 42003 --tag sw --stop "$T/stop3"
-sleep 1
-tf_mark
-sleep 1
-expect_reached "$L_FP" "from 10.10.1.2:42003 msg sw" "session a: the stream reaches $OK:7001"
+a_streams 42003 sw
 # Another slot's flow table pinned under a's name, and a's under the other's.
 R=$(ls "$TF_PIN_DIR/slots" | sed -n 's/^tf_flows_\([0-9]*\)$/\1/p' | grep -vx "$SLOT_A" | head -1)
 check "another slot ($R) has a flow table pinned" test -n "$R"
