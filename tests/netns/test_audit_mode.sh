@@ -123,8 +123,10 @@ check_not "enforce: GET http://name.test/ is denied" get_name name.test
 tf_unmark "$TF_EVENTS"
 expect_event kind=session session=a mode=enforce -- "the sealed log says a went to enforce mode"
 expect_event kind=policy session=a op=mode.enforce -- "the policy line of the switch is sealed"
-touch "$T/stop"
+# Audit mode first, then the stream's end: its RST must pass (under enforce it was revoked, and
+# the server went on retransmitting its echo into session b's time on the same device).
 check "session mode a audit" tfc session mode a audit
+touch "$T/stop"
 check "audit again: a new connection to $FAR:7001 works" n "$guest" "$PY" "$FP" once --tcp $FAR:7001 \
 	--sport 42002 --tag once
 
