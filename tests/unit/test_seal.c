@@ -53,14 +53,14 @@ static void test_merkle(void)
 
 	tf_merkle_init(&m);
 	for (i = 0; i <= 8; i++) {
-		CHECK_EQ("root computed", tf_merkle_root(&m, root), 0);
+		tf_merkle_root(&m, root);
 		tf_hex(root, TF_HASH_LEN, hex);
 		snprintf(desc, sizeof(desc), "RFC 6962 root of the first %zu reference leaves", i);
 		CHECK_STR(desc, hex, roots[i]);
 		if (i == 8)
 			break;
-		CHECK_EQ("leaf hashed", tf_leaf_hash(leaves[i], lens[i], h), 0);
-		CHECK_EQ("leaf pushed", tf_merkle_push(&m, h), 0);
+		tf_leaf_hash(leaves[i], lens[i], h);
+		tf_merkle_push(&m, h);
 	}
 }
 
@@ -171,7 +171,8 @@ static void test_proofs(void)
 	tf_tree_init(&t, NULL);
 	for (n = 0; n < 40; n++) {
 		b = (__u8)n;
-		if (tf_leaf_hash(&b, 1, leaves[n]) || tf_tree_push(&t, leaves[n]))
+		tf_leaf_hash(&b, 1, leaves[n]);
+		if (tf_tree_push(&t, leaves[n]))
 			break;
 	}
 	for (n = 1; n <= 40; n++) {

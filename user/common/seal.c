@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * RFC 6962 Merkle tree, C2SP checkpoints and signed notes (Ed25519, ECDSA P-256), with
- * OpenSSL's libcrypto. Single-threaded callers: the digest context is kept.
+ * OpenSSL's libcrypto. The tree's hashes (tf_leaf_hash(), tf_merkle_push(),
+ * tf_merkle_root()) may run on any thread; the rest keeps one digest
+ * context and serves one thread at a time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 
 #include "seal.h"
@@ -37,48 +40,48 @@ static int sha256_parts(const void *a, size_t alen, const void *b, size_t blen, 
 }
 
 /*
- * SHA-256(prefix || data) for the tree's two prefixes (0x00 a leaf, 0x01 a
- * node), from a context that has the prefix absorbed already: every event
- * line is a leaf and, on average, one node, and a copy of the ready context
- * costs half of what a fresh EVP_DigestInit_ex2() and a one-byte update do
- * (docs/performance.md#event-feed).
+ * The tree's hashes (RFC 6962 2.1: a leaf is SHA-256(0x00 || line), a node
+ * SHA-256(0x01 || left || right)) use OpenSSL's SHA256_* functions,
+ * deprecated since OpenSSL 3.0 and still in every release. An EVP context
+ * allocates its digest's state at every digest in OpenSSL 3.0
+ * (EVP_MD_CTX_copy_ex() and EVP_DigestInit_ex2() alike), so a tree hash
+ * could fail for memory, and one context serves one thread; a SHA256_CTX
+ * lives on the stack, so a tree hash cannot fail and the event log folds
+ * its tree on a thread of its own (auditlog.c). It is also 20 ns a hash
+ * faster (docs/performance.md#event-feed).
  */
-static int sha256_prefixed(__u8 prefix, const void *data, size_t len, __u8 out[TF_HASH_LEN])
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void tree_sha256(__u8 prefix, const void *a, size_t alen, const void *b, size_t blen,
+			__u8 out[TF_HASH_LEN])
 {
-	static EVP_MD_CTX *ready[2], *ctx;
-	static EVP_MD *md;
+	SHA256_CTX c;
 
-	if (!md && !(md = EVP_MD_fetch(NULL, "SHA256", NULL)))
-		return -ENOSYS;
-	if (!ctx && !(ctx = EVP_MD_CTX_new()))
-		return -ENOMEM;
-	if (!ready[prefix]) {
-		EVP_MD_CTX *r = EVP_MD_CTX_new();
-
-		if (!r || !EVP_DigestInit_ex2(r, md, NULL) || !EVP_DigestUpdate(r, &prefix, 1)) {
-			EVP_MD_CTX_free(r);
-			return -ENOMEM;
-		}
-		ready[prefix] = r;
-	}
-	if (!EVP_MD_CTX_copy_ex(ctx, ready[prefix]) || !EVP_DigestUpdate(ctx, data, len) ||
-	    !EVP_DigestFinal_ex(ctx, out, NULL))
-		return -EIO;
-	return 0;
+	SHA256_Init(&c);
+	SHA256_Update(&c, &prefix, 1);
+	SHA256_Update(&c, a, alen);
+	SHA256_Update(&c, b, blen);
+	SHA256_Final(out, &c);
 }
 
-int tf_leaf_hash(const void *data, size_t len, __u8 out[TF_HASH_LEN])
+/* SHA-256(""): the hash of a tree of no leaves. */
+static void empty_sha256(__u8 out[TF_HASH_LEN])
 {
-	return sha256_prefixed(0x00, data, len, out);
+	SHA256_CTX c;
+
+	SHA256_Init(&c);
+	SHA256_Final(out, &c);
+}
+#pragma GCC diagnostic pop
+
+void tf_leaf_hash(const void *data, size_t len, __u8 out[TF_HASH_LEN])
+{
+	tree_sha256(0x00, data, len, NULL, 0, out);
 }
 
-static int node_hash(const __u8 *l, const __u8 *r, __u8 out[TF_HASH_LEN])
+static void node_hash(const __u8 *l, const __u8 *r, __u8 out[TF_HASH_LEN])
 {
-	__u8 both[2 * TF_HASH_LEN];
-
-	memcpy(both, l, TF_HASH_LEN);
-	memcpy(both + TF_HASH_LEN, r, TF_HASH_LEN);
-	return sha256_prefixed(0x01, both, sizeof(both), out);
+	tree_sha256(0x01, l, TF_HASH_LEN, r, TF_HASH_LEN, out);
 }
 
 void tf_merkle_init(struct tf_merkle *m)
@@ -86,29 +89,27 @@ void tf_merkle_init(struct tf_merkle *m)
 	memset(m, 0, sizeof(*m));
 }
 
-int tf_merkle_push(struct tf_merkle *m, const __u8 leaf[TF_HASH_LEN])
+void tf_merkle_push(struct tf_merkle *m, const __u8 leaf[TF_HASH_LEN])
 {
 	__u8 h[TF_HASH_LEN];
-	int i, err;
+	int i;
 
 	memcpy(h, leaf, TF_HASH_LEN);
 	/* Every set low bit is a complete subtree left of the new leaf: merge it. */
-	for (i = 0; m->size >> i & 1; i++) {
-		err = node_hash(m->node[i], h, h);
-		if (err)
-			return err;
-	}
+	for (i = 0; m->size >> i & 1; i++)
+		node_hash(m->node[i], h, h);
 	memcpy(m->node[i], h, TF_HASH_LEN);
 	m->size++;
-	return 0;
 }
 
-int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN])
+void tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN])
 {
-	int i, have = 0, err;
+	int i, have = 0;
 
-	if (!m->size)
-		return sha256_parts("", 0, NULL, 0, NULL, 0, out);
+	if (!m->size) {
+		empty_sha256(out);
+		return;
+	}
 	/* RFC 6962 splits at the largest power of two: fold the subtrees right to left. */
 	for (i = 0; i < 64; i++) {
 		if (!(m->size >> i & 1))
@@ -116,11 +117,10 @@ int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN])
 		if (!have) {
 			memcpy(out, m->node[i], TF_HASH_LEN);
 			have = 1;
-		} else if ((err = node_hash(m->node[i], out, out))) {
-			return err;
+		} else {
+			node_hash(m->node[i], out, out);
 		}
 	}
-	return 0;
 }
 
 void tf_tree_init(struct tf_tree *t, const struct tf_merkle *edge)
@@ -212,9 +212,9 @@ static int mth(struct tf_tree *t, __u64 lo, __u64 hi, __u8 out[TF_HASH_LEN])
 		memcpy(out, t->memo[k + 1][j], TF_HASH_LEN);
 		return 0;
 	}
-	if ((err = mth(t, lo, lo + (1ULL << k), l)) || (err = mth(t, lo + (1ULL << k), hi, r)) ||
-	    (err = node_hash(l, r, out)))
+	if ((err = mth(t, lo, lo + (1ULL << k), l)) || (err = mth(t, lo + (1ULL << k), hi, r)))
 		return err;
+	node_hash(l, r, out);
 	if (!aligned)
 		return 0;
 	if (j >= t->memo_n[k + 1]) {
@@ -281,15 +281,14 @@ int tf_inclusion_verify(const __u8 leaf[TF_HASH_LEN], __u64 m, __u64 n,
 		if (!sn)
 			return 0;
 		if ((fn & 1) || fn == sn) {
-			if (node_hash(proof[i], r, r))
-				return 0;
+			node_hash(proof[i], r, r);
 			if (!(fn & 1))
 				while (!(fn & 1) && fn) {
 					fn >>= 1;
 					sn >>= 1;
 				}
-		} else if (node_hash(r, proof[i], r)) {
-			return 0;
+		} else {
+			node_hash(r, proof[i], r);
 		}
 		fn >>= 1;
 		sn >>= 1;

@@ -34,11 +34,11 @@ struct tf_merkle {
 };
 
 /* SHA-256(0x00 || data): the leaf hash of one line (without its newline). */
-int tf_leaf_hash(const void *data, size_t len, __u8 out[TF_HASH_LEN]);
+void tf_leaf_hash(const void *data, size_t len, __u8 out[TF_HASH_LEN]);
 void tf_merkle_init(struct tf_merkle *m);
-int tf_merkle_push(struct tf_merkle *m, const __u8 leaf[TF_HASH_LEN]);
+void tf_merkle_push(struct tf_merkle *m, const __u8 leaf[TF_HASH_LEN]);
 /* The RFC 6962 Merkle tree hash of the leaves pushed so far (SHA-256("") when none). */
-int tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN]);
+void tf_merkle_root(const struct tf_merkle *m, __u8 out[TF_HASH_LEN]);
 
 /*
  * struct tf_tree - an epoch's tree as far as a reader knows it, for

@@ -218,8 +218,8 @@ static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, 
 		a->tree0 = a->tree;
 		memcpy(a->last0, a->last, TF_HASH_LEN);
 	}
-	if (tf_leaf_hash(line, n, h) || tf_merkle_push(&a->tree, h))
-		return 0;
+	tf_leaf_hash(line, n, h);
+	tf_merkle_push(&a->tree, h);
 	memcpy(a->last, h, TF_HASH_LEN);
 	memcpy(a->buf + a->len, line, n);
 	a->buf[a->len + n] = '\n';
@@ -292,7 +292,8 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 		return err;
 	snprintf(cp.origin, sizeof(cp.origin), "%s", a->origin);
 	cp.size = a->tree.size;
-	if (tf_merkle_root(&a->tree, cp.root) || tf_checkpoint_text(&cp, text, sizeof(text)) < 0)
+	tf_merkle_root(&a->tree, cp.root);
+	if (tf_checkpoint_text(&cp, text, sizeof(text)) < 0)
 		return -EIO;
 	len = tf_note_sign(&a->key[0], text, note, sizeof(note));
 	if (len >= 0 && a->key[1].pkey)
@@ -774,9 +775,13 @@ static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 	 * on from (its size, which is the key line's index, and its root), so
 	 * the new key cannot sign another history of what the old one sealed.
 	 */
-	if (tf_audit_seal(d, "key") || a->sealed_size != a->tree.size ||
-	    tf_merkle_root(&a->tree, root) ||
-	    tf_b64_encode(root, TF_HASH_LEN, root64, sizeof(root64)) < 0) {
+	if (tf_audit_seal(d, "key") || a->sealed_size != a->tree.size) {
+		snprintf(err, errlen,
+			 "event log: cannot seal before the rotation (the old key stays)");
+		return -EIO;
+	}
+	tf_merkle_root(&a->tree, root);
+	if (tf_b64_encode(root, TF_HASH_LEN, root64, sizeof(root64)) < 0) {
 		snprintf(err, errlen,
 			 "event log: cannot seal before the rotation (the old key stays)");
 		return -EIO;
