@@ -87,10 +87,14 @@ check "session a added" tfc session add "$T/a.json"
 check "session b added" tfc session add "$T/b.json"
 
 # CAP_NET_ADMIN (12), CAP_PERFMON (38), CAP_BPF (39): nothing else, in any set.
+# Every thread's: capabilities are a thread's own, and one started before the drop would keep them.
 caps_want=000000c000001000
+ntasks=$(find "/proc/$TFD_PID/task" -mindepth 1 -maxdepth 1 | wc -l)
+check "tapfenced runs its threads: main loop, slot pool, event log tree ($ntasks)" test "$ntasks" -eq 3
 for set in CapEff CapPrm CapBnd; do
-	got=$(awk -v k="$set:" '$1 == k { print $2 }' "/proc/$TFD_PID/status")
-	check "tapfenced's $set is only cap_net_admin, cap_perfmon, cap_bpf ($got)" test "$got" = "$caps_want"
+	got=$(awk -v k="$set:" '$1 == k { print $2 }' /proc/"$TFD_PID"/task/*/status | sort -u | tr '\n' ' ')
+	check "every tapfenced thread's $set is only cap_net_admin, cap_perfmon, cap_bpf ($got)" \
+		test "$got" = "$caps_want "
 done
 check "tapfenced's CapInh is empty" test "$(awk '$1 == "CapInh:" { print $2 }' "/proc/$TFD_PID/status")" = 0000000000000000
 check "tapfenced has no_new_privs" grep -qE '^NoNewPrivs:[[:space:]]+1$' "/proc/$TFD_PID/status"

@@ -2003,6 +2003,8 @@ static int part_events(struct bench *b, int quick, unsigned int nsubs, json_t *o
 	d.by_sid[MAIN_SID] = &sess;
 	err = tf_events_open(&d);
 	if (!err)
+		err = tf_audit_start(&d); /* as the daemon runs it */
+	if (!err)
 		err = subs_open(&d, rd, nsubs);
 	if (!err)
 		err = target_make(b, &flood, TC_FROM, MAIN_SID, &t);

@@ -19,12 +19,18 @@
  * written whole is cut off again (ftruncate to the last whole batch), its
  * lines are left out of the tree and counted as unwritten, and the next
  * seal line says so. Sealed bytes are never rewritten.
+ *
+ * A line's leaf hash is made at once (the next line carries it); the tree's
+ * nodes above the leaves only need to be there by the next checkpoint, and
+ * a thread of their own makes them (struct folder).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,16 +44,37 @@
 #include "daemon.h"
 
 #define BATCH_MAX     (1u << 20)
+#define BATCH_LINES   8192 /* a batch is written when it has this many lines or BATCH_MAX bytes */
 #define TF_AUDIT_KEYS 2
+
+/*
+ * Folds written batches' leaf hashes into the tree, on a thread of its own
+ * once tf_audit_start() ran (on the caller's before). A batch's leaves are
+ * handed over whole when it is written (fold_hand()), and whoever reads the
+ * tree first waits until the thread folded all it was handed (fold_wait()):
+ * the tree is the thread's while @n is not 0, the drain's otherwise.
+ */
+struct folder {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* leaves handed over, leaves folded, or stop */
+	pthread_t thread;
+	int on, stop;
+	unsigned int n;		   /* leaves handed over and not folded yet */
+	__u8 (*leaf)[TF_HASH_LEN]; /* them */
+};
 
 struct tf_audit {
 	int fd;
 	off_t committed;	/* file size after the last whole batch */
-	struct tf_merkle tree;	/* leaves written */
+	struct tf_merkle tree;	/* leaves of the batches written (struct folder) */
+	__u64 size;		/* leaves sealed: tree's, the folder's and the batch's */
 	__u8 last[TF_HASH_LEN]; /* hash of the last leaf (the chain) */
-	struct tf_merkle tree0; /* the same, when the batch began */
+	__u64 size0;		/* the same two, when the batch began */
 	__u8 last0[TF_HASH_LEN];
 	unsigned int batch_lines;
+	__u8 (*leaf)[TF_HASH_LEN]; /* the batch's leaf hashes */
+	__u8 leaves[2][BATCH_LINES][TF_HASH_LEN];
+	struct folder f;
 	size_t len;
 	char buf[BATCH_MAX];
 	struct tf_signer key[TF_AUDIT_KEYS]; /* Ed25519; ECDSA P-256 (pkey NULL: none) */
@@ -142,6 +169,105 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+static void fold(struct tf_merkle *tree, __u8 (*leaf)[TF_HASH_LEN], unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		tf_merkle_push(tree, leaf[i]);
+}
+
+static void *fold_run(void *arg)
+{
+	struct tf_audit *a = arg;
+	struct folder *f = &a->f;
+	unsigned int n;
+
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		while (!f->n && !f->stop)
+			pthread_cond_wait(&f->cv, &f->mu);
+		n = f->n;
+		if (!n)
+			break;
+		pthread_mutex_unlock(&f->mu);
+		fold(&a->tree, f->leaf, n);
+		pthread_mutex_lock(&f->mu);
+		f->n = 0;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* The written batch's leaves into the tree: handed to the folder, or folded here. */
+static void fold_hand(struct tf_audit *a)
+{
+	struct folder *f = &a->f;
+	__u8(*t)[TF_HASH_LEN];
+
+	if (!f->on) {
+		fold(&a->tree, a->leaf, a->batch_lines);
+		return;
+	}
+	pthread_mutex_lock(&f->mu);
+	while (f->n)
+		pthread_cond_wait(&f->cv, &f->mu);
+	t = f->leaf;
+	f->leaf = a->leaf;
+	a->leaf = t;
+	f->n = a->batch_lines;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* Before the tree is read: every leaf handed over is in it. */
+static void fold_wait(struct tf_audit *a)
+{
+	struct folder *f = &a->f;
+
+	if (!f->on)
+		return;
+	pthread_mutex_lock(&f->mu);
+	while (f->n)
+		pthread_cond_wait(&f->cv, &f->mu);
+	pthread_mutex_unlock(&f->mu);
+}
+
+int tf_audit_start(struct tf_daemon *d)
+{
+	struct tf_audit *a = d->audit;
+	struct folder *f = &a->f;
+	sigset_t all, old;
+	int err;
+
+	if (f->on)
+		return 0;
+	/* Signals are the main loop's (signalfd): the thread starts with all of them blocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&f->thread, NULL, fold_run, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	f->on = 1;
+	return 0;
+}
+
+static void fold_stop(struct tf_audit *a)
+{
+	struct folder *f = &a->f;
+
+	if (!f->on)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->stop = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->thread, NULL);
+	f->on = 0;
+}
+
 /* Write the batch; on failure cut the file back and take its lines out of the tree. */
 int tf_audit_flush(struct tf_daemon *d)
 {
@@ -152,6 +278,7 @@ int tf_audit_flush(struct tf_daemon *d)
 		return 0;
 	err = write_all(a->fd, a->buf, a->len);
 	if (!err) {
+		fold_hand(a);
 		a->committed += a->len;
 		if (a->failing)
 			pr_warn("event log `%s' written again\n", d->cfg.event_log);
@@ -166,7 +293,7 @@ int tf_audit_flush(struct tf_daemon *d)
 		a->failing = 1;
 		a->unwritten += a->batch_lines;
 		a->lines_since -= a->batch_lines;
-		a->tree = a->tree0;
+		a->size = a->size0;
 		memcpy(a->last, a->last0, TF_HASH_LEN);
 	}
 	a->len = 0;
@@ -183,14 +310,13 @@ static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, 
 {
 	struct tf_audit *a = d->audit;
 	char hex[2 * TF_HASH_LEN + 1];
-	__u8 h[TF_HASH_LEN];
 
 	if (!n || line[n - 1] != '}')
 		return 0;
 	if (chain) {
 		/* ,"seq":N,"prev":"H"} by hand: this is on the drain path of every event. */
 		char d[20];
-		__u64 v = a->tree.size;
+		__u64 v = a->size;
 		int i = sizeof(d);
 
 		do {
@@ -212,15 +338,16 @@ static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, 
 		memcpy(line + n, "\"}", 2);
 		n += 2;
 	}
-	if (a->len + n + 1 > sizeof(a->buf) && tf_audit_flush(d) && a->len)
+	if ((a->len + n + 1 > sizeof(a->buf) || a->batch_lines == BATCH_LINES) &&
+	    tf_audit_flush(d) && a->len)
 		return 0;
 	if (!a->batch_lines) {
-		a->tree0 = a->tree;
+		a->size0 = a->size;
 		memcpy(a->last0, a->last, TF_HASH_LEN);
 	}
-	tf_leaf_hash(line, n, h);
-	tf_merkle_push(&a->tree, h);
-	memcpy(a->last, h, TF_HASH_LEN);
+	tf_leaf_hash(line, n, a->leaf[a->batch_lines]);
+	memcpy(a->last, a->leaf[a->batch_lines], TF_HASH_LEN);
+	a->size++;
 	memcpy(a->buf + a->len, line, n);
 	a->buf[a->len + n] = '\n';
 	a->len += n + 1;
@@ -281,7 +408,7 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 	n = snprintf(line, sizeof(line),
 		     "{\"time\":\"%s\",\"kind\":\"seal\",\"reason\":\"%s\",\"origin\":\"%s\","
 		     "\"size\":%llu,\"lost\":%llu,\"suppressed\":%llu,\"unwritten\":%llu}",
-		     tbuf, why, a->origin, (unsigned long long)a->tree.size + 1,
+		     tbuf, why, a->origin, (unsigned long long)a->size + 1,
 		     (unsigned long long)d->lost_reported, (unsigned long long)a->suppressed,
 		     (unsigned long long)a->unwritten);
 	if (n >= sizeof(line) || !audit_leaf(d, line, n, sizeof(line), 1))
@@ -291,6 +418,7 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 	if (err)
 		return err;
 	snprintf(cp.origin, sizeof(cp.origin), "%s", a->origin);
+	fold_wait(a);
 	cp.size = a->tree.size;
 	tf_merkle_root(&a->tree, cp.root);
 	if (tf_checkpoint_text(&cp, text, sizeof(text)) < 0)
@@ -481,6 +609,7 @@ static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 			tbuf, a->origin, a->vkey[0], ecdsa, d->cfg.log_checkpoint_lines,
 			d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
 	} else {
+		fold_wait(a);
 		n = continue_line(a, d->cfg.log_checkpoint_s, tbuf, torn, line, sizeof(line));
 	}
 	if (n >= sizeof(line) || !audit_leaf(d, line, n, sizeof(line), strcmp(kind, "epoch")))
@@ -618,6 +747,10 @@ int tf_audit_open(struct tf_daemon *d)
 		return -ENOMEM;
 	a->fd = -1;
 	a->zip_in = a->zip_fd = -1;
+	a->leaf = a->leaves[0];
+	a->f.leaf = a->leaves[1];
+	pthread_mutex_init(&a->f.mu, NULL);
+	pthread_cond_init(&a->f.cv, NULL);
 	d->audit = a;
 	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
 	slash = strrchr(dir, '/');
@@ -775,12 +908,12 @@ static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 	 * on from (its size, which is the key line's index, and its root), so
 	 * the new key cannot sign another history of what the old one sealed.
 	 */
-	if (tf_audit_seal(d, "key") || a->sealed_size != a->tree.size) {
+	if (tf_audit_seal(d, "key") || a->sealed_size != a->size) {
 		snprintf(err, errlen,
 			 "event log: cannot seal before the rotation (the old key stays)");
 		return -EIO;
 	}
-	tf_merkle_root(&a->tree, root);
+	tf_merkle_root(&a->tree, root); /* sealed: the folder has folded every leaf */
 	if (tf_b64_encode(root, TF_HASH_LEN, root64, sizeof(root64)) < 0) {
 		snprintf(err, errlen,
 			 "event log: cannot seal before the rotation (the old key stays)");
@@ -1070,7 +1203,7 @@ void tf_audit_stats(const struct tf_daemon *d, __u64 *size, __u64 *checkpoints, 
 {
 	const struct tf_audit *a = d->audit;
 
-	*size = a ? a->tree.size : 0;
+	*size = a ? a->size : 0;
 	*checkpoints = a ? a->checkpoints : 0;
 	*unwritten = a ? a->unwritten : 0;
 }
@@ -1088,6 +1221,9 @@ void tf_audit_close_fd(struct tf_daemon *d)
 		return;
 	while (a->zip_in >= 0)
 		zip_step(d);
+	fold_stop(a);
+	pthread_mutex_destroy(&a->f.mu);
+	pthread_cond_destroy(&a->f.cv);
 	if (a->fd >= 0)
 		close(a->fd);
 	tf_signer_close(&a->key[0]);

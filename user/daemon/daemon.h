@@ -292,6 +292,11 @@ void tf_events_close(struct tf_daemon *d);
  * drain) and sealed by a signed checkpoint from tf_audit_tick() when due.
  */
 int tf_audit_open(struct tf_daemon *d) __attribute__((warn_unused_result));
+/*
+ * The tree's nodes from here on on a thread of its own (started after the
+ * capabilities are dropped: a thread keeps the ones it was created with).
+ */
+int tf_audit_start(struct tf_daemon *d) __attribute__((warn_unused_result));
 size_t tf_audit_line(struct tf_daemon *d, char *line, size_t n, size_t cap, __u32 suppressed);
 int tf_audit_flush(struct tf_daemon *d);
 /* An event that could not even be formatted: counted with the unwritten lines. */

@@ -559,10 +559,16 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (tf_caps_drop(&d.cfg))
 		goto cleanup;
-	/* After the drop: the pool's thread has only what the daemon kept. */
+	/* After the drop: the threads have only what the daemon kept. */
 	ret = tf_dp_pool_start(&d.dp);
 	if (ret) {
 		pr_warn("cannot start the slot pool's thread: %s\n", strerror(-ret));
+		ret = 1;
+		goto cleanup;
+	}
+	ret = tf_audit_start(&d);
+	if (ret) {
+		pr_warn("cannot start the event log's tree thread: %s\n", strerror(-ret));
 		ret = 1;
 		goto cleanup;
 	}
