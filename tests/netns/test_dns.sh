@@ -269,6 +269,13 @@ lcheck() {
 	if why=$(tfjson check --learned "$T/show.json" "$expr" "$@"); then pass "$desc"; else fail "$desc ($why)"; fi
 }
 
+# tcheck DESC: `top' counts session a's learnt addresses as `session show' lists them (unexpired).
+tcheck() {
+	local n
+	n=$("$TF_BUILD/tapfence" --socket "$TF_SOCK" top --once --log "$TF_EVENTS" | awk '$1 == "a" { print $6 }')
+	lcheck "$1 ($n)" a 'len(L) == int(a[0])' "$n"
+}
+
 # now_s: seconds since the epoch, with fractions; after_s T0 SECS: sleep until T0 + SECS.
 now_s() { date +%s.%N; }
 after_s() { sleep "$(awk -v t0="$1" -v s="$2" -v now="$(now_s)" 'BEGIN { r = t0 + s - now; if (r < 0) r = 0; printf "%.2f", r }')"; }
@@ -459,8 +466,10 @@ expect_event "${A4[@]}" dst=198.51.100.40 dport=443 verdict=allow reason=allow_l
 	-- "A tcp 198.51.100.40:443 within the TTL: event allow_learned"
 lcheck "session a: learnt 198.51.100.40 for short.example.com with ttl_s <= 2" a \
 	'(e := has("198.51.100.40")) and e["name"] == "short.example.com" and 0 <= e["ttl_s"] <= 2'
+tcheck "top: session a's LEARNT is what session show lists"
 after_s "$t0" 3.5
 lcheck "session a: 198.51.100.40 gone once its TTL expired" a 'has("198.51.100.40") is None'
+tcheck "top: session a's LEARNT leaves the expired 198.51.100.40 out"
 tf_mark
 : >"$T/go.now"
 echo_client "$ga" 198.51.100.40 443 "$T/go.now" "$T/echo2.out"

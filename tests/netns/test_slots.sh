@@ -77,6 +77,14 @@ a_streams 42003 sw
 R=$(ls "$TF_PIN_DIR/slots" | sed -n 's/^tf_flows_\([0-9]*\)$/\1/p' | grep -vx "$SLOT_A" | head -1)
 check "another slot ($R) has a flow table pinned" test -n "$R"
 S=$TF_PIN_DIR/slots
+# A's learnt-address table swapped for a moment: what reads it says it cannot, and shows nothing of R's.
+setup mv "$S/tf_learned_$SLOT_A" "$S/swap"
+setup mv "$S/tf_learned_$R" "$S/tf_learned_$SLOT_A"
+check "session show a: learned is null, and why" tfjson check <(tfc --json session show a) \
+	'd["session"]["learned"] is None and "Stale file handle" in d["session"]["learned_error"]'
+check "top: session a's LEARNT is -" sh -c "'$TF_BUILD/tapfence' --socket '$TF_SOCK' top --once --log '$TF_EVENTS' | awk '\$1 == \"a\" { print \$6 }' | grep -qx -- -"
+setup mv "$S/tf_learned_$SLOT_A" "$S/tf_learned_$R"
+setup mv "$S/swap" "$S/tf_learned_$SLOT_A"
 setup mv "$S/tf_flows_$SLOT_A" "$S/swap"
 setup mv "$S/tf_flows_$R" "$S/tf_flows_$SLOT_A"
 setup mv "$S/swap" "$S/tf_flows_$R"

@@ -1113,6 +1113,67 @@ static void tf_learned_del(struct env *e, const char *addr)
  * holds) evicts only its own oldest entries; B's outstanding query and
  * learnt address stay.
  */
+/*
+ * tf_dp_learned() reads a table in batches (`session show', `top'): every
+ * entry once, across batches, none of an empty table, and it stops at the
+ * callback's first non-zero.
+ */
+#define WALK_N 700
+
+struct walk {
+	__u32 sid, n, bad, stop_at;
+	__u8 seen[WALK_N];
+};
+
+static int walk_one(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx)
+{
+	struct walk *w = ctx;
+	__u32 i = (__u32)k->addr[2] << 8 | k->addr[3];
+
+	(void)v;
+	if (k->sid != w->sid || k->family != TF_FAM_IPV4 || i >= WALK_N || w->seen[i]++)
+		w->bad++;
+	return ++w->n == w->stop_at ? 7 : 0;
+}
+
+static void test_learned_walk(struct env *e, __u32 sid)
+{
+	struct tf_learn_key k = { .sid = sid, .family = TF_FAM_IPV4, .addr = { 10, 99 } };
+	struct tf_learned l = { .expires_ns = now_ns() + 60 * 1000000000ULL };
+	int fd = tf_dp_slot_open(&e->dp, TF_SLOT_LEARNED, sid);
+	struct walk w = { .sid = sid };
+	unsigned int i, added = 0;
+
+	CHECK_TRUE("learnt-address walk: the table opens", fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK_EQ("learnt-address walk: an empty table", tf_dp_learned(&e->dp, sid, walk_one, &w),
+		 0);
+	CHECK_EQ("learnt-address walk: ... gives no entry", w.n, 0);
+	for (i = 0; i < WALK_N; i++) {
+		k.addr[2] = i >> 8;
+		k.addr[3] = i & 0xff;
+		added += !bpf_map_update_elem(fd, &k, &l, BPF_NOEXIST);
+	}
+	CHECK_TRUE("learnt-address walk: more entries than two batches", added > 2 * 128);
+	CHECK_EQ("learnt-address walk: a full walk", tf_dp_learned(&e->dp, sid, walk_one, &w), 0);
+	CHECK_EQ("learnt-address walk: ... gives every entry the table holds", w.n,
+		 slot_count(e, TF_SLOT_LEARNED, sid));
+	CHECK_EQ("learnt-address walk: ... each once, each one of those written", w.bad, 0);
+	memset(&w, 0, sizeof(w));
+	w.sid = sid;
+	w.stop_at = 200;
+	CHECK_EQ("learnt-address walk: the callback's non-zero is returned",
+		 tf_dp_learned(&e->dp, sid, walk_one, &w), 7);
+	CHECK_EQ("learnt-address walk: ... and the walk stops there", w.n, 200);
+	for (i = 0; i < WALK_N; i++) {
+		k.addr[2] = i >> 8;
+		k.addr[3] = i & 0xff;
+		bpf_map_delete_elem(fd, &k);
+	}
+	close(fd);
+}
+
 static void test_isolation(struct env *e)
 {
 	struct tf_dnsq_key bq = { .sid = SID_B, .gport = htons(45000), .id = htons(0x4242) };
@@ -1504,6 +1565,7 @@ static void test_datapath(void)
 		return;
 	}
 	CHECK_EQ("set up session B on ifindex 2", session_add(&e, &b, spec_b, SID_B, IFINDEX_B), 0);
+	test_learned_walk(&e, SID_B);
 	ret = session_add(&e, &a, spec_a, SID_A, IFINDEX_LO);
 	CHECK_EQ("set up session A (host rules) on ifindex 1", ret, 0);
 	if (!ret) {

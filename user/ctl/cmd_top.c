@@ -110,7 +110,10 @@ static void take_rows(struct top *t, const json_t *resp)
 			 json_string_value(json_object_get(s, "id")) ?: "?");
 		r->allowed = (double)json_integer_value(json_object_get(s, "allowed"));
 		r->denied = (double)json_integer_value(json_object_get(s, "denied"));
-		r->learned = json_integer_value(json_object_get(s, "learned"));
+		/* null: the daemon could not read the table (shown as -). */
+		r->learned = json_is_integer(json_object_get(s, "learned")) ?
+				     json_integer_value(json_object_get(s, "learned")) :
+				     -1;
 		r->lost = json_integer_value(json_object_get(s, "events_lost"));
 		r->quarantined = json_is_true(json_object_get(s, "quarantined"));
 		snprintf(r->mode, sizeof(r->mode), "%s",
@@ -263,11 +266,13 @@ static void draw(struct top *t, int tty)
 	room = ws.ws_row - 16;
 	for (i = 0; i < t->nrows && i < room; i++) {
 		const struct row *r = &t->rows[i];
+		char learned[24] = "-";
 
-		printf("%c %-14.14s %-7.7s %9.1f %9.1f %10.0f %6lld  %.*s\n",
+		if (r->learned >= 0)
+			snprintf(learned, sizeof(learned), "%lld", (long long)r->learned);
+		printf("%c %-14.14s %-7.7s %9.1f %9.1f %10.0f %6s  %.*s\n",
 		       tty && i == t->sel ? '>' : ' ', r->id, r->mode, r->rate_a, r->rate_d,
-		       r->denied, (long long)r->learned, ws.ws_col > 66 ? ws.ws_col - 66 : 10,
-		       r->top);
+		       r->denied, learned, ws.ws_col > 66 ? ws.ws_col - 66 : 10, r->top);
 	}
 	if (t->nrows > room)
 		printf("  ... %u more\n", t->nrows - room);

@@ -4,6 +4,7 @@
  * daemon, the client and the parsed request, returning the response object
  * (docs/control-protocol.md). The transport is control.c.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,10 +137,28 @@ static json_t *op_mode(struct tf_daemon *d, struct tf_client *c, struct tf_reque
 			 (json_int_t)tf_sess_find(d, r->id)->ver);
 }
 
+struct learned_ctx {
+	const struct tf_sess *s;
+	__u64 now; /* CLOCK_MONOTONIC ns: an entry that expired by then is not shown */
+	json_t *arr;
+	unsigned int n;
+};
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Learnt addresses that have not expired, as `session show' lists them. */
 static int learned_count(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx)
 {
-	(void)k, (void)v;
-	(*(unsigned int *)ctx)++;
+	struct learned_ctx *lc = ctx;
+
+	(void)k;
+	lc->n += v->expires_ns > lc->now;
 	return 0;
 }
 
@@ -153,7 +172,8 @@ static json_t *op_top(struct tf_daemon *d, struct tf_client *c, struct tf_reques
 {
 	__u64 cnt[TF_CNT_SLOTS], st[TF_STAT_MAX] = {}, allowed, denied;
 	json_t *arr = json_array(), *top;
-	unsigned int i, k, best[3], learned;
+	unsigned int i, k, best[3];
+	struct learned_ctx lc;
 	struct tf_sess *s;
 
 	(void)c, (void)r, (void)err, (void)errlen;
@@ -182,16 +202,18 @@ static json_t *op_top(struct tf_daemon *d, struct tf_client *c, struct tf_reques
 			json_array_append_new(top, json_pack("[s, I]", tf_reason_name(best[k]),
 							     (json_int_t)cnt[best[k]]));
 		}
-		learned = 0;
-		tf_dp_learned(&d->dp, s->sid, learned_count, &learned);
+		lc = (struct learned_ctx){ .now = mono_ns() };
 		json_array_append_new(
 			arr,
-			json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:s, s:b, s:o}", "id",
+			json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:s, s:b, s:o}", "id",
 				  s->spec.id, "allowed", (json_int_t)allowed, "denied",
 				  (json_int_t)denied, "audited", (json_int_t)cnt[TF_CNT_AUDITED],
 				  "rejected", (json_int_t)cnt[TF_CNT_REJECTED], "events_lost",
 				  (json_int_t)cnt[TF_CNT_EVENTS_LOST], "events_suppressed",
-				  (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "learned", learned,
+				  (json_int_t)cnt[TF_CNT_EVENTS_SUPPRESSED], "learned",
+				  tf_dp_learned(&d->dp, s->sid, learned_count, &lc) ?
+					  json_null() :
+					  json_integer(lc.n),
 				  "mode", s->spec.audit ? "audit" : "enforce", "quarantined",
 				  s->q.on, "top_denied", top));
 	}
@@ -247,12 +269,6 @@ static void name_forward(const __u8 *rev, unsigned int len, char *out)
 	out[n] = 0;
 }
 
-struct learned_ctx {
-	const struct tf_sess *s;
-	json_t *arr;
-	__u64 now;
-};
-
 static int learned_one(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx)
 {
 	struct learned_ctx *lc = ctx;
@@ -276,16 +292,19 @@ static int learned_one(const struct tf_learn_key *k, const struct tf_learned *v,
 	return 0;
 }
 
-static json_t *learned_json(struct tf_daemon *d, const struct tf_sess *s)
+/* The learnt addresses, or null and why ("learned_error") if they cannot be read. */
+static void learned_json(struct tf_daemon *d, const struct tf_sess *s, json_t *o)
 {
-	struct learned_ctx lc = { .s = s, .arr = json_array() };
-	struct timespec ts;
+	struct learned_ctx lc = { .s = s, .arr = json_array(), .now = mono_ns() };
+	int err = lc.arr ? tf_dp_learned(&d->dp, s->sid, learned_one, &lc) : -ENOMEM;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	lc.now = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-	if (lc.arr)
-		tf_dp_learned(&d->dp, s->sid, learned_one, &lc);
-	return lc.arr;
+	if (!err) {
+		json_object_set_new(o, "learned", lc.arr);
+		return;
+	}
+	json_decref(lc.arr);
+	json_object_set_new(o, "learned", json_null());
+	json_object_set_new(o, "learned_error", json_string(strerror(-err)));
 }
 
 /*
@@ -327,7 +346,7 @@ static json_t *op_session_show(struct tf_daemon *d, struct tf_client *c, struct 
 	json_object_set_new(o, "counters", counters_json(d, s->sid, &lost, &suppressed));
 	json_object_set_new(o, "events_lost", json_integer(lost));
 	json_object_set_new(o, "events_suppressed", json_integer(suppressed));
-	json_object_set_new(o, "learned", learned_json(d, s));
+	learned_json(d, s, o);
 	json_object_set_new(o, "flows", flows_json(d, s));
 	json_object_set_new(o, "first", json_boolean(tf_attest_first(d, s)));
 	if (s->q.on)

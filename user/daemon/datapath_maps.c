@@ -418,23 +418,66 @@ int tf_dp_policy_change(struct tf_dp *dp, __u32 sid, const struct tf_sess_key *d
 	return err;
 }
 
+/*
+ * Entries a batch lookup of a learnt-address table starts with; doubled
+ * while a bucket holds more than that (ENOSPC), up to the table's size.
+ */
+#define LEARNED_BATCH 128
+
+/*
+ * In batch lookups (a walk by key was two system calls an entry, and
+ * `tapfence top' walks every session's table each time it refreshes). An
+ * entry the datapath adds or removes meanwhile may be seen or not, as with
+ * any walk of a live table.
+ */
 int tf_dp_learned(struct tf_dp *dp, __u32 sid,
 		  int (*fn)(const struct tf_learn_key *k, const struct tf_learned *v, void *ctx),
 		  void *ctx)
 {
-	int lfd = tf_dp_slot_open(dp, TF_SLOT_LEARNED, sid);
-	struct tf_learn_key lk, lnext;
-	struct tf_learned lv;
-	int more, err = 0;
+	int lfd = tf_dp_slot_open(dp, TF_SLOT_LEARNED, sid), started = 0, more = 1, err = 0;
+	__u32 cap = LEARNED_BATCH, count, i, in = 0, out;
+	struct tf_learn_key *keys;
+	struct tf_learned *vals;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	void *p;
 
 	if (lfd < 0)
 		return lfd;
-	for (more = !bpf_map_get_next_key(lfd, NULL, &lnext); more && !err;) {
-		lk = lnext;
-		more = !bpf_map_get_next_key(lfd, &lk, &lnext);
-		if (!bpf_map_lookup_elem(lfd, &lk, &lv))
-			err = fn(&lk, &lv, ctx);
+	keys = calloc(cap, sizeof(*keys));
+	vals = calloc(cap, sizeof(*vals));
+	if (!keys || !vals)
+		err = -ENOMEM;
+	while (!err && more) {
+		count = cap;
+		if (bpf_map_lookup_batch(lfd, started ? &in : NULL, &out, keys, vals, &count,
+					 &opts)) {
+			if (errno == ENOSPC && !count && cap < dp->cfg->learned_entries) {
+				cap *= 2;
+				if (!(p = reallocarray(keys, cap, sizeof(*keys)))) {
+					err = -ENOMEM;
+					break;
+				}
+				keys = p;
+				if (!(p = reallocarray(vals, cap, sizeof(*vals)))) {
+					err = -ENOMEM;
+					break;
+				}
+				vals = p;
+				continue; /* nothing was read: from the same bucket again */
+			}
+			if (errno != ENOENT) {
+				err = -errno;
+				break;
+			}
+			more = 0; /* ENOENT: this batch was the last */
+		}
+		for (i = 0; i < count && !err; i++)
+			err = fn(&keys[i], &vals[i], ctx);
+		in = out;
+		started = 1;
 	}
+	free(keys);
+	free(vals);
 	close(lfd);
 	return err;
 }
