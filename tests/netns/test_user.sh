@@ -29,6 +29,24 @@ bpffs_mount "$T/bpffs"
 tfd_config "$T/tf.json" "\"user\":\"$duser\",\"log\":{\"session_evidence\":true}"
 one_guest_spec "$T/a.json"
 
+note "the daemon rotates its log itself: the user must be able to create files beside it"
+check_says "--check-config: the log in $T (root's, 0711) is refused, the directory and user named" 1 \
+	"must create files in \`$T' as user \`$duser', which it cannot: Permission denied" \
+	"$TF_BUILD/tapfenced" --check-config "$T/tf.json"
+check_says "a start is refused so, before it touches anything" 1 "must create files in \`$T'" \
+	timeout 20 ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$T/tf.json" --foreground
+check "... nothing was made under the pin dir" test ! -e "$TF_PIN_DIR"
+# user_config EXTRA: the test's config with EXTRA, its log in $T/log, the user's directory.
+install -d -m 0755 -o "$duser" -g "$dgid" "$T/log" # 0755: root under the unit (no CAP_DAC_*) gets in
+user_config() {
+	tfd_config "$T/tf.json" "\"user\":\"$duser\",$1"
+	sed -i "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/log/events.jsonl\"|" "$T/tf.json"
+	TF_EVENTS=$T/log/events.jsonl
+}
+user_config '"log":{"session_evidence":true}'
+check_says "--check-config: valid with the log in the user's directory" 0 valid \
+	"$TF_BUILD/tapfenced" --check-config "$T/tf.json"
+
 
 status() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$TFD_PID/status"; }
 
@@ -131,6 +149,24 @@ check "nothing was refused it" sh -c "! grep -q 'Permission denied' '$T/tapfence
 check "a's tables could be opened for all of it" sh -c "! grep -qE 'cannot (open its|empty its tables)' '$T/tapfenced.log'"
 check "its links are unpinned" test ! -e "$(link_pin a in)"
 check "its state file is gone" test ! -e "$T/state/sessions/a.json"
+
+note "the daemon's own rotation, as $duser"
+kill -TERM "$TFD_PID"
+wait "$TFD_PID" 2>/dev/null
+TFD_PID=
+user_config '"log":{"session_evidence":true,"segment_bytes":4096}'
+tfd_start "$host"
+check "session a added" tfc session add "$T/a.json"
+# 40 denied datagrams, an event each (within the default budget of 200 a second): past 4096 bytes.
+n "$g" "$PY" -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(40):
+    s.sendto(b"x", ("203.0.113.%d" % (1 + i), 9))'
+check "past 4096 bytes, the daemon rotates the log (at its next tick)" wait_for 20 grep -q "event log: rotated to \`$T/log/events.jsonl\." "$T/tapfenced.log"
+check "... and compresses the closed segment, $duser's" wait_for 10 \
+	sh -c "find '$T/log' -name 'events.jsonl.*.gz' -user '$duid' | grep -q ."
+check "... with no rotation refused" sh -c "! grep -q 'cannot rotate' '$T/tapfenced.log'"
+check "session del a" tfc session del a
 
 note "a symlink the user put in its state dir"
 kill -TERM "$TFD_PID"

@@ -20,6 +20,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -303,9 +304,48 @@ static const char *lookup_error(const char *missing)
  * The accounts the config names, resolved before anything is touched: a
  * typo must not be found only after every session was re-adopted.
  */
+/*
+ * With "user", the daemon rotates its event log as that user (link, unlink
+ * and create in the log's directory, then compress and remove old
+ * segments). 0 if the user may, as the kernel decides it for the user
+ * itself (mode bits, ACLs), in a child that becomes the user; why not
+ * otherwise.
+ */
+static int log_dir_writable(const struct tf_config *cfg, const struct passwd *pw, char *dir,
+			    size_t len)
+{
+	char *slash;
+	pid_t pid;
+	int st;
+
+	snprintf(dir, len, "%s", cfg->event_log);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, len, ".");
+	else if (slash == dir)
+		slash[1] = 0;
+	else
+		*slash = 0;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
+		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid))
+			_exit(EPERM);
+		_exit(access(dir, W_OK | X_OK) ? errno : 0);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -ECHILD;
+	return -WEXITSTATUS(st);
+}
+
 static int check_accounts(const struct tf_config *cfg)
 {
+	char dir[TF_PATH_MAX];
 	struct passwd *pw;
+	int err;
 
 	if (cfg->user[0]) {
 		errno = 0;
@@ -317,6 +357,17 @@ static int check_accounts(const struct tf_config *cfg)
 		if (pw->pw_uid == 0) {
 			pr_warn("config user: `%s' is uid 0: name a dedicated user\n", cfg->user);
 			return -EINVAL;
+		}
+		err = cfg->log_segment_bytes || cfg->log_segment_age_s ?
+			      log_dir_writable(cfg, pw, dir, sizeof(dir)) :
+			      0;
+		if (err) {
+			pr_warn("config user: the daemon rotates `%s' itself (log.segment_bytes, "
+				"log.segment_age_s) and must create files in `%s' as user `%s', "
+				"which it cannot: %s (make the directory the user's, or set both to 0 "
+				"and rotate the log with logrotate: docs/operations.md)\n",
+				cfg->event_log, dir, cfg->user, strerror(-err));
+			return err;
 		}
 	}
 	if (cfg->socket_group[0]) {
@@ -453,8 +504,8 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "c:fvCFh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'K':
-			/* The same parser and messages as a start, nothing else touched. */
-			if (load_config(optarg, &d.cfg))
+			/* The same parser and messages as a start (and its account checks), nothing touched. */
+			if (load_config(optarg, &d.cfg) || check_accounts(&d.cfg))
 				return 1;
 			printf("config `%s': valid\n", optarg);
 			return 0;
