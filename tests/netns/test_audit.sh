@@ -95,6 +95,11 @@ b = json.load(open(sys.argv[1]))
 b["entries"].append(b["entries"][3])
 json.dump(b, open(sys.argv[2], "w"))' "$T/a.bundle" "$T/bad.bundle"
 verify_says "a bundle holding one line twice is caught" 1 "a line it already holds" --bundle "$T/bad.bundle"
+"$PY" -c 'import json, sys
+b = json.load(open(sys.argv[1]))
+del b["entries"][0]["line"]
+json.dump(b, open(sys.argv[2], "w"))' "$T/a.bundle" "$T/bad.bundle"
+verify_says "a bundle entry without its line is caught (not a crash)" 1 "entry 0 of the bundle" --bundle "$T/bad.bundle"
 "$TF_BUILD/tapfence" log export --session a --since 2099-01-01T00:00:00Z --key "$KEY" --out "$T/none.bundle" \
 	"$TF_EVENTS" 2>/dev/null
 check "--since after the log: an empty bundle" "$PY" -c 'import json, sys

@@ -1164,12 +1164,13 @@ static int bundle_verify(struct verify *v, const char *path)
 					  json_string_length(json_array_get(p, n)), proof[n],
 					  TF_HASH_LEN) != TF_HASH_LEN)
 				ret = V_TAMPERED;
-		tf_leaf_hash(line, strlen(line), leaf);
-		if (ret == V_OK &&
-		    !tf_inclusion_verify(
-			    leaf, (__u64)json_integer_value(json_object_get(e, "index")),
-			    cps[k].size, (const __u8(*)[TF_HASH_LEN])proof, n, cps[k].root))
-			ret = V_TAMPERED;
+		if (ret == V_OK) {
+			tf_leaf_hash(line, strlen(line), leaf);
+			if (!tf_inclusion_verify(
+				    leaf, (__u64)json_integer_value(json_object_get(e, "index")),
+				    cps[k].size, (const __u8(*)[TF_HASH_LEN])proof, n, cps[k].root))
+				ret = V_TAMPERED;
+		}
 		if (ret != V_OK) {
 			printf("tampered: entry %zu of the bundle is not proven in its checkpoint, or is "
 			       "not a line of session %s\n",
