@@ -237,20 +237,20 @@ static void fold_wait(struct tf_audit *a)
 int tf_audit_start(struct tf_daemon *d)
 {
 	struct tf_audit *a = d->audit;
-	struct folder *f = &a->f;
 	sigset_t all, old;
 	int err;
 
-	if (f->on)
+	if (!a || a->f.on)
 		return 0;
+	a->f.stop = 0;
 	/* Signals are the main loop's (signalfd): the thread starts with all of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&f->thread, NULL, fold_run, a);
+	err = pthread_create(&a->f.thread, NULL, fold_run, a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		return -err;
-	f->on = 1;
+	a->f.on = 1;
 	return 0;
 }
 
@@ -301,10 +301,15 @@ int tf_audit_flush(struct tf_daemon *d)
 	return err;
 }
 
+/* What "seq" and "prev" add to a line at most: ,"seq":N,"prev":"H" and a quote. */
+#define CHAIN_MAX (7 + 20 + 9 + TF_CHAIN_HEX + 1)
+
 /*
  * Seal one line: line[0..n) is a JSON object; "seq" and "prev" are added
  * before its closing brace (cap must leave room for them), it is hashed
- * into the tree and queued. Returns the new length (0: not sealed).
+ * into the tree and queued. Returns the new length (0: not sealed). A full
+ * batch is written before the line's "seq" and "prev" are made, so that a
+ * batch that cannot be written moves them back with the chain.
  */
 static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, int chain)
 {
@@ -312,6 +317,10 @@ static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, 
 	char hex[2 * TF_HASH_LEN + 1];
 
 	if (!n || line[n - 1] != '}')
+		return 0;
+	if ((a->len + n + (chain ? CHAIN_MAX : 0) + 1 > sizeof(a->buf) ||
+	     a->batch_lines == BATCH_LINES) &&
+	    tf_audit_flush(d) && a->len)
 		return 0;
 	if (chain) {
 		/* ,"seq":N,"prev":"H"} by hand: this is on the drain path of every event. */
@@ -338,9 +347,6 @@ static size_t audit_leaf(struct tf_daemon *d, char *line, size_t n, size_t cap, 
 		memcpy(line + n, "\"}", 2);
 		n += 2;
 	}
-	if ((a->len + n + 1 > sizeof(a->buf) || a->batch_lines == BATCH_LINES) &&
-	    tf_audit_flush(d) && a->len)
-		return 0;
 	if (!a->batch_lines) {
 		a->size0 = a->size;
 		memcpy(a->last0, a->last, TF_HASH_LEN);
@@ -403,6 +409,8 @@ int tf_audit_seal(struct tf_daemon *d, const char *why)
 
 	if (!a)
 		return 0;
+	/* The batch first: a part it could not write is in the totals below, not after them. */
+	tf_audit_flush(d);
 	/* why: start, checkpoint, heartbeat, rotate or stop (docs/audit.md). */
 	now_rfc3339(tbuf, sizeof(tbuf));
 	n = snprintf(line, sizeof(line),
@@ -609,6 +617,7 @@ static int epoch_line(struct tf_daemon *d, const char *kind, int torn)
 			tbuf, a->origin, a->vkey[0], ecdsa, d->cfg.log_checkpoint_lines,
 			d->cfg.log_checkpoint_s, torn ? "true" : "false", prev, why);
 	} else {
+		tf_audit_flush(d); /* the tree's size is then every line sealed */
 		fold_wait(a);
 		n = continue_line(a, d->cfg.log_checkpoint_s, tbuf, torn, line, sizeof(line));
 	}
