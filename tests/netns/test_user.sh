@@ -31,9 +31,9 @@ one_guest_spec "$T/a.json"
 
 note "the daemon rotates its log itself: the user must be able to create files beside it"
 check_says "--check-config: the log in $T (root's, 0711) is refused, the directory and user named" 1 \
-	"must create files in \`$T' as user \`$duser', which it cannot: Permission denied" \
+	"must create and list files in \`$T' as user \`$duser', which it cannot: Permission denied" \
 	"$TF_BUILD/tapfenced" --check-config "$T/tf.json"
-check_says "a start is refused so, before it touches anything" 1 "must create files in \`$T'" \
+check_says "a start is refused so, before it touches anything" 1 "must create and list files in \`$T'" \
 	timeout 20 ip netns exec "$host" "$TF_BUILD/tapfenced" --config "$T/tf.json" --foreground
 check "... nothing was made under the pin dir" test ! -e "$TF_PIN_DIR"
 # user_config EXTRA: the test's config with EXTRA, its log in $T/log, the user's directory.
@@ -46,6 +46,13 @@ user_config() {
 user_config '"log":{"session_evidence":true}'
 check_says "--check-config: valid with the log in the user's directory" 0 valid \
 	"$TF_BUILD/tapfenced" --check-config "$T/tf.json"
+check_says "... also with SIGCHLD ignored (it waits for its own child)" 0 valid \
+	bash -c "trap '' CHLD; exec '$TF_BUILD/tapfenced' --check-config '$T/tf.json'"
+check_says "... and run by another user: valid, the directory not checked, said so" 0 "checked only as root" \
+	runuser -u "$other" -- "$TF_BUILD/tapfenced" --check-config "$T/tf.json"
+sed "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/state/events.jsonl\"|" "$T/tf.json" >"$T/tf-state.json"
+check_says "--check-config: a log in the state dir (the daemon gives it the user) is valid" 0 valid \
+	"$TF_BUILD/tapfenced" --check-config "$T/tf-state.json"
 
 
 status() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$TFD_PID/status"; }

@@ -304,19 +304,24 @@ static const char *lookup_error(const char *missing)
  * The accounts the config names, resolved before anything is touched: a
  * typo must not be found only after every session was re-adopted.
  */
+/* What a child exits with when it could not become the user. */
+#define NOT_USER 255
+
 /*
- * With "user", the daemon rotates its event log as that user (link, unlink
- * and create in the log's directory, then compress and remove old
+ * With "user", the daemon rotates its event log as that user (link, create,
+ * list and remove in the log's directory, then compress and remove old
  * segments). 0 if the user may, as the kernel decides it for the user
- * itself (mode bits, ACLs), in a child that becomes the user; why not
- * otherwise.
+ * itself (mode bits, ACLs), in a child that becomes the user, or if the
+ * directory is the state dir (the daemon gives it to the user, give_dirs());
+ * -errno why not; 1 if this process cannot tell (it is not root).
  */
-static int log_dir_writable(const struct tf_config *cfg, const struct passwd *pw, char *dir,
-			    size_t len)
+static int log_dir_usable(const struct tf_config *cfg, const struct passwd *pw, char *dir,
+			  size_t len)
 {
-	char *slash;
-	pid_t pid;
-	int st;
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+	char state[TF_PATH_MAX], *slash;
+	int st, err = 0;
+	pid_t pid, got;
 
 	snprintf(dir, len, "%s", cfg->event_log);
 	slash = strrchr(dir, '/');
@@ -326,19 +331,36 @@ static int log_dir_writable(const struct tf_config *cfg, const struct passwd *pw
 		slash[1] = 0;
 	else
 		*slash = 0;
+	snprintf(state, sizeof(state), "%s", cfg->state_dir);
+	for (slash = state + strlen(state); slash > state + 1 && slash[-1] == '/'; slash--)
+		slash[-1] = 0;
+	if (!strcmp(dir, state))
+		return 0;
+	if (geteuid())
+		return 1;
+	/* An ignored SIGCHLD, inherited, would reap the child before waitpid() sees it. */
+	sigaction(SIGCHLD, &dfl, &old);
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
+	if (pid < 0) {
+		err = -errno;
+	} else if (!pid) {
 		if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
 		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid))
-			_exit(EPERM);
-		_exit(access(dir, W_OK | X_OK) ? errno : 0);
+			_exit(NOT_USER);
+		_exit(access(dir, R_OK | W_OK | X_OK) ? errno : 0);
+	} else {
+		while ((got = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+			;
+		if (got != pid)
+			err = -errno;
+		else if (!WIFEXITED(st) || WEXITSTATUS(st) == NOT_USER)
+			err = -ECHILD; /* the check itself failed: refused all the same */
+		else
+			err = -WEXITSTATUS(st);
 	}
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -ECHILD;
-	return -WEXITSTATUS(st);
+	sigaction(SIGCHLD, &old, NULL);
+	return err;
 }
 
 static int check_accounts(const struct tf_config *cfg)
@@ -359,13 +381,17 @@ static int check_accounts(const struct tf_config *cfg)
 			return -EINVAL;
 		}
 		err = cfg->log_segment_bytes || cfg->log_segment_age_s ?
-			      log_dir_writable(cfg, pw, dir, sizeof(dir)) :
+			      log_dir_usable(cfg, pw, dir, sizeof(dir)) :
 			      0;
-		if (err) {
+		if (err > 0)
+			pr_info("config user: whether user `%s' may rotate the log in `%s' is "
+				"checked only as root\n",
+				cfg->user, dir);
+		if (err < 0) {
 			pr_warn("config user: the daemon rotates `%s' itself (log.segment_bytes, "
-				"log.segment_age_s) and must create files in `%s' as user `%s', "
-				"which it cannot: %s (make the directory the user's, or set both to 0 "
-				"and rotate the log with logrotate: docs/operations.md)\n",
+				"log.segment_age_s) and must create and list files in `%s' as user "
+				"`%s', which it cannot: %s (make the directory the user's, or set "
+				"both to 0 and rotate the log with logrotate: docs/operations.md)\n",
 				cfg->event_log, dir, cfg->user, strerror(-err));
 			return err;
 		}
