@@ -744,9 +744,17 @@ static void log_name_default(char *buf, size_t len)
 			*p = '-';
 }
 
+void tf_audit_dir(const struct tf_config *cfg, char *dir, size_t len)
+{
+	char path[TF_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s", cfg->event_log);
+	snprintf(dir, len, "%s", dirname(path));
+}
+
 int tf_audit_open(struct tf_daemon *d)
 {
-	char err[256], dir[PATH_MAX], *slash;
+	char err[256], dir[PATH_MAX];
 	struct timespec ts;
 	struct tf_audit *a;
 	int ret, torn, i;
@@ -761,12 +769,9 @@ int tf_audit_open(struct tf_daemon *d)
 	pthread_mutex_init(&a->f.mu, NULL);
 	pthread_cond_init(&a->f.cv, NULL);
 	d->audit = a;
-	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
+	tf_audit_dir(&d->cfg, dir, sizeof(dir));
+	if (strcmp(dir, "/"))
 		mkdir(dir, 0750);
-	}
 	if (!d->cfg.log_key[0] && snprintf(d->cfg.log_key, sizeof(d->cfg.log_key), "%s/log.key",
 					   d->cfg.state_dir) >= (int)sizeof(d->cfg.log_key)) {
 		pr_warn("state_dir `%s': too long for the log key's path\n", d->cfg.state_dir);
@@ -924,8 +929,9 @@ static int rotate_one(struct tf_daemon *d, int i, char *err, size_t errlen)
 	}
 	tf_merkle_root(&a->tree, root); /* sealed: the folder has folded every leaf */
 	if (tf_b64_encode(root, TF_HASH_LEN, root64, sizeof(root64)) < 0) {
-		snprintf(err, errlen,
-			 "event log: cannot seal before the rotation (the old key stays)");
+		snprintf(
+			err, errlen,
+			"event log: cannot encode the tree's root for the rotation (the old key stays)");
 		return -EIO;
 	}
 	unlink(tmp); /* what a rotation cut short left: never used */
@@ -1058,8 +1064,7 @@ static void retention(struct tf_daemon *d)
 		return;
 	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
 	snprintf(base, sizeof(base), "%s.", basename(dir));
-	snprintf(dir, sizeof(dir), "%s", d->cfg.event_log);
-	dirname(dir);
+	tf_audit_dir(&d->cfg, dir, sizeof(dir));
 	blen = strlen(base);
 	dp = opendir(dir);
 	if (!dp)

@@ -292,6 +292,8 @@ void tf_events_close(struct tf_daemon *d);
  * drain) and sealed by a signed checkpoint from tf_audit_tick() when due.
  */
 int tf_audit_open(struct tf_daemon *d) __attribute__((warn_unused_result));
+/* The event log's directory ("/" for a log at the root), into dir. */
+void tf_audit_dir(const struct tf_config *cfg, char *dir, size_t len);
 /*
  * The tree's nodes from here on on a thread of its own (started after the
  * capabilities are dropped: a thread keeps the ones it was created with).

@@ -300,10 +300,6 @@ static const char *lookup_error(const char *missing)
 		       strerror(errno);
 }
 
-/*
- * The accounts the config names, resolved before anything is touched: a
- * typo must not be found only after every session was re-adopted.
- */
 /* What a child exits with when it could not become the user. */
 #define NOT_USER 255
 
@@ -323,14 +319,7 @@ static int log_dir_usable(const struct tf_config *cfg, const struct passwd *pw, 
 	int st, err = 0;
 	pid_t pid, got;
 
-	snprintf(dir, len, "%s", cfg->event_log);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, len, ".");
-	else if (slash == dir)
-		slash[1] = 0;
-	else
-		*slash = 0;
+	tf_audit_dir(cfg, dir, len);
 	snprintf(state, sizeof(state), "%s", cfg->state_dir);
 	for (slash = state + strlen(state); slash > state + 1 && slash[-1] == '/'; slash--)
 		slash[-1] = 0;
@@ -363,6 +352,10 @@ static int log_dir_usable(const struct tf_config *cfg, const struct passwd *pw, 
 	return err;
 }
 
+/*
+ * The accounts the config names, resolved before anything is touched: a
+ * typo must not be found only after every session was re-adopted.
+ */
 static int check_accounts(const struct tf_config *cfg)
 {
 	char dir[TF_PATH_MAX];
