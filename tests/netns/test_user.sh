@@ -54,7 +54,6 @@ sed "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/state/events.jsonl\"|" "$T/tf
 check_says "--check-config: a log in the state dir (the daemon gives it the user) is valid" 0 valid \
 	"$TF_BUILD/tapfenced" --check-config "$T/tf-state.json"
 
-
 status() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$TFD_PID/status"; }
 
 note "start as $duser"
@@ -174,11 +173,14 @@ check "... and compresses the closed segment, $duser's" wait_for 10 \
 	sh -c "find '$T/log' -name 'events.jsonl.*.gz' -user '$duid' | grep -q ."
 check "... with no rotation refused" sh -c "! grep -q 'cannot rotate' '$T/tapfenced.log'"
 check "session del a" tfc session del a
-
-note "a symlink the user put in its state dir"
 kill -TERM "$TFD_PID"
 wait "$TFD_PID" 2>/dev/null
 TFD_PID=
+mapfile -t segs < <(ls "$T/log"/events.jsonl.*.gz | sort)
+check_says "the segments $duser closed and the open file verify as one sealed history" 0 "verified:" \
+	"$TF_BUILD/tapfence" log verify --key "$T/state/log.key.pub" "${segs[@]}" "$TF_EVENTS"
+
+note "a symlink the user put in its state dir (the daemon stopped)"
 install -d -m 0755 -o root -g root "$T/victim"
 runuser -u "$duser" -- sh -c "rmdir '$T/state/sessions' && ln -s '$T/victim' '$T/state/sessions'" ||
 	fail "the user could not plant the symlink"
