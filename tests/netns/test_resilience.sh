@@ -90,7 +90,7 @@ check "session b added" tfc session add "$T/b.json"
 # Every thread's: capabilities are a thread's own, and one started before the drop would keep them.
 caps_want=000000c000001000
 ntasks=$(find "/proc/$TFD_PID/task" -mindepth 1 -maxdepth 1 | wc -l)
-check "tapfenced runs its threads: main loop, slot pool, event log tree ($ntasks)" test "$ntasks" -eq 3
+check "tapfenced runs its threads: main loop, slot pool, event log tree, feed sender ($ntasks)" test "$ntasks" -eq 4
 for set in CapEff CapPrm CapBnd; do
 	got=$(awk -v k="$set:" '$1 == k { print $2 }' /proc/"$TFD_PID"/task/*/status | sort -u | tr '\n' ' ')
 	check "every tapfenced thread's $set is only cap_net_admin, cap_perfmon, cap_bpf ($got)" \

@@ -1932,6 +1932,7 @@ static void subs_close(struct tf_daemon *d, struct sub_reader *rd, unsigned int 
 	struct tf_client *c;
 	unsigned int i;
 
+	tf_ctl_stop(d); /* the sender thread, and the feed's buffers */
 	for (c = d->clients; c; c = c->next)
 		if (!c->dead)
 			close(c->fd);
@@ -1946,9 +1947,6 @@ static void subs_close(struct tf_daemon *d, struct sub_reader *rd, unsigned int 
 		free(c->in);
 		free(c);
 	}
-	free(d->feed.buf);
-	d->feed.buf = NULL;
-	d->feed.len = d->feed.cap = 0;
 	if (d->epoll_fd >= 0)
 		close(d->epoll_fd);
 }
@@ -2004,6 +2002,8 @@ static int part_events(struct bench *b, int quick, unsigned int nsubs, json_t *o
 	err = tf_events_open(&d);
 	if (!err)
 		err = tf_audit_start(&d); /* as the daemon runs it */
+	if (!err)
+		err = tf_ctl_start(&d);
 	if (!err)
 		err = subs_open(&d, rd, nsubs);
 	if (!err)

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,10 +90,18 @@ int tf_ctl_open(struct tf_daemon *d)
  * the same batch may still point at it (a broadcast from one client's
  * request can end another).
  */
+static void feed_wait(struct tf_daemon *d);
+
 static void client_free(struct tf_daemon *d, struct tf_client *c)
 {
 	if (c->dead)
 		return;
+	/* Its socket is not closed under the sender (whose fd could be reused). */
+	if (c->in_flight) {
+		feed_wait(d);
+		if (c->dead)
+			return; /* its send failed: ended as the batch was settled */
+	}
 	c->dead = 1;
 	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
@@ -222,43 +232,214 @@ static void subscriber_behind(struct tf_daemon *d, struct tf_client *c)
 	client_free(d, c);
 }
 
+/* One subscriber of every session the sender sends a batch to, and how that went. */
+struct tf_feed_dest {
+	struct tf_client *c; /* read by the main thread only */
+	int fd;
+	int err;     /* the send's errno, other than EAGAIN; 0 */
+	size_t sent; /* bytes its socket took */
+};
+
+/* Send the batch to each destination: one non-blocking send each, whatever it takes. */
+static void feed_send(const char *buf, size_t len, struct tf_feed_dest *dest, unsigned int n)
+{
+	struct tf_feed_dest *t;
+	ssize_t k;
+
+	for (t = dest; t < dest + n; t++) {
+		do
+			k = send(t->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (k < 0 && errno == EINTR);
+		t->err = k < 0 && errno != EAGAIN && errno != EWOULDBLOCK ? errno : 0;
+		t->sent = k > 0 ? (size_t)k : 0;
+	}
+}
+
+static void *feed_run(void *arg)
+{
+	struct tf_daemon *d = arg;
+
+	pthread_mutex_lock(&d->feed.mu);
+	for (;;) {
+		while (!d->feed.busy && !d->feed.stop)
+			pthread_cond_wait(&d->feed.cv, &d->feed.mu);
+		if (!d->feed.busy)
+			break;
+		pthread_mutex_unlock(&d->feed.mu);
+		feed_send(d->feed.out, d->feed.out_len, d->feed.dest, d->feed.ndest);
+		pthread_mutex_lock(&d->feed.mu);
+		d->feed.busy = 0;
+		pthread_cond_broadcast(&d->feed.cv);
+	}
+	pthread_mutex_unlock(&d->feed.mu);
+	return NULL;
+}
+
 /*
- * The lines for the subscribers of every session, to each of them: sent
- * straight from the one buffer to a subscriber with nothing queued, else
- * (or what its socket did not take) queued behind what it has.
+ * Wait for the batch in flight, then settle it: what a subscriber's socket
+ * did not take is queued behind (sent on EPOLLOUT), a failed one is ended.
+ * Every destination is out of flight before any is ended.
+ */
+static void feed_wait(struct tf_daemon *d)
+{
+	struct tf_feed_dest *t, *end = d->feed.dest + d->feed.ndest;
+	size_t len = d->feed.out_len;
+
+	if (d->feed.on) {
+		pthread_mutex_lock(&d->feed.mu);
+		while (d->feed.busy)
+			pthread_cond_wait(&d->feed.cv, &d->feed.mu);
+		pthread_mutex_unlock(&d->feed.mu);
+	}
+	d->feed.ndest = 0;
+	for (t = d->feed.dest; t < end; t++)
+		t->c->in_flight = 0;
+	for (t = d->feed.dest; t < end; t++) {
+		if (t->err) {
+			client_free(d, t->c);
+			continue;
+		}
+		if (t->sent == len)
+			continue;
+		if (client_queue_raw(t->c, d->feed.out + t->sent, len - t->sent, 0)) {
+			subscriber_behind(d, t->c);
+			continue;
+		}
+		client_flush(d, t->c);
+	}
+}
+
+/* 1 if c can take the batch straight from the feed: it has nothing queued, and there is room. */
+static int feed_dest_add(struct tf_daemon *d, struct tf_client *c)
+{
+	struct tf_feed_dest *p;
+	unsigned int cap;
+
+	if (c->out_len != c->out_off)
+		return 0;
+	if (d->feed.ndest == d->feed.dest_cap) {
+		cap = d->feed.dest_cap ? 2 * d->feed.dest_cap : 8;
+		p = realloc(d->feed.dest, cap * sizeof(*p));
+		if (!p)
+			return 0;
+		d->feed.dest = p;
+		d->feed.dest_cap = cap;
+	}
+	d->feed.dest[d->feed.ndest++] = (struct tf_feed_dest){ .c = c, .fd = c->fd };
+	c->in_flight = 1;
+	return 1;
+}
+
+/*
+ * The lines for the subscribers of every session, to each of them: once
+ * the last batch is settled, this one becomes the batch sent, straight
+ * from the one buffer to each subscriber with nothing queued, by the
+ * sender thread while the next is written (or here, without it); to a
+ * subscriber with lines queued it is queued behind them now.
  */
 static void feed_flush(struct tf_daemon *d)
 {
-	const char *buf = d->feed.buf;
-	size_t len = d->feed.len;
 	struct tf_client *c, *next;
-	ssize_t n;
+	size_t cap;
+	char *p;
 
+	feed_wait(d);
+	p = d->feed.out;
+	cap = d->feed.out_cap;
+	d->feed.out = d->feed.buf;
+	d->feed.out_cap = d->feed.cap;
+	d->feed.out_len = d->feed.len;
+	d->feed.buf = p;
+	d->feed.cap = cap;
 	d->feed.len = 0;
-	for (c = d->clients; c && len; c = next) {
+	for (c = d->clients; c; c = next) {
 		next = c->next;
-		if (!c->subscriber || c->sub_sid || c->dead)
+		if (!c->subscriber || c->sub_sid || c->dead || feed_dest_add(d, c))
 			continue;
-		n = 0;
-		if (c->out_len == c->out_off) {
-			do
-				n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-			while (n < 0 && errno == EINTR);
-			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-				client_free(d, c);
-				continue;
-			}
-			if (n < 0)
-				n = 0;
-		}
-		if ((size_t)n == len)
-			continue;
-		if (client_queue_raw(c, buf + n, len - n, 0)) {
+		if (client_queue_raw(c, d->feed.out, d->feed.out_len, 0)) {
 			subscriber_behind(d, c);
 			continue;
 		}
 		client_flush(d, c);
 	}
+	if (!d->feed.ndest)
+		return;
+	if (!d->feed.on) {
+		feed_send(d->feed.out, d->feed.out_len, d->feed.dest, d->feed.ndest);
+		feed_wait(d);
+		return;
+	}
+	pthread_mutex_lock(&d->feed.mu);
+	d->feed.busy = 1;
+	pthread_cond_signal(&d->feed.cv);
+	pthread_mutex_unlock(&d->feed.mu);
+}
+
+/* Every line of the feed sent or queued: the batch being written handed over, and settled. */
+static void feed_sync(struct tf_daemon *d)
+{
+	if (d->feed.len)
+		feed_flush(d);
+	feed_wait(d);
+}
+
+int tf_ctl_start(struct tf_daemon *d)
+{
+	sigset_t all, old;
+	int err;
+
+	if (d->feed.on)
+		return 0;
+	d->feed.stop = 0;
+	d->feed.busy = 0;
+	err = pthread_mutex_init(&d->feed.mu, NULL);
+	if (err)
+		return -err;
+	err = pthread_cond_init(&d->feed.cv, NULL);
+	if (err) {
+		pthread_mutex_destroy(&d->feed.mu);
+		return -err;
+	}
+	/* Signals are the main loop's (signalfd): the thread starts with all of them blocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&d->feed.thread, NULL, feed_run, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pthread_cond_destroy(&d->feed.cv);
+		pthread_mutex_destroy(&d->feed.mu);
+		return -err;
+	}
+	d->feed.on = 1;
+	return 0;
+}
+
+/* The feed's buffers, held only while a subscriber of every session is. */
+static void feed_free(struct tf_daemon *d)
+{
+	free(d->feed.buf);
+	free(d->feed.out);
+	free(d->feed.dest);
+	d->feed.buf = d->feed.out = NULL;
+	d->feed.dest = NULL;
+	d->feed.len = d->feed.cap = d->feed.out_len = d->feed.out_cap = 0;
+	d->feed.ndest = d->feed.dest_cap = 0;
+}
+
+void tf_ctl_stop(struct tf_daemon *d)
+{
+	feed_wait(d);
+	if (d->feed.on) {
+		pthread_mutex_lock(&d->feed.mu);
+		d->feed.stop = 1;
+		pthread_cond_broadcast(&d->feed.cv);
+		pthread_mutex_unlock(&d->feed.mu);
+		pthread_join(d->feed.thread, NULL);
+		pthread_cond_destroy(&d->feed.cv);
+		pthread_mutex_destroy(&d->feed.mu);
+		d->feed.on = 0;
+	}
+	feed_free(d);
 }
 
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len)
@@ -317,19 +498,15 @@ void tf_ctl_flush_events(struct tf_daemon *d)
 	struct tf_client *c;
 	int all = 0;
 
-	if (d->feed.len)
-		feed_flush(d);
+	feed_sync(d);
 	for (c = d->clients; c; c = c->next) {
 		if (c->pending && !c->dead)
 			client_flush(d, c);
 		all |= c->subscriber && !c->sub_sid && !c->dead;
 	}
-	/* The feed's buffer goes with the last subscriber of every session: 64 KiB not held idle. */
-	if (!all && d->feed.buf) {
-		free(d->feed.buf);
-		d->feed.buf = NULL;
-		d->feed.cap = 0;
-	}
+	/* The feed's buffers go with the last subscriber of every session: not held idle. */
+	if (!all)
+		feed_free(d);
 }
 
 static void handle_line(struct tf_daemon *d, struct tf_client *c, const char *line, size_t len)
@@ -344,8 +521,7 @@ static void handle_line(struct tf_daemon *d, struct tf_client *c, const char *li
 	 * after the event lines queued before it, and a new subscriber gets no
 	 * line from before its subscription.
 	 */
-	if (d->feed.len)
-		feed_flush(d);
+	feed_sync(d);
 	if (!tf_request_parse(line, len, &lim, &r, err, sizeof(err))) {
 		resp = tf_ctl_dispatch(d, c, &r, err, sizeof(err));
 		if (!resp && !err[0])
@@ -616,9 +792,7 @@ void tf_ctl_close(struct tf_daemon *d)
 	for (c = d->clients; c; c = c->next)
 		client_free(d, c);
 	tf_ctl_reap(d);
-	free(d->feed.buf);
-	d->feed.buf = NULL;
-	d->feed.len = d->feed.cap = 0;
+	tf_ctl_stop(d);
 	if (d->spare_fd >= 0)
 		close(d->spare_fd);
 	d->spare_fd = -1;

@@ -33,6 +33,7 @@ struct tf_client {
 	uid_t uid;	   /* the peer's, at connect (SO_PEERCRED) */
 	int closing;	   /* close once out is flushed */
 	int dead;	   /* closed; freed by tf_ctl_reap() */
+	int in_flight;	   /* the feed's sender may be sending to fd (control.c) */
 	__u64 deadline_ms; /* a partial request must complete by then */
 	struct tf_client *next;
 };

@@ -3,6 +3,7 @@
 #ifndef TF_DAEMON_H
 #define TF_DAEMON_H
 
+#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 #include <sys/stat.h>
@@ -59,6 +60,7 @@ struct tf_sess {
 };
 
 struct tf_client;
+struct tf_feed_dest;
 struct ring_buffer;
 
 struct tf_daemon {
@@ -90,10 +92,22 @@ struct tf_daemon {
 	struct tf_client *clients;
 	unsigned int nclients;
 	unsigned int nsubscribers;
-	/* event lines for the subscribers of every session, written once, sent to each (control.c) */
+	/*
+	 * Event lines for the subscribers of every session, written once into
+	 * buf, sent to each from out by a thread of their own while the next
+	 * batch is written (control.c).
+	 */
 	struct {
-		char *buf;
+		char *buf; /* the batch being written */
 		size_t len, cap;
+		char *out; /* the batch being sent: the sender's while busy */
+		size_t out_len, out_cap;
+		struct tf_feed_dest *dest; /* whom out goes to, and what each took */
+		unsigned int ndest, dest_cap;
+		pthread_t thread;
+		pthread_mutex_t mu;
+		pthread_cond_t cv;
+		int on, busy, stop;
 	} feed;
 	/* event feed */
 	struct ring_buffer *rb;
@@ -187,12 +201,21 @@ void tf_ctl_event(struct tf_daemon *d, void *ptr, __u32 events);
 void tf_ctl_tick(struct tf_daemon *d);
 /* Free the clients ended during this loop iteration. */
 void tf_ctl_reap(struct tf_daemon *d);
+/*
+ * Start the feed's sender thread (signals blocked), after the capabilities
+ * are dropped: 0 or -errno. Until then (or without it) the feed is sent
+ * by the caller of the flush.
+ */
+int tf_ctl_start(struct tf_daemon *d) __attribute__((warn_unused_result));
+/* Stop the sender thread and free the feed's buffers (the clients stay). */
+void tf_ctl_stop(struct tf_daemon *d);
 void tf_ctl_close(struct tf_daemon *d);
 /*
  * Queue a line for every subscriber of session sid (0: all): once for all
  * the subscribers of every session (d->feed), in its own queue for one of
  * sid's. What is queued is sent once it holds TF_OUT_BATCH, else by
- * tf_ctl_flush_events(), which the drain and the event loop call.
+ * tf_ctl_flush_events(), which the drain and the event loop call; once
+ * that returns, every line is sent or in its subscriber's queue.
  */
 void tf_ctl_broadcast(struct tf_daemon *d, __u32 sid, const char *line, size_t len);
 void tf_ctl_flush_events(struct tf_daemon *d);

@@ -642,6 +642,12 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto cleanup;
 	}
+	ret = tf_ctl_start(&d);
+	if (ret) {
+		pr_warn("cannot start the event feed's sender thread: %s\n", strerror(-ret));
+		ret = 1;
+		goto cleanup;
+	}
 	ret = run(&d) ? 1 : 0;
 cleanup:
 	tf_ctl_close(&d);
