@@ -6,7 +6,9 @@
  * whether it reads at once, reads only after the drains (what its socket
  * did not take is queued and sent on EPOLLOUT), or has gone (it is ended,
  * the others are not); after a drain nothing is left in flight; the thread
- * starts and stops with tf_ctl_start() and tf_ctl_stop().
+ * starts and stops with tf_ctl_start() and tf_ctl_stop(). A subscriber
+ * that sends a request too large while its batch is in flight gets the
+ * refusal after the lines before it, at a line's end.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -108,40 +110,57 @@ static size_t line_of(unsigned int i, char *buf, size_t len)
 
 int main(void)
 {
-	struct reader r[4] = {};
-	struct tf_client *c[4];
+	static const char refusal[] = "{\"ok\":false,\"error\":\"request too large\"}\n";
+	struct reader r[5] = {};
+	struct tf_client *c[5];
+	static char junk[5000];
+	char *at;
 	struct epoll_event evs[8];
 	char line[256], *want = NULL;
 	size_t wlen = 0, wcap = 0, n;
 	unsigned int i, k, spins;
-	int t0, ok, ended = 0, hup = 0;
+	int t0, ok, ended = 0, hup = 0, asked = 0;
 
 	d.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	d.listen_fd = d.spare_fd = -1;
+	d.cfg.max_request_bytes = 4096;
 	t0 = tasks();
 	CHECK_EQ("tf_ctl_start() starts the sender", tf_ctl_start(&d), 0);
 	CHECK_EQ("... one thread more", tasks(), t0 + 1);
 	CHECK_EQ("tf_ctl_start() again starts none", tf_ctl_start(&d) || tasks() != t0 + 1, 0);
 
-	/* r[0], r[1] read at once; r[2] only after the drains, on small buffers; r[3] has gone. */
-	for (i = 0; i < 4; i++) {
-		c[i] = subscribe(&r[i], i == 2 ? 4096 : 0);
+	/*
+	 * r[0], r[1] read at once; r[2] only after the drains, on small buffers;
+	 * r[3] goes after the first batch; r[4], as r[2], sends a request too large.
+	 */
+	for (i = 0; i < 5; i++) {
+		c[i] = subscribe(&r[i], i == 2 || i == 4 ? 4096 : 0);
 		if (!c[i])
 			return 1;
 	}
-	close(r[3].fd);
-	for (i = 0; i < 3; i++) {
-		atomic_store(&r[i].go, i != 2);
+	for (i = 0; i < 5; i++) {
+		if (i == 3)
+			continue;
+		atomic_store(&r[i].go, i < 2);
 		pthread_create(&r[i].thread, NULL, reader_run, &r[i]);
 	}
 
 	for (i = 0; i < LINES; i++) {
+		/* r[4]'s request, while the first batch is in flight. */
+		if (!asked && c[4]->in_flight) {
+			memset(junk, 'x', sizeof(junk));
+			asked = write(r[4].fd, junk, sizeof(junk)) == sizeof(junk);
+			tf_ctl_event(&d, c[4], EPOLLIN);
+		}
 		/*
-		 * The first batch handed over goes to r[3]'s socket too, whose send
-		 * fails: its hang-up, handled meanwhile, ends it once, after the
-		 * batch is settled (its socket is not closed under the sender).
+		 * r[3] goes as the second drain starts: the next batch's send to it
+		 * fails, and its hang-up, handled while that batch is in flight,
+		 * ends it once, after the batch is settled (its socket is not
+		 * closed under the sender).
 		 */
-		if (c[3]->in_flight && !c[3]->dead) {
+		if (i == PER_DRAIN)
+			close(r[3].fd);
+		if (i > PER_DRAIN && c[3]->in_flight && !c[3]->dead) {
 			tf_ctl_event(&d, c[3], EPOLLHUP);
 			hup++;
 		}
@@ -165,18 +184,21 @@ int main(void)
 	CHECK_TRUE("the feed was sent in batches", wlen > 8 * TF_OUT_BATCH);
 	CHECK_EQ("the subscriber that went is ended", c[3]->dead, 1);
 	CHECK_EQ("... by its hang-up while its batch was in flight", hup, 1);
-	CHECK_EQ("... and only it", d.nsubscribers, 3);
+	CHECK_EQ("... and only it", d.nsubscribers, 4);
+	CHECK_EQ("the request too large was sent while its batch was in flight", asked, 1);
 	CHECK_TRUE("the slow subscriber has lines queued", c[2]->out_len - c[2]->out_off > 0);
-	for (spins = 0;
-	     spins < 2000 && (atomic_load(&r[0].len) < wlen || atomic_load(&r[1].len) < wlen);
-	     spins++)
-		usleep(1000);
-	CHECK_EQ("a subscriber reading at once has every line after the drains",
-		 atomic_load(&r[0].len), wlen);
 
-	/* The slow one reads now: its queue goes out as its socket takes it (EPOLLOUT). */
+	/*
+	 * The slow ones read now. What a socket did not take (theirs, or a
+	 * reader's that fell behind for a moment) goes out as it takes it
+	 * (EPOLLOUT), as the event loop sends it.
+	 */
 	atomic_store(&r[2].go, 1);
-	for (spins = 0; spins < 20000 && atomic_load(&r[2].len) < wlen; spins++) {
+	atomic_store(&r[4].go, 1);
+	for (spins = 0;
+	     spins < 20000 && (atomic_load(&r[0].len) < wlen || atomic_load(&r[1].len) < wlen ||
+			       atomic_load(&r[2].len) < wlen || !c[4]->dead);
+	     spins++) {
 		int m = epoll_wait(d.epoll_fd, evs, 8, 1);
 
 		for (k = 0; k < (unsigned int)(m > 0 ? m : 0); k++)
@@ -184,9 +206,13 @@ int main(void)
 				tf_ctl_event(&d, evs[k].data.ptr, evs[k].events);
 	}
 
-	tf_ctl_close(
-		&d); /* ends the clients (the readers see the end of stream), stops the sender */
-	for (i = 0; i < 3; i++) {
+	CHECK_EQ("the subscriber that asked too much is ended once its queue is sent", c[4]->dead,
+		 1);
+	/* Ends the clients (the readers see the end of stream) and stops the sender. */
+	tf_ctl_close(&d);
+	for (i = 0; i < 5; i++) {
+		if (i == 3)
+			continue;
 		pthread_join(r[i].thread, NULL);
 		close(r[i].fd);
 	}
@@ -201,6 +227,21 @@ int main(void)
 		CHECK_EQ(line, ok ? (long long)wlen : (long long)n, wlen);
 		free(r[i].got);
 	}
+	/* r[4]'s stream: lines in order, the refusal after a whole line, then lines in order. */
+	n = atomic_load(&r[4].len);
+	at = r[4].got ? memmem(r[4].got, n, refusal, sizeof(refusal) - 1) : NULL;
+	CHECK_TRUE("the asker got the refusal", at);
+	if (at) {
+		size_t before = (size_t)(at - r[4].got), after = n - before - (sizeof(refusal) - 1);
+
+		CHECK_TRUE("... after a whole line", !before || r[4].got[before - 1] == '\n');
+		CHECK_TRUE("... after the lines before it, in order",
+			   before <= wlen && !memcmp(r[4].got, want, before));
+		CHECK_TRUE("... and before the lines after it, in order",
+			   before + after <= wlen &&
+				   !memcmp(at + sizeof(refusal) - 1, want + before, after));
+	}
+	free(r[4].got);
 	free(want);
 	close(d.epoll_fd);
 	return CHECK_EXIT();

@@ -278,7 +278,9 @@ static void *feed_run(void *arg)
 /*
  * Wait for the batch in flight, then settle it: what a subscriber's socket
  * did not take is queued behind (sent on EPOLLOUT), a failed one is ended.
- * Every destination is out of flight before any is ended.
+ * Every destination is out of flight before any is ended. Nothing called
+ * here may broadcast: a batch handed over meanwhile would move dest and out
+ * under this loop.
  */
 static void feed_wait(struct tf_daemon *d)
 {
@@ -582,6 +584,8 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 			memmove(c->in, p, c->in_len);
 		}
 		if (c->in_len > max) {
+			feed_sync(
+				d); /* the answer comes after the lines before it, as handle_line()'s */
 			client_reply(d, c, error_resp("request too large"));
 			if (c->dead)
 				return -1;
