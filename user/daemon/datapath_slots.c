@@ -650,7 +650,7 @@ static void *pool_run(void *arg)
 	unsigned int cnt[SLOT_BUSY + 1], n, want, room, warm = dp->cfg->warm_slots;
 	struct tf_flowlook *look;
 	__u32 sids[POOL_BATCH];
-	struct timespec until;
+	struct timespec retry = { 0 }, now;
 	int failed = 0;
 
 	slots_lock(dp);
@@ -683,6 +683,10 @@ static void *pool_run(void *arg)
 		if (want && !failed) {
 			n = pool_pick(dp, SLOT_COLD, sids, want < POOL_BATCH ? want : POOL_BATCH);
 			failed = pool_batch(dp, sids, n, pool_fill, "create", &p->filled);
+			if (failed) {
+				clock_gettime(CLOCK_MONOTONIC, &retry);
+				retry.tv_sec++;
+			}
 			continue;
 		}
 		if (cnt[SLOT_READY] > warm) {
@@ -702,11 +706,17 @@ static void *pool_run(void *arg)
 			continue;
 		}
 		if (failed) {
-			/* A fill failed (memory?): try again in a second, not in a loop. */
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec++;
-			pthread_cond_timedwait(&p->wake, &dp->slot_lock, &until);
-			failed = 0;
+			/*
+			 * A fill failed (memory? fds?): tried again a second later,
+			 * however often adds and deletes wake the thread meanwhile
+			 * (each try that fails logs every slot of its batch).
+			 */
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec < retry.tv_sec ||
+			    (now.tv_sec == retry.tv_sec && now.tv_nsec < retry.tv_nsec))
+				pthread_cond_timedwait(&p->wake, &dp->slot_lock, &retry);
+			else
+				failed = 0;
 			continue;
 		}
 		pthread_cond_wait(&p->wake, &dp->slot_lock);
@@ -718,6 +728,7 @@ static void *pool_run(void *arg)
 int tf_dp_pool_start(struct tf_dp *dp)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts);
+	pthread_condattr_t ca;
 	sigset_t all, old;
 	struct tf_pool *p;
 	int err;
@@ -735,7 +746,11 @@ int tf_dp_pool_start(struct tf_dp *dp)
 	p->grace_outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "tf_grace", 4, 4, 1, &opts);
 	if (p->grace_outer < 0)
 		goto fail;
-	pthread_cond_init(&p->wake, NULL);
+	/* The fill's retry waits on the monotonic clock: a clock step neither hurries nor holds it. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&p->ready_cv, NULL);
 	slots_lock(dp);
 	dp->pool = p;
