@@ -354,7 +354,7 @@ __u32 tf_dp_slot_take(struct tf_dp *dp)
 	/* With the budget spent, only a released slot, once emptied, can be had. */
 	if (!got && dp->pool && (dp->pool->coming || slots_full(dp))) {
 		/* Slots being filled or emptied are ready sooner than one made here (five grace periods). */
-		clock_gettime(CLOCK_REALTIME, &until);
+		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_sec++;
 		while (!got && dp->pool && (dp->pool->coming || slots_full(dp)) &&
 		       !pthread_cond_timedwait(&dp->pool->ready_cv, &dp->slot_lock, &until))
@@ -746,12 +746,26 @@ int tf_dp_pool_start(struct tf_dp *dp)
 	p->grace_outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "tf_grace", 4, 4, 1, &opts);
 	if (p->grace_outer < 0)
 		goto fail;
-	/* The fill's retry waits on the monotonic clock: a clock step neither hurries nor holds it. */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->wake, &ca);
+	/*
+	 * Timed waits (the fill's retry, an add waiting for a slot) are on the
+	 * monotonic clock: a step of the wall clock neither hurries nor holds them.
+	 */
+	err = pthread_condattr_init(&ca);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
+	err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) ?: pthread_cond_init(&p->wake, &ca);
+	if (!err) {
+		err = pthread_cond_init(&p->ready_cv, &ca);
+		if (err)
+			pthread_cond_destroy(&p->wake);
+	}
 	pthread_condattr_destroy(&ca);
-	pthread_cond_init(&p->ready_cv, NULL);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
 	slots_lock(dp);
 	dp->pool = p;
 	slots_unlock(dp);
