@@ -584,8 +584,8 @@ static int client_read(struct tf_daemon *d, struct tf_client *c)
 			memmove(c->in, p, c->in_len);
 		}
 		if (c->in_len > max) {
-			feed_sync(
-				d); /* the answer comes after the lines before it, as handle_line()'s */
+			/* The answer comes after the lines before it, as handle_line()'s. */
+			feed_sync(d);
 			client_reply(d, c, error_resp("request too large"));
 			if (c->dead)
 				return -1;
