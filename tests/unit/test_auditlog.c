@@ -139,6 +139,8 @@ int main(void)
 	CHECK_EQ("5,000 long lines sealed in one drain", drain(5000, 1000), 5000);
 	CHECK_EQ("a checkpoint while the thread may still fold", tf_audit_seal(&d, "checkpoint"),
 		 0);
+	tf_audit_stats(&d, &size, &cps, &unwritten);
+	CHECK_EQ("no line unwritten", unwritten, 0);
 	/*
 	 * Room for a few KiB more: a batch of 8,192 lines cannot be written
 	 * (EFBIG), the one line after it can.
