@@ -53,6 +53,11 @@ check_says "... and run by another user: valid, the directory not checked, said 
 sed "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/state/events.jsonl\"|" "$T/tf.json" >"$T/tf-state.json"
 check_says "--check-config: a log in the state dir (the daemon gives it the user) is valid" 0 valid \
 	"$TF_BUILD/tapfenced" --check-config "$T/tf-state.json"
+# The state dir as the daemon makes it (root's, 0700), its log named through "state/.".
+install -d -m 0700 -o root -g root "$T/state"
+sed "s|\"event_log\":\"[^\"]*\"|\"event_log\":\"$T/state/./events.jsonl\"|" "$T/tf.json" >"$T/tf-state.json"
+check_says "... spelt another way (state/.), the same directory: valid" 0 valid \
+	"$TF_BUILD/tapfenced" --check-config "$T/tf-state.json"
 
 status() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$TFD_PID/status"; }
 

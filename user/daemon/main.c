@@ -316,6 +316,7 @@ static int log_dir_usable(const struct tf_config *cfg, const struct passwd *pw, 
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
 	char state[TF_PATH_MAX], *slash;
+	struct stat ls, ss;
 	int st, err = 0;
 	pid_t pid, got;
 
@@ -323,7 +324,9 @@ static int log_dir_usable(const struct tf_config *cfg, const struct passwd *pw, 
 	snprintf(state, sizeof(state), "%s", cfg->state_dir);
 	for (slash = state + strlen(state); slash > state + 1 && slash[-1] == '/'; slash--)
 		slash[-1] = 0;
-	if (!strcmp(dir, state))
+	/* The same directory however it is spelt ("dir/.", a link to it), or by name before it exists. */
+	if (!strcmp(dir, state) || (!stat(dir, &ls) && !stat(state, &ss) &&
+				    ls.st_dev == ss.st_dev && ls.st_ino == ss.st_ino))
 		return 0;
 	if (geteuid())
 		return 1;
